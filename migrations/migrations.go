@@ -1,0 +1,164 @@
+// Package migrations holds the schema of every store, one numbered SQL file
+// per step and dialect, and the runner that applies them.
+//
+// Files are named NNNN_name.sql. Statements are separated by a semicolon at
+// the end of a line and run one at a time, each in its own implicit
+// transaction: CockroachDB wants one DDL statement per transaction and never
+// DDL mixed with DML. Every statement must be idempotent (IF NOT EXISTS),
+// because the runner takes no lock (CockroachDB has no advisory locks): two
+// servers migrating at once both run the same harmless DDL, and the version
+// table records each step once.
+package migrations
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed postgres/*.sql sqlite/*.sql
+var files embed.FS
+
+// Dialect names a directory of migrations.
+type Dialect string
+
+const (
+	// Postgres runs on PostgreSQL and CockroachDB.
+	Postgres Dialect = "postgres"
+	// SQLite runs on the embedded store.
+	SQLite Dialect = "sqlite"
+)
+
+// Migration is one numbered schema step.
+type Migration struct {
+	Version    int64
+	Name       string
+	Statements []string
+}
+
+// Conn is what the runner needs from a database. Both statements it runs
+// itself are portable SQL, so one runner serves every dialect.
+type Conn interface {
+	Exec(ctx context.Context, sql string, args ...any) error
+	QueryVersions(ctx context.Context, sql string) ([]int64, error)
+}
+
+const (
+	createVersionTable = `CREATE TABLE IF NOT EXISTS dedup_schema_migrations (
+    version    BIGINT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)`
+	selectVersions = `SELECT version FROM dedup_schema_migrations ORDER BY version`
+	insertVersion  = `INSERT INTO dedup_schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)
+ON CONFLICT (version) DO NOTHING`
+)
+
+// Load returns the migrations of a dialect in version order.
+func Load(d Dialect) ([]Migration, error) {
+	return load(files, string(d))
+}
+
+func load(fsys fs.FS, dir string) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	var ms []Migration
+	seen := map[int64]string{}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		base := strings.TrimSuffix(e.Name(), ".sql")
+		num, name, ok := strings.Cut(base, "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migrations: %s/%s is not named NNNN_name.sql", dir, e.Name())
+		}
+		if other, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migrations: %s and %s share version %d", other, e.Name(), v)
+		}
+		seen[v] = e.Name()
+		body, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %w", err)
+		}
+		ms = append(ms, Migration{Version: v, Name: name, Statements: splitStatements(string(body))})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	return ms, nil
+}
+
+// splitStatements cuts a file at semicolons that end a line, dropping
+// comment-only lines. Our migrations have no procedural bodies, so no
+// semicolon ends a line inside a statement.
+func splitStatements(body string) []string {
+	var stmts []string
+	var cur strings.Builder
+	for _, line := range strings.Split(body, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteString("\n")
+		if strings.HasSuffix(trimmed, ";") {
+			stmts = append(stmts, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		stmts = append(stmts, s)
+	}
+	return stmts
+}
+
+// Pending returns the migrations of ms not yet applied to the database.
+func Pending(ctx context.Context, db Conn, ms []Migration) ([]Migration, error) {
+	if err := db.Exec(ctx, createVersionTable); err != nil {
+		return nil, fmt.Errorf("migrations: creating version table: %w", err)
+	}
+	versions, err := db.QueryVersions(ctx, selectVersions)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: reading applied versions: %w", err)
+	}
+	applied := make(map[int64]bool, len(versions))
+	for _, v := range versions {
+		applied[v] = true
+	}
+	var pending []Migration
+	for _, m := range ms {
+		if !applied[m.Version] {
+			pending = append(pending, m)
+		}
+	}
+	return pending, nil
+}
+
+// Up applies every pending migration in order and returns those it applied.
+// Re-running it is a no-op.
+func Up(ctx context.Context, db Conn, ms []Migration) ([]Migration, error) {
+	pending, err := Pending(ctx, db, ms)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range pending {
+		for i, stmt := range m.Statements {
+			if err := db.Exec(ctx, stmt); err != nil {
+				return nil, fmt.Errorf("migrations: %04d_%s statement %d: %w", m.Version, m.Name, i+1, err)
+			}
+		}
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		if err := db.Exec(ctx, insertVersion, m.Version, m.Name, now); err != nil {
+			return nil, fmt.Errorf("migrations: recording %04d_%s: %w", m.Version, m.Name, err)
+		}
+	}
+	return pending, nil
+}

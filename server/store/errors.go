@@ -1,0 +1,41 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The errors a Store returns, matched with errors.Is. The gRPC layer maps
+// each to one status code and ErrorInfo reason, in one place.
+var (
+	// ErrNotFound: the key has no live record.
+	ErrNotFound = errors.New("no record for this key")
+	// ErrDigestMismatch: the key is bound to a request with other content.
+	ErrDigestMismatch = errors.New("digest differs from the digest stored for this key")
+	// ErrLeaseLost: the fencing token is not the key's current one, the key
+	// was released, or the record is gone.
+	ErrLeaseLost = errors.New("fencing token is not the current lease of this key")
+	// ErrAlreadyFinished: the key already holds a different terminal outcome.
+	ErrAlreadyFinished = errors.New("key already has a different outcome")
+	// ErrUnavailable: the database could not be reached, or stayed too
+	// contended to commit; nothing was changed and the call may be retried.
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// ConflictError is a refusal caused by the stored record, which it carries so
+// that callers can see what they conflicted with.
+type ConflictError struct {
+	Err    error
+	Record Record
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s (consumer %q, key %q, state %s, fencing token %d)",
+		e.Err, e.Record.Consumer, e.Record.Key, e.Record.State, e.Record.FencingToken)
+}
+
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+func conflict(err error, stored *Record) error {
+	return &ConflictError{Err: err, Record: *stored}
+}
