@@ -185,6 +185,9 @@ type Store interface {
 	// and returns how many it deleted; it never deletes a live record.
 	DeleteExpired(ctx context.Context, limit int) (int, error)
 
+	// Ping reports whether the database answers; ErrUnavailable when not.
+	Ping(ctx context.Context) error
+
 	// Close releases the store's resources.
 	Close() error
 }
