@@ -1,0 +1,106 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// ErrorDomain is the ErrorInfo domain of every error dedupd returns.
+const ErrorDomain = "dedup.v1"
+
+// The ErrorInfo reasons dedupd returns. They are part of the API: clients
+// branch on them, so they never change meaning.
+const (
+	ReasonInvalidField     = "INVALID_FIELD"
+	ReasonNotFound         = "RECORD_NOT_FOUND"
+	ReasonDigestMismatch   = "DIGEST_MISMATCH"
+	ReasonAlreadyFinished  = "ALREADY_FINISHED"
+	ReasonLeaseLost        = "LEASE_LOST"
+	ReasonStoreUnavailable = "STORE_UNAVAILABLE"
+	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
+	ReasonCanceled         = "CANCELED"
+	ReasonInternal         = "INTERNAL"
+)
+
+// errorClass is how one kind of error appears on the wire.
+type errorClass struct {
+	sentinel error
+	code     codes.Code
+	reason   string
+}
+
+// errorClasses is the one table from domain errors to gRPC codes. Order
+// matters only in that the first match wins.
+var errorClasses = []errorClass{
+	{store.ErrNotFound, codes.NotFound, ReasonNotFound},
+	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch},
+	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished},
+	{store.ErrLeaseLost, codes.Aborted, ReasonLeaseLost},
+	{store.ErrUnavailable, codes.Unavailable, ReasonStoreUnavailable},
+	{context.DeadlineExceeded, codes.DeadlineExceeded, ReasonDeadlineExceeded},
+	{context.Canceled, codes.Canceled, ReasonCanceled},
+}
+
+// Status converts any error from a handler into a gRPC status carrying a
+// google.rpc.ErrorInfo, plus a BadRequest for invalid fields and the stored
+// record for conflicts. consumer and key, when known, go into the metadata.
+// Errors it does not know become INTERNAL: only bugs should end up there.
+func Status(err error, consumer, key string) *status.Status {
+	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
+		return s // already a status, e.g. from an interceptor
+	}
+	meta := map[string]string{}
+	if consumer != "" {
+		meta["consumer"] = consumer
+	}
+	if key != "" {
+		meta["key"] = key
+	}
+	var fieldErr *FieldError
+	if errors.As(err, &fieldErr) {
+		meta["field"] = fieldErr.Field
+		return withDetails(codes.InvalidArgument, err.Error(), ReasonInvalidField, meta,
+			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+				{Field: fieldErr.Field, Description: fieldErr.Problem},
+			}})
+	}
+	code, reason := codes.Internal, ReasonInternal
+	for _, c := range errorClasses {
+		if errors.Is(err, c.sentinel) {
+			code, reason = c.code, c.reason
+			break
+		}
+	}
+	var conflict *store.ConflictError
+	if errors.As(err, &conflict) {
+		meta["state"] = string(conflict.Record.State)
+		meta["fencing_token"] = strconv.FormatInt(conflict.Record.FencingToken, 10)
+		return withDetails(code, err.Error(), reason, meta, RecordToProto(conflict.Record))
+	}
+	msg := err.Error()
+	if code == codes.Internal {
+		msg = "internal error" // the cause is logged, not sent
+	}
+	return withDetails(code, msg, reason, meta)
+}
+
+func withDetails(code codes.Code, msg, reason string, meta map[string]string, extra ...protoadapt.MessageV1) *status.Status {
+	s := status.New(code, msg)
+	details := append([]protoadapt.MessageV1{&errdetails.ErrorInfo{
+		Reason:   reason,
+		Domain:   ErrorDomain,
+		Metadata: meta,
+	}}, extra...)
+	if withInfo, err := s.WithDetails(details...); err == nil {
+		return withInfo
+	}
+	return s
+}

@@ -1,0 +1,111 @@
+package api
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Input limits that do not depend on configuration. They keep every value
+// storable in every backend (PostgreSQL TEXT cannot hold NUL) and bounded in
+// size before any store work is done.
+const (
+	MaxKeyBytes     = 512
+	MaxDigestBytes  = 64
+	MaxOwnerBytes   = 256
+	MaxReasonBytes  = 128
+	MaxMessageBytes = 4096
+)
+
+var consumerPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+
+// FieldError is a request field that fails validation. The gRPC layer turns
+// it into INVALID_ARGUMENT naming the field.
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+// validator collects the first problem found in a request, so that each
+// handler reads as a list of checks.
+type validator struct{ err *FieldError }
+
+func (v *validator) fail(field, format string, args ...any) {
+	if v.err == nil {
+		v.err = &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (v *validator) result() error {
+	if v.err == nil {
+		return nil
+	}
+	return v.err
+}
+
+func (v *validator) consumer(s string) {
+	switch {
+	case s == "":
+		v.fail("consumer", "is required")
+	case !consumerPattern.MatchString(s):
+		v.fail("consumer", "must match %s", consumerPattern)
+	}
+}
+
+func (v *validator) key(s string) {
+	if s == "" {
+		v.fail("key", "is required")
+		return
+	}
+	v.text("key", s, MaxKeyBytes)
+}
+
+// text checks a free-text field: valid UTF-8, no NUL, at most max bytes.
+func (v *validator) text(field, s string, max int) {
+	switch {
+	case len(s) > max:
+		v.fail(field, "is %d bytes, more than the limit of %d", len(s), max)
+	case !utf8.ValidString(s):
+		v.fail(field, "is not valid UTF-8")
+	case strings.IndexByte(s, 0) >= 0:
+		v.fail(field, "must not contain NUL characters")
+	}
+}
+
+func (v *validator) bytes(field string, b []byte, max int) {
+	if len(b) > max {
+		v.fail(field, "is %d bytes, more than the limit of %d", len(b), max)
+	}
+}
+
+func (v *validator) fencingToken(token int64) {
+	if token <= 0 {
+		v.fail("fencing_token", "must be the positive token returned by Claim")
+	}
+}
+
+// leaseTTL returns the requested lease, zero when unset (the policy default
+// then applies).
+func (v *validator) leaseTTL(d *durationpb.Duration, max time.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	if err := d.CheckValid(); err != nil {
+		v.fail("lease_ttl", "is not a valid duration: %v", err)
+		return 0
+	}
+	ttl := d.AsDuration()
+	switch {
+	case ttl <= 0:
+		v.fail("lease_ttl", "must be positive, got %s", ttl)
+	case ttl > max:
+		v.fail("lease_ttl", "is %s, more than the maximum of %s", ttl, max)
+	}
+	return ttl
+}
