@@ -29,9 +29,15 @@ type Decision struct {
 
 // Apply is the record state machine, the one place its rules live. Given the
 // stored record (nil when the key has none), a command and the store's
-// current time, it returns the next record or the error to report. An
-// expired record counts as absent, except that its fencing token keeps
-// counting so that a holder of an old lease can never pass for a new one.
+// current time, it returns the next record or the error to report. Every
+// time it sets is cut to microseconds, so what a store returns equals what
+// it reads back.
+//
+// An expired record counts as absent, except that its fencing token keeps
+// counting so that a holder of an old lease cannot pass for a new one. Once
+// the reaper has deleted the row, tokens start again at 1: a holder that
+// stalls for longer than its lease plus the released TTL could then collide
+// with a new holder, which is why that TTL is measured in hours.
 //
 // Apply is pure: every backend calls it inside its own atomic step.
 func Apply(stored *Record, cmd Command, now time.Time) (Decision, error) {
@@ -114,8 +120,8 @@ func acquireFresh(c ClaimParams, now time.Time, token int64) Decision {
 // released TTL, so that an abandoned claim stays visible for reconciliation
 // for as long as a released one would.
 func setLease(r *Record, ttl time.Duration, p Policy, now time.Time) {
-	r.LeaseExpiresAt = now.Add(ttl)
-	r.ExpiresAt = r.LeaseExpiresAt.Add(p.ReleasedTTL)
+	r.LeaseExpiresAt = Now(now.Add(ttl))
+	r.ExpiresAt = Now(r.LeaseExpiresAt.Add(p.ReleasedTTL))
 }
 
 func leaseTTL(requested time.Duration, p Policy) time.Duration {
@@ -147,7 +153,7 @@ func applyComplete(stored *Record, c CompleteParams, now time.Time) (Decision, e
 		next.State = Completed
 		next.Result = c.Result
 		next.UpdatedAt = now
-		next.ExpiresAt = now.Add(c.Policy.CompletedTTL)
+		next.ExpiresAt = Now(now.Add(c.Policy.CompletedTTL))
 		return Decision{Record: next, Write: true}, nil
 	case Completed:
 		if bytes.Equal(stored.Result, c.Result) {
@@ -173,10 +179,10 @@ func applyReject(stored *Record, c RejectParams, now time.Time) (Decision, error
 		next.UpdatedAt = now
 		if rejection.Retryable {
 			next.State = Released
-			next.ExpiresAt = now.Add(c.Policy.ReleasedTTL)
+			next.ExpiresAt = Now(now.Add(c.Policy.ReleasedTTL))
 		} else {
 			next.State = Rejected
-			next.ExpiresAt = now.Add(c.Policy.RejectedTTL)
+			next.ExpiresAt = Now(now.Add(c.Policy.RejectedTTL))
 		}
 		return Decision{Record: next, Write: true}, nil
 	case Rejected, Released:

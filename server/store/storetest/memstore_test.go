@@ -1,0 +1,130 @@
+package storetest_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetest"
+)
+
+// memStore is the smallest Store that keeps the contract: one mutex makes
+// every call atomic, time.Now is the store's clock, and store.Apply takes
+// every decision. It is the suite's self-test and a reference for what a
+// backend must do around Apply: load, decide, write if told to.
+type memStore struct {
+	mu      sync.Mutex
+	records map[[2]string]store.Record
+}
+
+func newMemStore() *memStore { return &memStore{records: map[[2]string]store.Record{}} }
+
+// apply runs one command on a key under the lock. Records are copied on the
+// way in and out, as a database would, so callers never share memory with
+// what is stored.
+func (m *memStore) apply(ctx context.Context, consumer, key string, cmd store.Command) (store.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Decision{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{consumer, key}
+	var stored *store.Record
+	if r, ok := m.records[k]; ok {
+		r = clone(r)
+		stored = &r
+	}
+	d, err := store.Apply(stored, cmd, time.Now())
+	if err != nil {
+		return store.Decision{}, err
+	}
+	if d.Write {
+		m.records[k] = clone(d.Record)
+	}
+	d.Record = clone(d.Record)
+	return d, nil
+}
+
+func (m *memStore) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Key, p)
+	return store.ClaimResult{Outcome: d.Outcome, Record: d.Record, RetryAfter: d.RetryAfter}, err
+}
+
+func (m *memStore) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Key, p)
+	return d.Record, err
+}
+
+func (m *memStore) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Key, p)
+	return d.Record, err
+}
+
+func (m *memStore) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Key, p)
+	return d.Record, err
+}
+
+func (m *memStore) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Record{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.records[[2]string{consumer, key}]
+	if !ok || !store.IsLive(&r, time.Now()) {
+		return store.Record{}, store.ErrNotFound
+	}
+	return clone(r), nil
+}
+
+func (m *memStore) DeleteExpired(ctx context.Context, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now, n := time.Now(), 0
+	for k, r := range m.records {
+		if n >= limit {
+			break
+		}
+		if !store.IsLive(&r, now) {
+			delete(m.records, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (m *memStore) Ping(ctx context.Context) error { return ctx.Err() }
+
+func (m *memStore) Close() error { return nil }
+
+func clone(r store.Record) store.Record {
+	r.Digest = cloneBytes(r.Digest)
+	r.Result = cloneBytes(r.Result)
+	if r.Rejection != nil {
+		rej := *r.Rejection
+		rej.Detail = cloneBytes(rej.Detail)
+		r.Rejection = &rej
+	}
+	return r
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+func TestMemStore(t *testing.T) {
+	storetest.RunAll(t, func(t *testing.T) store.Store {
+		s := newMemStore()
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
