@@ -6,8 +6,10 @@
 // transaction: CockroachDB wants one DDL statement per transaction and never
 // DDL mixed with DML. Every statement must be idempotent (IF NOT EXISTS),
 // because the runner takes no lock (CockroachDB has no advisory locks): two
-// servers migrating at once both run the same harmless DDL, and the version
-// table records each step once.
+// migrators at once run the same DDL, and the version table records each
+// step once. PostgreSQL may still fail one of two concurrent CREATE ... IF
+// NOT EXISTS with a duplicate in its catalog; running Up again then finds
+// the work done (pgstore does so).
 package migrations
 
 import (
@@ -97,19 +99,22 @@ func load(fsys fs.FS, dir string) ([]Migration, error) {
 }
 
 // splitStatements cuts a file at semicolons that end a line, dropping
-// comment-only lines. Our migrations have no procedural bodies, so no
-// semicolon ends a line inside a statement.
+// comments. Our migrations have no procedural bodies and no "--" inside
+// string literals, so neither can hide a statement's end.
 func splitStatements(body string) []string {
 	var stmts []string
 	var cur strings.Builder
 	for _, line := range strings.Split(body, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+		if i := strings.Index(line, "--"); i >= 0 {
+			line = line[:i]
+		}
+		code := strings.TrimSpace(line)
+		if code == "" {
 			continue
 		}
-		cur.WriteString(line)
+		cur.WriteString(strings.TrimRight(line, " \t"))
 		cur.WriteString("\n")
-		if strings.HasSuffix(trimmed, ";") {
+		if strings.HasSuffix(code, ";") {
 			stmts = append(stmts, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
 			cur.Reset()
 		}
@@ -120,14 +125,20 @@ func splitStatements(body string) []string {
 	return stmts
 }
 
-// Pending returns the migrations of ms not yet applied to the database.
+// Pending returns the migrations of ms not yet applied to the database. On
+// a database that has the version table it only reads, so a server with a
+// read-only role can check the schema before serving.
 func Pending(ctx context.Context, db Conn, ms []Migration) ([]Migration, error) {
-	if err := db.Exec(ctx, createVersionTable); err != nil {
-		return nil, fmt.Errorf("migrations: creating version table: %w", err)
-	}
 	versions, err := db.QueryVersions(ctx, selectVersions)
 	if err != nil {
-		return nil, fmt.Errorf("migrations: reading applied versions: %w", err)
+		// Most likely a fresh database without the version table; if the
+		// cause was anything else, creating the table fails too and says so.
+		if createErr := db.Exec(ctx, createVersionTable); createErr != nil {
+			return nil, fmt.Errorf("migrations: creating version table (reading it failed: %v): %w", err, createErr)
+		}
+		if versions, err = db.QueryVersions(ctx, selectVersions); err != nil {
+			return nil, fmt.Errorf("migrations: reading applied versions: %w", err)
+		}
 	}
 	applied := make(map[int64]bool, len(versions))
 	for _, v := range versions {

@@ -1,0 +1,57 @@
+package migrations
+
+import (
+	"reflect"
+	"testing"
+	"testing/fstest"
+)
+
+func TestLoadOrdersAndSplits(t *testing.T) {
+	fsys := fstest.MapFS{
+		"d/0002_second.sql": {Data: []byte("-- a comment;\nCREATE INDEX i ON t (a);\n")},
+		"d/0001_first.sql":  {Data: []byte("CREATE TABLE t (\n  a TEXT -- why;\n);\n\nCREATE TABLE u (b TEXT);")},
+		"d/README":          {Data: []byte("ignored")},
+	}
+	ms, err := load(fsys, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Migration{
+		{Version: 1, Name: "first", Statements: []string{"CREATE TABLE t (\n  a TEXT\n)", "CREATE TABLE u (b TEXT)"}},
+		{Version: 2, Name: "second", Statements: []string{"CREATE INDEX i ON t (a)"}},
+	}
+	if !reflect.DeepEqual(ms, want) {
+		t.Fatalf("load = %#v\nwant %#v", ms, want)
+	}
+}
+
+func TestLoadRefusesBadNames(t *testing.T) {
+	for name, fsys := range map[string]fstest.MapFS{
+		"no number":      {"d/first.sql": {}},
+		"zero":           {"d/0000_x.sql": {}},
+		"shared version": {"d/0001_a.sql": {}, "d/1_b.sql": {}},
+	} {
+		if _, err := load(fsys, "d"); err == nil {
+			t.Errorf("%s: load accepted it", name)
+		}
+	}
+}
+
+func TestEmbeddedDialectsHaveTheSameSteps(t *testing.T) {
+	pg, err := Load(Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lite, err := Load(SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pg) == 0 || len(pg) != len(lite) {
+		t.Fatalf("postgres has %d migrations, sqlite %d; every step needs both", len(pg), len(lite))
+	}
+	for i := range pg {
+		if pg[i].Version != lite[i].Version || pg[i].Name != lite[i].Name {
+			t.Errorf("step %d: postgres %04d_%s, sqlite %04d_%s", i, pg[i].Version, pg[i].Name, lite[i].Version, lite[i].Name)
+		}
+	}
+}
