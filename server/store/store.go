@@ -156,7 +156,11 @@ type ClaimResult struct {
 // Errors: the sentinel errors of this package (wrapped, with the stored
 // record where there is one; see ConflictError), ErrUnavailable when the
 // database cannot be reached or stays contended, or the context's error.
-// A failed call changes nothing.
+// A refusal changes nothing. ErrUnavailable and the context's error change
+// nothing either, except in the one window no client of a remote database
+// can close: the connection failing during COMMIT, when the write may have
+// landed. Every write is safe to repeat, so callers retry and see the
+// stored outcome.
 type Store interface {
 	// Claim applies a claim to the key (see Apply). It must return exactly
 	// one Acquired among any number of concurrent claims of a free key, and

@@ -1,0 +1,102 @@
+package sqlitestore
+
+import (
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// The statements on dedup_records. The writer and the read pool share
+// selectRecord so that both decode rows the same way, through scanRecord.
+const (
+	selectRecord = `SELECT state, digest, fencing_token, attempts, owner, result,
+       rejection_reason, rejection_message, rejection_detail, rejection_retryable,
+       created_at, updated_at, lease_expires_at, expires_at
+FROM dedup_records WHERE consumer = $1 AND key = $2`
+
+	// upsertRecord writes a decided record whether or not a row exists: an
+	// expired row is overwritten by a fresh claim, and one statement keeps
+	// the transaction short.
+	upsertRecord = `INSERT INTO dedup_records (consumer, key, state, digest, fencing_token, attempts, owner, result,
+       rejection_reason, rejection_message, rejection_detail, rejection_retryable,
+       created_at, updated_at, lease_expires_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+ON CONFLICT (consumer, key) DO UPDATE SET
+       state = excluded.state, digest = excluded.digest, fencing_token = excluded.fencing_token,
+       attempts = excluded.attempts, owner = excluded.owner, result = excluded.result,
+       rejection_reason = excluded.rejection_reason, rejection_message = excluded.rejection_message,
+       rejection_detail = excluded.rejection_detail, rejection_retryable = excluded.rejection_retryable,
+       created_at = excluded.created_at, updated_at = excluded.updated_at,
+       lease_expires_at = excluded.lease_expires_at, expires_at = excluded.expires_at`
+
+	// deleteExpired: the table is WITHOUT ROWID, so the batch is picked by
+	// primary key (SQLite walks the expires_at index for the subquery, then
+	// deletes by key). The outer expires_at test repeats the subquery's, so
+	// that the statement says on its face that it never deletes a live row.
+	deleteExpired = `DELETE FROM dedup_records
+WHERE expires_at <= $1 AND (consumer, key) IN (
+    SELECT consumer, key FROM dedup_records WHERE expires_at <= $1 LIMIT $2)`
+)
+
+// scanRecord decodes a row of selectRecord. It returns nil, nil when there
+// is no row.
+func scanRecord(row *sql.Row, consumer, key string) (*store.Record, error) {
+	var (
+		state                         string
+		rejectionReason, rejectionMsg sql.NullString
+		rejectionDetail               []byte
+		rejectionRetryable            sql.NullBool
+		created, updated              int64
+		leaseExpires, expires         int64
+	)
+	r := &store.Record{Consumer: consumer, Key: key}
+	err := row.Scan(&state, &r.Digest, &r.FencingToken, &r.Attempts, &r.Owner, &r.Result,
+		&rejectionReason, &rejectionMsg, &rejectionDetail, &rejectionRetryable,
+		&created, &updated, &leaseExpires, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.State = store.State(state)
+	// rejection_retryable is written for every rejection, so it alone says
+	// whether there is one; reason and message may legitimately be empty.
+	if rejectionRetryable.Valid {
+		r.Rejection = &store.Rejection{
+			Reason:    rejectionReason.String,
+			Message:   rejectionMsg.String,
+			Detail:    rejectionDetail,
+			Retryable: rejectionRetryable.Bool,
+		}
+	}
+	r.CreatedAt = fromMicros(created)
+	r.UpdatedAt = fromMicros(updated)
+	r.LeaseExpiresAt = fromMicros(leaseExpires)
+	r.ExpiresAt = fromMicros(expires)
+	return r, nil
+}
+
+// recordArgs are the arguments of upsertRecord for r.
+func recordArgs(r *store.Record) []any {
+	digest := r.Digest
+	if digest == nil {
+		// The driver binds a nil slice as NULL, which digest refuses; an
+		// absent digest is an empty one.
+		digest = []byte{}
+	}
+	var reason, message, detail, retryable any
+	if j := r.Rejection; j != nil {
+		reason, message, detail, retryable = j.Reason, j.Message, j.Detail, j.Retryable
+	}
+	return []any{
+		r.Consumer, r.Key, string(r.State), digest, r.FencingToken, r.Attempts, r.Owner, r.Result,
+		reason, message, detail, retryable,
+		r.CreatedAt.UnixMicro(), r.UpdatedAt.UnixMicro(), r.LeaseExpiresAt.UnixMicro(), r.ExpiresAt.UnixMicro(),
+	}
+}
+
+// fromMicros reads a stored time back exactly as store.Now produced it.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }

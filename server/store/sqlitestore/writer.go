@@ -1,0 +1,297 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/dedupd/dedupd/migrations"
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// writer owns the one connection that writes. Callers take turns through
+// slot, a channel rather than a mutex so that a waiting caller can give up
+// when its context ends, and so that waiters are served in arrival order.
+//
+// Each command is one IMMEDIATE transaction: read the row, let store.Apply
+// decide, write the result. Group commit would keep this shape: a caller
+// holding the slot would run several queued commands inside one
+// transaction.
+type writer struct {
+	slot   chan struct{}
+	closed bool // guarded by slot
+
+	db   *sql.DB
+	conn *sql.Conn
+
+	begin, commit, rollback *sql.Stmt
+	selectRecord            *sql.Stmt
+	upsertRecord            *sql.Stmt
+	deleteBatch             *sql.Stmt
+}
+
+// openWriter opens the write connection, switches the database to WAL and
+// applies pending migrations. It returns the migrations it applied.
+func openWriter(ctx context.Context, path string) (_ *writer, _ []migrations.Migration, err error) {
+	params := url.Values{}
+	params.Set("_journal_mode", "WAL")
+	params.Set("_synchronous", synchronous)
+	// Commands begin IMMEDIATE explicitly; this covers any transaction
+	// started through database/sql, which would otherwise be DEFERRED.
+	params.Set("_txlock", "immediate")
+	// Keep the WAL file from staying at its high-water mark after a burst.
+	params.Add("_pragma", "journal_size_limit(67108864)")
+	db, err := sql.Open("sqlite", dsn(path, params))
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlitestore: opening %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	w := &writer{slot: make(chan struct{}, 1), db: db}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
+
+	if w.conn, err = db.Conn(ctx); err != nil {
+		return nil, nil, openError(path, "connecting", err)
+	}
+	if err := w.checkWAL(ctx); err != nil {
+		return nil, nil, openError(path, "enabling WAL", err)
+	}
+	ms, err := migrations.Load(migrations.SQLite)
+	if err != nil {
+		return nil, nil, err
+	}
+	applied, err := migrations.Up(ctx, migrationConn{w.conn}, ms)
+	if err != nil {
+		return nil, nil, openError(path, "migrating", err)
+	}
+	if err := w.prepare(ctx); err != nil {
+		return nil, nil, openError(path, "preparing statements", err)
+	}
+	return w, applied, nil
+}
+
+// checkWAL confirms the journal mode: SQLite silently keeps the old mode
+// where WAL is impossible (some network file systems), and the store's
+// concurrency design depends on readers running beside the writer.
+func (w *writer) checkWAL(ctx context.Context) error {
+	var mode string
+	if err := w.conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal mode is %q, not WAL", mode)
+	}
+	return nil
+}
+
+func (w *writer) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&w.begin, "BEGIN IMMEDIATE"},
+		{&w.commit, "COMMIT"},
+		{&w.rollback, "ROLLBACK"},
+		{&w.selectRecord, selectRecord},
+		{&w.upsertRecord, upsertRecord},
+		{&w.deleteBatch, deleteExpired},
+	} {
+		stmt, err := w.conn.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("%.40q: %w", p.sql, err)
+		}
+		*p.stmt = stmt
+	}
+	return nil
+}
+
+// acquire waits for the write connection. Once it is held, the caller's
+// context is no longer watched: a transaction takes microseconds, and
+// interrupting a COMMIT would leave the caller unsure whether it happened.
+func (w *writer) acquire(ctx context.Context) error {
+	select {
+	case w.slot <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := ctx.Err(); err != nil {
+		w.release()
+		return err
+	}
+	if w.closed {
+		w.release()
+		return errClosed
+	}
+	return nil
+}
+
+func (w *writer) release() { <-w.slot }
+
+// apply runs one command in its own transaction.
+func (w *writer) apply(ctx context.Context, consumer, key string, cmd store.Command) (store.Decision, error) {
+	if err := w.acquire(ctx); err != nil {
+		return store.Decision{}, err
+	}
+	defer w.release()
+	var d store.Decision
+	err := w.transact(func() (bool, error) {
+		var err error
+		d, err = w.decide(consumer, key, cmd)
+		return d.Write, err
+	})
+	if err != nil {
+		return store.Decision{}, err
+	}
+	return d, nil
+}
+
+// transact runs fn inside an IMMEDIATE transaction, which fn's writes need
+// no lock upgrade for, and commits when fn asks to keep them. The caller
+// holds the slot. Whatever happens, the transaction is over on return, so a
+// failure cannot leak into the next caller's.
+func (w *writer) transact(fn func() (commit bool, err error)) error {
+	bg := context.Background()
+	if _, err := w.begin.ExecContext(bg); err != nil {
+		return dbError("begin", err)
+	}
+	finished := false
+	defer func() {
+		if !finished {
+			w.abort()
+		}
+	}()
+	commit, err := fn()
+	if err != nil || !commit {
+		// Nothing to keep: a refusal, a replay, or a failed read or write.
+		finished = true
+		if rbErr := w.abort(); rbErr != nil && err == nil {
+			return rbErr
+		}
+		return err
+	}
+	if _, err := w.commit.ExecContext(bg); err != nil {
+		return dbError("commit", err)
+	}
+	finished = true
+	return nil
+}
+
+// decide reads the key's row, asks store.Apply what to do and writes the
+// outcome, all inside the open transaction.
+func (w *writer) decide(consumer, key string, cmd store.Command) (store.Decision, error) {
+	bg := context.Background()
+	stored, err := scanRecord(w.selectRecord.QueryRowContext(bg, consumer, key), consumer, key)
+	if err != nil {
+		return store.Decision{}, dbError("reading record", err)
+	}
+	d, err := store.Apply(stored, cmd, time.Now())
+	if err != nil || !d.Write {
+		return d, err
+	}
+	if _, err := w.upsertRecord.ExecContext(bg, recordArgs(&d.Record)...); err != nil {
+		return store.Decision{}, dbError("writing record", err)
+	}
+	return d, nil
+}
+
+// abort rolls back the open transaction. SQLite may already have rolled it
+// back itself (after an I/O error, say), which is no failure here.
+func (w *writer) abort() error {
+	_, err := w.rollback.ExecContext(context.Background())
+	if err != nil && !strings.Contains(err.Error(), "no transaction is active") {
+		return dbError("rollback", err)
+	}
+	return nil
+}
+
+// deleteExpired deletes one batch of expired rows. Unlike a command, the
+// DELETE watches ctx, since a large batch can take a while; the COMMIT does
+// not, so a cancellation either undoes the batch or comes too late to.
+func (w *writer) deleteExpired(ctx context.Context, limit int, now time.Time) (int, error) {
+	if err := w.acquire(ctx); err != nil {
+		return 0, err
+	}
+	defer w.release()
+	if limit <= 0 {
+		return 0, nil
+	}
+	var deleted int64
+	err := w.transact(func() (bool, error) {
+		res, err := w.deleteBatch.ExecContext(ctx, now.UnixMicro(), limit)
+		if err == nil {
+			deleted, err = res.RowsAffected()
+		}
+		if err != nil {
+			return false, dbError("deleting expired records", err)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int(deleted), nil
+}
+
+// close waits for the write in progress, then closes the connection.
+// Waiters that get the slot afterwards see closed and fail.
+func (w *writer) close() error {
+	w.slot <- struct{}{}
+	defer w.release()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	var errs []error
+	for _, stmt := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.selectRecord, w.upsertRecord, w.deleteBatch} {
+		if stmt != nil {
+			errs = append(errs, stmt.Close())
+		}
+	}
+	if w.conn != nil {
+		errs = append(errs, w.conn.Close())
+	}
+	errs = append(errs, w.db.Close())
+	return errors.Join(errs...)
+}
+
+// migrationConn adapts the write connection to the migration runner.
+type migrationConn struct{ conn *sql.Conn }
+
+func (m migrationConn) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := m.conn.ExecContext(ctx, sql, args...)
+	return err
+}
+
+func (m migrationConn) QueryVersions(ctx context.Context, sql string) ([]int64, error) {
+	rows, err := m.conn.QueryContext(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var versions []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		versions = append(versions, v)
+	}
+	return versions, rows.Err()
+}
+
+func openError(path, step string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("sqlitestore: opening %s: %s: %w", path, step, err)
+}
