@@ -1,0 +1,162 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// Claim claims a key: one INSERT when the key is free, the read-modify-write
+// transaction otherwise.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	rec, inserted, err := s.insertFreshClaim(ctx, p)
+	if err != nil {
+		return store.ClaimResult{}, err
+	}
+	if inserted {
+		return store.ClaimResult{Outcome: store.Acquired, Record: rec}, nil
+	}
+	d, err := s.readModifyWrite(ctx, "claim", p.Consumer, p.Key, p)
+	if err != nil {
+		return store.ClaimResult{}, err
+	}
+	return store.ClaimResult{Outcome: d.Outcome, Record: d.Record, RetryAfter: d.RetryAfter}, nil
+}
+
+// offsetOrigin is the clock reading handed to store.Apply for a fresh claim.
+// Only the differences between the times Apply returns are used; the
+// database adds them to its own clock.
+var offsetOrigin = time.Unix(0, 0)
+
+// insertFreshClaim inserts the record store.Apply decides for a key that has
+// none, and reports false, changing nothing, when the key has a record
+// (live or expired: Apply must see it).
+func (s *Store) insertFreshClaim(ctx context.Context, p store.ClaimParams) (store.Record, bool, error) {
+	d, err := store.Apply(nil, p, offsetOrigin)
+	if err != nil {
+		return store.Record{}, false, err
+	}
+	r := d.Record
+	args := []any{
+		r.Consumer, r.Key, string(r.State), notNull(r.Digest), r.FencingToken, r.Attempts, r.Owner,
+		r.LeaseExpiresAt.Sub(r.CreatedAt), r.ExpiresAt.Sub(r.CreatedAt),
+	}
+	var rec store.Record
+	inserted := false
+	err = s.withRetry(ctx, "claim", func(ctx context.Context) error {
+		var err error
+		rec, err = scanRecord(s.pool.QueryRow(ctx, insertFreshClaimSQL, args...))
+		inserted = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return rec, inserted, err
+}
+
+// Complete stores the result of the current lease holder.
+func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
+	d, err := s.readModifyWrite(ctx, "complete", p.Consumer, p.Key, p)
+	return d.Record, err
+}
+
+// Reject stores a rejection, or releases the key for a retryable one.
+func (s *Store) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
+	d, err := s.readModifyWrite(ctx, "reject", p.Consumer, p.Key, p)
+	return d.Record, err
+}
+
+// ExtendLease renews the current lease from the database's now.
+func (s *Store) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
+	d, err := s.readModifyWrite(ctx, "extend lease", p.Consumer, p.Key, p)
+	return d.Record, err
+}
+
+// readModifyWrite locks the key's record, lets store.Apply decide, and
+// writes the decided record when Apply says so, all in one SERIALIZABLE
+// transaction. The returned Decision's Record is what the database holds
+// afterwards. On error the Decision is empty.
+func (s *Store) readModifyWrite(ctx context.Context, op, consumer, key string, cmd store.Command) (store.Decision, error) {
+	var d store.Decision
+	err := s.inTx(ctx, op, func(ctx context.Context, tx pgx.Tx) error {
+		stored, now, err := lockRecord(ctx, tx, consumer, key)
+		if err != nil {
+			return err
+		}
+		d, err = store.Apply(stored, cmd, now)
+		if err != nil || !d.Write {
+			return err
+		}
+		d.Record, err = scanRecord(tx.QueryRow(ctx, writeRecordSQL, recordArgs(d.Record)...))
+		return err
+	})
+	if err != nil {
+		return store.Decision{}, err
+	}
+	return d, nil
+}
+
+// lockRecord reads the key's record (nil when it has none) FOR UPDATE, and
+// the database's clock.
+func lockRecord(ctx context.Context, tx pgx.Tx, consumer, key string) (*store.Record, time.Time, error) {
+	var now time.Time
+	rec, err := scanRecord(tx.QueryRow(ctx, selectForUpdateSQL, consumer, key), &now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// No row to lock: the read still registers with SERIALIZABLE
+		// isolation, so a concurrent insert of the key makes one of the
+		// two transactions retry.
+		err = tx.QueryRow(ctx, selectClockSQL).Scan(&now)
+		return nil, store.Now(now), err
+	}
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return &rec, store.Now(now), nil
+}
+
+// Lookup returns the key's record, or store.ErrNotFound when it has none or
+// it has expired by the database's clock.
+func (s *Store) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
+	var (
+		rec store.Record
+		now time.Time
+	)
+	err := s.withRetry(ctx, "lookup", func(ctx context.Context) error {
+		var err error
+		rec, err = scanRecord(s.pool.QueryRow(ctx, lookupSQL, consumer, key), &now)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return store.Record{}, err
+	}
+	if !store.IsLive(&rec, now) {
+		return store.Record{}, store.ErrNotFound
+	}
+	return rec, nil
+}
+
+// DeleteExpired deletes up to limit records that have expired by the
+// database's clock.
+func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var deleted int
+	err := s.withRetry(ctx, "delete expired", func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, deleteExpiredSQL, limit)
+		deleted = int(tag.RowsAffected())
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return deleted, nil
+}

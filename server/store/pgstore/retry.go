@@ -1,0 +1,164 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/cockroach-go/v2/crdb"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// Retry policy for serialization failures (SQLSTATE 40001). Under SERIALIZABLE
+// isolation PostgreSQL aborts a transaction that waited on a row lock held by
+// a writer, so a hot key makes every waiter retry; the jittered backoff
+// spreads the retries out so that they stop colliding.
+const (
+	maxRetries     = 30
+	backoffBase    = time.Millisecond
+	backoffCeiling = 40 * time.Millisecond
+)
+
+// inTx runs fn in a SERIALIZABLE transaction and retries the whole attempt,
+// from BEGIN, on a serialization failure.
+//
+// It deliberately avoids crdb.ExecuteTx and crdbpgx.ExecuteTx: they commit
+// through RELEASE SAVEPOINT and ignore the COMMIT's error, which on PostgreSQL
+// reports success for a transaction that was never written, and their
+// ROLLBACK TO SAVEPOINT retry keeps PostgreSQL's old snapshot, so it fails
+// again every time. A fresh transaction per attempt is right on both
+// databases.
+func (s *Store) inTx(ctx context.Context, op string, fn func(context.Context, pgx.Tx) error) error {
+	return s.withRetry(ctx, op, func(ctx context.Context) error {
+		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
+			return fn(ctx, tx)
+		})
+	})
+}
+
+// withRetry runs attempt until it succeeds, fails with anything but a
+// serialization failure, or runs out of retries, and classifies the final
+// error. Single statements go through it too: a database whose default
+// isolation is SERIALIZABLE (CockroachDB's) can fail them with 40001 as well.
+func (s *Store) withRetry(ctx context.Context, op string, attempt func(context.Context) error) error {
+	attempts := 0
+	err := crdb.ExecuteCtx(crdb.WithMaxRetries(ctx, maxRetries), func(ctx context.Context, _ ...any) error {
+		if attempts > 0 {
+			// ExecuteCtx retries at once; without a pause the retries of
+			// contended transactions collide again.
+			if err := sleep(ctx, backoff(attempts)); err != nil {
+				return err
+			}
+		}
+		attempts++
+		return attempt(ctx)
+	})
+	return classify(ctx, op, err)
+}
+
+// backoff returns the pause before retry number retry (1-based): exponential,
+// capped, with "equal jitter" so that it is never shorter than half its step.
+func backoff(retry int) time.Duration {
+	step := backoffCeiling
+	if retry <= 8 {
+		step = min(backoffBase<<(retry-1), backoffCeiling)
+	}
+	return step/2 + rand.N(step/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// classify turns the error of an operation into one of the errors the Store
+// contract allows. The cases, in order:
+//
+//  1. refusals decided by store.Apply (and ErrNotFound): returned unchanged;
+//  2. the caller's context is done: its error, unchanged;
+//  3. the database is unreachable, overloaded, shutting down, or stayed too
+//     contended to commit: wrapped in store.ErrUnavailable;
+//  4. anything else is a bug or a schema problem: an internal error.
+//
+// Every wrapping keeps the cause with %w, so its SQLSTATE is still found with
+// errors.As.
+func classify(ctx context.Context, op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case isRefusal(err):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case isUnavailable(err):
+		return fmt.Errorf("%w: pgstore: %s: %w", store.ErrUnavailable, op, err)
+	default:
+		return fmt.Errorf("pgstore: %s: internal error: %w", op, err)
+	}
+}
+
+func isRefusal(err error) bool {
+	var conflict *store.ConflictError
+	return errors.As(err, &conflict) ||
+		errors.Is(err, store.ErrNotFound) ||
+		errors.Is(err, store.ErrDigestMismatch) ||
+		errors.Is(err, store.ErrLeaseLost) ||
+		errors.Is(err, store.ErrAlreadyFinished)
+}
+
+func isUnavailable(err error) bool {
+	var exhausted *crdb.MaxRetriesExceededError
+	var connect *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &exhausted), errors.As(err, &connect), errors.As(err, &netErr):
+		return true
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, puddle.ErrClosedPool):
+		// The server closed the connection, or the store is shutting down.
+		return true
+	}
+	return isUnavailableSQLState(sqlState(err))
+}
+
+// isUnavailableSQLState reports the SQLSTATEs that mean "try again later":
+// connection exceptions (08), insufficient resources (53), operator
+// intervention shutting the server down (57P01-57P03), system errors (58);
+// and contention: serialization failures that outlived our retries, and the
+// deadlocks, lock timeouts and statement timeouts an operator's settings can
+// add.
+func isUnavailableSQLState(code string) bool {
+	switch {
+	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"), strings.HasPrefix(code, "58"):
+		return true
+	}
+	switch code {
+	case "57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
+		"40001", "CR000", // serialization_failure, CockroachDB's old retry code
+		"40P01", "55P03", "57014": // deadlock_detected, lock_not_available, query_canceled
+		return true
+	}
+	return false
+}
+
+func sqlState(err error) string {
+	var withState interface{ SQLState() string }
+	if errors.As(err, &withState) {
+		return withState.SQLState()
+	}
+	return ""
+}

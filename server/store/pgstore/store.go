@@ -1,0 +1,164 @@
+// Package pgstore is the store.Store of dedupd on PostgreSQL and CockroachDB.
+//
+// Every decision is store.Apply's; this package only loads a record, asks
+// Apply, and writes the answer, inside one SERIALIZABLE transaction that is
+// retried on serialization failures. The clock is always the database's
+// (statement_timestamp()), never the server's, so server replicas with skewed
+// clocks agree on when a lease runs out.
+//
+// A claim of a free key, the common case, is a single INSERT ... ON CONFLICT
+// DO NOTHING; only when the key already has a record does a claim fall back
+// to the read-modify-write transaction that Complete, Reject and ExtendLease
+// always use.
+//
+// The SQL keeps to what both databases run with the same meaning (see
+// records.go). Open does not migrate: the server runs Migrate, or refuses to
+// serve while PendingMigrations reports any.
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dedupd/dedupd/migrations"
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// defaultMaxConns sizes the pool when the URL sets no pool_max_conns. A
+// claim holds a connection for one round trip, or a few in a transaction, so
+// 16 connections keep ~32 concurrent callers busy without making a small
+// (2-core) database server juggle more backends than it has work for.
+const defaultMaxConns = 16
+
+// maxMigrateRetries bounds the reruns of the migration runner after a
+// collision with another server migrating at the same time. Each collision
+// means the other server finished a statement, so a few reruns suffice.
+const maxMigrateRetries = 10
+
+// Store is a store.Store backed by a pgx connection pool.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open returns a store on the database at databaseURL (a postgres:// URL or
+// a key=value connection string; pgxpool's pool_* settings apply). The pool
+// connects lazily, so Open succeeds while the database is down; calls then
+// fail with store.ErrUnavailable until it is back.
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	return open(ctx, databaseURL, nil)
+}
+
+// open is Open with a hook to adjust the pool configuration (tests add a
+// query tracer).
+func open(ctx context.Context, databaseURL string, configure func(*pgxpool.Config)) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parsing database URL: %w", err)
+	}
+	// ParseConfig has already consumed pool_max_conns, and replaced its
+	// absence with a default sized for the client's CPUs, not its callers.
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: creating connection pool: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Ping reports whether the database answers a query. Any failure, even the
+// caller's deadline, wraps store.ErrUnavailable: a health check that cannot
+// reach the database in time has found it unavailable.
+func (s *Store) Ping(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, "SELECT 1"); err != nil {
+		return fmt.Errorf("%w: pgstore: ping: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Migrate applies the migrations the database lacks and returns them; none
+// when the schema is current.
+//
+// Two servers may migrate at once (the runner takes no lock). Their
+// idempotent DDL can still collide inside PostgreSQL's catalog, which then
+// reports a duplicate; the runner is simply run again, and finds the work
+// done.
+func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
+	all, err := migrations.Load(migrations.Postgres)
+	if err != nil {
+		return nil, err
+	}
+	var applied []migrations.Migration
+	for retry := 1; ; retry++ {
+		applied, err = migrations.Up(ctx, migrationConn{s.pool}, all)
+		if err == nil || retry > maxMigrateRetries || !isConcurrentDDL(err) {
+			break
+		}
+		if err = sleep(ctx, backoff(retry)); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, classify(ctx, "migrate", err)
+	}
+	return applied, nil
+}
+
+// PendingMigrations returns the migrations the database lacks.
+func (s *Store) PendingMigrations(ctx context.Context) ([]migrations.Migration, error) {
+	all, err := migrations.Load(migrations.Postgres)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := migrations.Pending(ctx, migrationConn{s.pool}, all)
+	if err != nil {
+		return nil, classify(ctx, "pending migrations", err)
+	}
+	return pending, nil
+}
+
+// isConcurrentDDL reports the errors PostgreSQL raises when two sessions run
+// the same CREATE ... IF NOT EXISTS at once: a unique violation in its
+// catalog, or a duplicate table or object.
+func isConcurrentDDL(err error) bool {
+	switch sqlState(err) {
+	case "23505", "42P07", "42710":
+		return true
+	}
+	return false
+}
+
+// migrationConn runs the migration runner's statements on the pool, each on
+// its own in an implicit transaction, as CockroachDB requires for DDL.
+type migrationConn struct {
+	pool *pgxpool.Pool
+}
+
+func (c migrationConn) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := c.pool.Exec(ctx, sql, args...)
+	return err
+}
+
+func (c migrationConn) QueryVersions(ctx context.Context, sql string) ([]int64, error) {
+	rows, err := c.pool.Query(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
