@@ -1,0 +1,96 @@
+// Command dedupd is the dedupd server: a gRPC service that records which
+// messages, webhooks and API calls have been handled, so that each takes
+// effect once however often it is delivered.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "dedupd:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "dedupd",
+		Short:         "Deduplication and result-caching service over gRPC",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Every flag can also come from DEDUPD_<FLAG_NAME>, e.g.
+		// DEDUPD_DATABASE_URL; a flag on the command line wins.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return flagsFromEnv(cmd.Flags())
+		},
+	}
+	root.AddCommand(newServeCommand(), newMigrateCommand(), &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version) },
+	})
+	return root
+}
+
+// envName is the environment variable that sets a flag.
+func envName(flag string) string {
+	return "DEDUPD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+func flagsFromEnv(flags *pflag.FlagSet) error {
+	var err error
+	flags.VisitAll(func(f *pflag.Flag) {
+		v, ok := os.LookupEnv(envName(f.Name))
+		if err != nil || f.Changed || !ok {
+			return
+		}
+		if setErr := flags.Set(f.Name, v); setErr != nil {
+			err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, setErr)
+		}
+	})
+	return err
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+type logFlags struct {
+	format string
+	level  string
+}
+
+func (l *logFlags) register(flags *pflag.FlagSet) {
+	flags.StringVar(&l.format, "log-format", "text", "log format: text or json")
+	flags.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn or error")
+}
+
+func (l *logFlags) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch l.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", l.format)
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dedupd/dedupd/server"
+)
+
+func newServeCommand() *cobra.Command {
+	var cfg server.Config
+	var logs logFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the dedup.v1 gRPC API",
+		Long: `Serve the dedup.v1 gRPC API, with gRPC health and server reflection.
+
+With no --database-url the embedded store keeps its data in --data-dir and
+migrates itself; only one dedupd may use a data directory at a time. With
+--database-url (PostgreSQL or CockroachDB) the schema must be migrated first
+with 'dedupd migrate'.
+
+Every flag can also be set through the environment as DEDUPD_<FLAG>, for
+example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
+		Example: `  dedupd serve
+  dedupd serve --listen 127.0.0.1:7070 --data-dir /var/lib/dedupd
+  dedupd serve --database-url postgres://dedupd@db:5432/dedupd --completed-ttl 72h`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logs.logger()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			return server.Run(ctx, cfg, log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "gRPC listen address")
+	f.StringVar(&cfg.DataDir, "data-dir", "dedupd-data", "directory of the embedded store (used when --database-url is empty)")
+	f.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL or CockroachDB URL, e.g. postgres://user@host:5432/db")
+	f.DurationVar(&cfg.Policy.DefaultLeaseTTL, "default-lease-ttl", 30*time.Second, "lease of a claim that names none")
+	f.DurationVar(&cfg.Limits.MaxLeaseTTL, "max-lease-ttl", time.Hour, "longest lease a claim may ask for")
+	f.DurationVar(&cfg.Policy.CompletedTTL, "completed-ttl", 24*time.Hour, "how long a completed outcome is kept; longer than your longest redelivery window")
+	f.DurationVar(&cfg.Policy.RejectedTTL, "rejected-ttl", 24*time.Hour, "how long a terminal rejection is kept")
+	f.DurationVar(&cfg.Policy.ReleasedTTL, "released-ttl", 24*time.Hour, "how long a released claim, or a pending one whose lease ran out, is kept")
+	f.IntVar(&cfg.Limits.MaxResultBytes, "max-result-bytes", 64<<10, "largest result (or rejection detail) a caller may store, in bytes")
+	f.DurationVar(&cfg.ReapInterval, "reap-interval", 30*time.Second, "how often expired records are deleted; 0 turns the reaper off")
+	f.IntVar(&cfg.ReapBatch, "reap-batch", 1000, "most records the reaper deletes per statement")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight calls may run after SIGTERM")
+	logs.register(f)
+	return cmd
+}

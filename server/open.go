@@ -1,0 +1,66 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/dedupd/dedupd/migrations"
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pgstore"
+	"github.com/dedupd/dedupd/server/store/sqlitestore"
+)
+
+// OpenStore opens the store the configuration selects. The embedded store
+// migrates itself; a shared database must already be at the head of its
+// migrations (`dedupd migrate`), because several servers may share it and
+// schema changes there are an operator's decision.
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
+	if cfg.DatabaseURL == "" {
+		st, err := sqlitestore.Open(ctx, cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("opening embedded store: %w", err)
+		}
+		log.Info("embedded store open", "data_dir", cfg.DataDir)
+		return st, nil
+	}
+	st, err := pgstore.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("opening database: %w", err)
+	}
+	pending, err := st.PendingMigrations(ctx)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("checking database schema: %w", err)
+	}
+	if len(pending) > 0 {
+		st.Close()
+		return nil, fmt.Errorf("database schema is %d migration(s) behind (next: %s); run `dedupd migrate` first",
+			len(pending), describe(pending[0]))
+	}
+	return st, nil
+}
+
+// Migrate brings a shared database to the head of its migrations.
+func Migrate(ctx context.Context, databaseURL string, log *slog.Logger) error {
+	st, err := pgstore.Open(ctx, databaseURL)
+	if err != nil {
+		return fmt.Errorf("opening database: %w", err)
+	}
+	defer st.Close()
+	applied, err := st.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range applied {
+		log.Info("applied migration", "migration", describe(m))
+	}
+	if len(applied) == 0 {
+		log.Info("database schema already at head")
+	}
+	return nil
+}
+
+func describe(m migrations.Migration) string {
+	return fmt.Sprintf("%04d_%s", m.Version, m.Name)
+}

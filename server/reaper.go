@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// runReaper deletes expired records every interval until ctx ends. Each
+// pass deletes in batches of at most batch rows, so no transaction grows
+// with the backlog; expired records are already invisible to callers, so
+// the reaper only reclaims space and can fall behind without harm.
+func runReaper(ctx context.Context, st store.Store, interval time.Duration, batch int, log *slog.Logger) {
+	if interval <= 0 {
+		log.Info("reaper off")
+		return
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		deleted, err := reapOnce(ctx, st, batch)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("reaper pass failed", "deleted", deleted, "err", err)
+		} else if deleted > 0 {
+			log.Debug("reaper pass", "deleted", deleted)
+		}
+	}
+}
+
+// reapOnce deletes batches until one comes back short.
+func reapOnce(ctx context.Context, st store.Store, batch int) (int, error) {
+	total := 0
+	for {
+		n, err := st.DeleteExpired(ctx, batch)
+		total += n
+		if err != nil || n < batch {
+			return total, err
+		}
+	}
+}
