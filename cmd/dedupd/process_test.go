@@ -45,7 +45,10 @@ type process struct {
 	cmd  *exec.Cmd
 	addr string
 	logs *logBuffer
-	done chan error
+	// exited is closed once the process has exited; waitErr is then its
+	// exit status.
+	exited  chan struct{}
+	waitErr error
 }
 
 // logBuffer collects a process's log lines while the test reads them.
@@ -89,7 +92,7 @@ func startDedupd(t *testing.T, args ...string) *process {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, logs: &logBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: cmd, logs: &logBuffer{}, exited: make(chan struct{})}
 	addrCh := make(chan string, 1)
 	go p.readLogs(stderr, addrCh)
 	select {
@@ -99,9 +102,11 @@ func startDedupd(t *testing.T, args ...string) *process {
 		t.Fatalf("dedupd did not start; logs:\n%s", p.logs)
 	}
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-p.exited:
+		default:
 			cmd.Process.Kill()
-			cmd.Wait()
+			<-p.exited
 		}
 	})
 	return p
@@ -118,7 +123,8 @@ func (p *process) readLogs(r io.Reader, addrCh chan<- string) {
 		}
 	}
 	close(addrCh)
-	p.done <- p.cmd.Wait()
+	p.waitErr = p.cmd.Wait()
+	close(p.exited)
 }
 
 // stop sends SIGTERM and asserts a clean exit.
@@ -127,13 +133,19 @@ func (p *process) stop(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	p.waitExit(t)
+}
+
+// waitExit waits for the process to exit and asserts it exited cleanly.
+func (p *process) waitExit(t *testing.T) {
+	t.Helper()
 	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Fatalf("dedupd exited with %v; logs:\n%s", err, p.logs)
+	case <-p.exited:
+		if p.waitErr != nil {
+			t.Fatalf("dedupd exited with %v; logs:\n%s", p.waitErr, p.logs)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("dedupd did not stop on SIGTERM; logs:\n%s", p.logs)
+		t.Fatalf("dedupd did not exit after SIGTERM; logs:\n%s", p.logs)
 	}
 }
 

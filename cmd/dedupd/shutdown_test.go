@@ -46,14 +46,7 @@ func TestShutdownUnderLoadKeepsAcknowledgedOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
-		select {
-		case err := <-srv.done:
-			if err != nil {
-				t.Fatalf("dedupd exited with %v; logs:\n%s", err, srv.logs)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("dedupd did not exit after SIGTERM")
-		}
+		srv.waitExit(t)
 		if len(acked) == 0 {
 			t.Fatal("no Complete was acknowledged before shutdown; the test proves nothing")
 		}
