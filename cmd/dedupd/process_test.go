@@ -70,7 +70,7 @@ func (l *logBuffer) String() string {
 }
 
 // runDedupd runs the binary to completion and returns its combined output.
-func runDedupd(t *testing.T, args ...string) (string, error) {
+func runDedupd(t testing.TB, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -81,7 +81,7 @@ func runDedupd(t *testing.T, args ...string) (string, error) {
 // startDedupd starts `dedupd serve` on a free port and waits until it logs
 // the address it serves on. The process is stopped at cleanup if the test
 // has not stopped it.
-func startDedupd(t *testing.T, args ...string) *process {
+func startDedupd(t testing.TB, args ...string) *process {
 	t.Helper()
 	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json"}, args...)
 	cmd := exec.Command(dedupdBin, args...)
@@ -128,7 +128,7 @@ func (p *process) readLogs(r io.Reader, addrCh chan<- string) {
 }
 
 // stop sends SIGTERM and asserts a clean exit.
-func (p *process) stop(t *testing.T) {
+func (p *process) stop(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func (p *process) stop(t *testing.T) {
 }
 
 // waitExit waits for the process to exit and asserts it exited cleanly.
-func (p *process) waitExit(t *testing.T) {
+func (p *process) waitExit(t testing.TB) {
 	t.Helper()
 	select {
 	case <-p.exited:
@@ -149,7 +149,7 @@ func (p *process) waitExit(t *testing.T) {
 	}
 }
 
-func (p *process) dial(t *testing.T) *grpc.ClientConn {
+func (p *process) dial(t testing.TB) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -163,12 +163,12 @@ func (p *process) dial(t *testing.T) *grpc.ClientConn {
 // select it for serve, prepared for one test.
 type backend struct {
 	name    string
-	prepare func(t *testing.T) []string
+	prepare func(t testing.TB) []string
 }
 
 var backends = []backend{
-	{"sqlite", func(t *testing.T) []string { return []string{"--data-dir", t.TempDir()} }},
-	{"postgres", func(t *testing.T) []string {
+	{"sqlite", func(t testing.TB) []string { return []string{"--data-dir", t.TempDir()} }},
+	{"postgres", func(t testing.TB) []string {
 		url := pgtest.URL(t)
 		if out, err := runDedupd(t, "migrate", "--database-url", url); err != nil {
 			t.Fatalf("dedupd migrate: %v\n%s", err, out)

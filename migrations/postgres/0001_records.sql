@@ -19,6 +19,8 @@ CREATE TABLE IF NOT EXISTS dedup_records (
     updated_at          TIMESTAMPTZ NOT NULL,
     lease_expires_at    TIMESTAMPTZ NOT NULL,
     expires_at          TIMESTAMPTZ NOT NULL,
+    -- Bumped by every write: updates are compare-and-set on it.
+    row_version         BIGINT      NOT NULL DEFAULT 1,
     PRIMARY KEY (consumer, key)
 );
 

@@ -9,9 +9,9 @@ import (
 )
 
 // The SQL of the store. It keeps to what PostgreSQL and CockroachDB both run
-// with the same meaning: INSERT ... ON CONFLICT ... RETURNING, SELECT ... FOR
-// UPDATE, and statement_timestamp() as the clock (now() is the transaction's
-// start, which a transaction that waited on a lock has long passed).
+// with the same meaning: single statements, INSERT ... ON CONFLICT DO
+// NOTHING RETURNING, UPDATE ... RETURNING, and statement_timestamp() as the
+// clock.
 const (
 	recordColumns = `consumer, key, state, digest, fencing_token, attempts, owner, result,
     rejection_reason, rejection_message, rejection_detail, rejection_retryable,
@@ -29,33 +29,28 @@ VALUES ($1, $2, $3, $4, $5, $6, $7,
 ON CONFLICT (consumer, key) DO NOTHING
 RETURNING ` + recordColumns
 
-	selectForUpdateSQL = `SELECT ` + recordColumns + `, statement_timestamp()
-FROM dedup_records WHERE consumer = $1 AND key = $2
-FOR UPDATE`
+	// selectVersionedSQL reads a record for a compare-and-set write, with
+	// the version that write must find and the database's clock.
+	selectVersionedSQL = `SELECT ` + recordColumns + `, row_version, statement_timestamp()
+FROM dedup_records WHERE consumer = $1 AND key = $2`
 
 	selectClockSQL = `SELECT statement_timestamp()`
 
-	// writeRecordSQL stores the record store.Apply decided. Inside the
-	// SERIALIZABLE transaction that read the key, the conflict branch can
-	// only meet the row that transaction locked; a row inserted by someone
-	// else meanwhile makes the transaction fail with 40001 and retry.
-	writeRecordSQL = `INSERT INTO dedup_records (` + recordColumns + `)
+	// insertDecidedSQL writes the record store.Apply decided for a key that
+	// had none; no row back means someone else inserted it first.
+	insertDecidedSQL = `INSERT INTO dedup_records (` + recordColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-ON CONFLICT (consumer, key) DO UPDATE SET
-    state = excluded.state,
-    digest = excluded.digest,
-    fencing_token = excluded.fencing_token,
-    attempts = excluded.attempts,
-    owner = excluded.owner,
-    result = excluded.result,
-    rejection_reason = excluded.rejection_reason,
-    rejection_message = excluded.rejection_message,
-    rejection_detail = excluded.rejection_detail,
-    rejection_retryable = excluded.rejection_retryable,
-    created_at = excluded.created_at,
-    updated_at = excluded.updated_at,
-    lease_expires_at = excluded.lease_expires_at,
-    expires_at = excluded.expires_at
+ON CONFLICT (consumer, key) DO NOTHING
+RETURNING ` + recordColumns
+
+	// updateDecidedSQL writes the record store.Apply decided if the row is
+	// still the version Apply saw ($17); no row back means it changed.
+	updateDecidedSQL = `UPDATE dedup_records SET
+    state = $3, digest = $4, fencing_token = $5, attempts = $6, owner = $7, result = $8,
+    rejection_reason = $9, rejection_message = $10, rejection_detail = $11, rejection_retryable = $12,
+    created_at = $13, updated_at = $14, lease_expires_at = $15, expires_at = $16,
+    row_version = row_version + 1
+WHERE consumer = $1 AND key = $2 AND row_version = $17
 RETURNING ` + recordColumns
 
 	lookupSQL = `SELECT ` + recordColumns + `, statement_timestamp()
@@ -109,7 +104,8 @@ func scanRecord(row pgx.Row, extra ...any) (store.Record, error) {
 	return r, nil
 }
 
-// recordArgs are the parameters of writeRecordSQL, in recordColumns order.
+// recordArgs are the parameters of insertDecidedSQL and updateDecidedSQL,
+// in recordColumns order.
 func recordArgs(r store.Record) []any {
 	var (
 		reason, message *string

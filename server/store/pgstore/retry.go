@@ -11,44 +11,47 @@ import (
 	"time"
 
 	"github.com/cockroachdb/cockroach-go/v2/crdb"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
 
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// Retry policy for serialization failures (SQLSTATE 40001). Under SERIALIZABLE
-// isolation PostgreSQL aborts a transaction that waited on a row lock held by
-// a writer, so a hot key makes every waiter retry; the jittered backoff
-// spreads the retries out so that they stop colliding.
+// Retry policy for serialization failures (SQLSTATE 40001, including a
+// compare-and-set that lost a race). A hot key makes every writer but one
+// retry; the jittered backoff spreads the retries out so that they stop
+// colliding.
 const (
 	maxRetries     = 30
 	backoffBase    = time.Millisecond
 	backoffCeiling = 40 * time.Millisecond
 )
 
-// inTx runs fn in a SERIALIZABLE transaction and retries the whole attempt,
-// from BEGIN, on a serialization failure.
-//
-// It deliberately avoids crdb.ExecuteTx and crdbpgx.ExecuteTx: they commit
-// through RELEASE SAVEPOINT and ignore the COMMIT's error, which on PostgreSQL
-// reports success for a transaction that was never written, and their
-// ROLLBACK TO SAVEPOINT retry keeps PostgreSQL's old snapshot, so it fails
-// again every time. A fresh transaction per attempt is right on both
-// databases.
-func (s *Store) inTx(ctx context.Context, op string, fn func(context.Context, pgx.Tx) error) error {
-	return s.withRetry(ctx, op, func(ctx context.Context) error {
-		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
-			return fn(ctx, tx)
-		})
-	})
+// errConcurrentWrite is a compare-and-set that found the row changed since
+// it was read. It carries SQLSTATE 40001 so that the retry loop treats it
+// like the database's own serialization failures: the whole attempt, read
+// included, runs again.
+var errConcurrentWrite error = concurrentWriteError{}
+
+type concurrentWriteError struct{}
+
+func (concurrentWriteError) Error() string {
+	return "record changed between read and write"
 }
+
+func (concurrentWriteError) SQLState() string { return "40001" }
 
 // withRetry runs attempt until it succeeds, fails with anything but a
 // serialization failure, or runs out of retries, and classifies the final
-// error. Single statements go through it too: a database whose default
-// isolation is SERIALIZABLE (CockroachDB's) can fail them with 40001 as well.
+// error. Every statement goes through it: a database whose default
+// isolation is SERIALIZABLE (CockroachDB's) can fail single statements with
+// 40001 too, and a compare-and-set miss counts as one.
+//
+// The store runs no multi-statement transactions. Were one added, it must be
+// retried whole, from BEGIN (crdb.ExecuteCtx around pgx.BeginTxFunc), never
+// with crdb.ExecuteTx or crdbpgx.ExecuteTx: those commit through RELEASE
+// SAVEPOINT and ignore the COMMIT's error, which on PostgreSQL reports
+// success for a transaction that was never written.
 func (s *Store) withRetry(ctx context.Context, op string, attempt func(context.Context) error) error {
 	attempts := 0
 	err := crdb.ExecuteCtx(crdb.WithMaxRetries(ctx, maxRetries), func(ctx context.Context, _ ...any) error {

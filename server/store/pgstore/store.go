@@ -1,15 +1,17 @@
 // Package pgstore is the store.Store of dedupd on PostgreSQL and CockroachDB.
 //
-// Every decision is store.Apply's; this package only loads a record, asks
-// Apply, and writes the answer, inside one SERIALIZABLE transaction that is
-// retried on serialization failures. The clock is always the database's
-// (statement_timestamp()), never the server's, so server replicas with skewed
-// clocks agree on when a lease runs out.
+// Every decision is store.Apply's; this package only reads a record, asks
+// Apply, and writes the answer as a compare-and-set on the row's version,
+// retried from the read when another writer got there first or the database
+// reports a serialization failure. The clock is always the database's
+// (statement_timestamp()), never the server's, so server replicas with
+// skewed clocks agree on when a lease runs out.
 //
 // A claim of a free key, the common case, is a single INSERT ... ON CONFLICT
 // DO NOTHING; only when the key already has a record does a claim fall back
-// to the read-modify-write transaction that Complete, Reject and ExtendLease
-// always use.
+// to the read-then-compare-and-set that Complete, Reject and ExtendLease
+// always use. See readModifyWrite for why that is not a SERIALIZABLE
+// transaction.
 //
 // The SQL keeps to what both databases run with the same meaning (see
 // records.go). Open does not migrate: the server runs Migrate, or refuses to
