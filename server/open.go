@@ -17,7 +17,7 @@ import (
 // schema changes there are an operator's decision.
 func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		st, err := sqlitestore.Open(ctx, cfg.DataDir)
+		st, err := sqlitestore.Open(ctx, cfg.DataDir, cfg.Embedded)
 		if err != nil {
 			return nil, fmt.Errorf("opening embedded store: %w", err)
 		}

@@ -14,7 +14,7 @@ import (
 // record, however many batches that takes, and nothing live.
 func TestReapOnceDrainsTheBacklogInBatches(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, t.TempDir())
+	st, err := sqlitestore.Open(ctx, t.TempDir(), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
 // Config is everything `dedupd serve` can be told.
@@ -27,6 +28,8 @@ type Config struct {
 	// embedded store in DataDir.
 	DatabaseURL string
 	DataDir     string
+	// Embedded tunes the embedded store.
+	Embedded sqlitestore.Options
 	// Policy holds the lease default and the retention of every consumer.
 	Policy store.Policy
 	Limits api.Limits

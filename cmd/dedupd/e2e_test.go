@@ -266,6 +266,12 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		srv := startDedupd(t, "--data-dir", t.TempDir()) // passes --log-format json
 		srv.stop(t)
 	})
+	t.Run("unknown durability", func(t *testing.T) {
+		out, err := runDedupd(t, "serve", "--data-dir", t.TempDir(), "--embedded-sync", "sometimes")
+		if err == nil || !strings.Contains(out, "--embedded-sync") {
+			t.Fatalf("--embedded-sync sometimes: err=%v output=%q; want a refusal naming the flag", err, out)
+		}
+	})
 	t.Run("inconsistent limits", func(t *testing.T) {
 		out, err := runDedupd(t, "serve", "--data-dir", t.TempDir(), "--default-lease-ttl", "2h")
 		if err == nil || !strings.Contains(out, "--max-lease-ttl") {

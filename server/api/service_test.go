@@ -31,7 +31,7 @@ var testPolicy = store.Policy{
 // store, so the tests see exactly what a gRPC caller sees.
 func newClient(t *testing.T) dedupv1.DedupServiceClient {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), t.TempDir())
+	st, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

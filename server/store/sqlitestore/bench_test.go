@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
 // callers is the concurrency the throughput target is set at.
@@ -20,9 +21,24 @@ func setCallers(b *testing.B) {
 }
 
 // BenchmarkCycle measures claim + complete of fresh keys, the work of one
-// deduplicated request; one op is one cycle.
+// deduplicated request; one op is one cycle. It runs with each Sync.
+//
+//	go test -run '^$' -bench Cycle -benchtime 3s ./server/store/sqlitestore/
 func BenchmarkCycle(b *testing.B) {
-	s := newStore(b)
+	for _, sync := range []string{"full", "normal"} {
+		b.Run("sync="+sync, func(b *testing.B) {
+			mode, err := sqlitestore.ParseSync(sync)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := openStoreWith(b, b.TempDir(), sqlitestore.Options{Sync: mode})
+			b.Cleanup(func() { s.Close() })
+			benchmarkCycle(b, s)
+		})
+	}
+}
+
+func benchmarkCycle(b *testing.B, s *sqlitestore.Store) {
 	ctx := context.Background()
 	digest := []byte("0123456789abcdef0123456789abcdef")
 	result := []byte(`{"status":"ok","id":12345}`)

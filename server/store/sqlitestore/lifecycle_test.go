@@ -67,7 +67,7 @@ func TestSecondOpenInProcessFailsUntilClosed(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
 
-	_, err := sqlitestore.Open(context.Background(), dir)
+	_, err := sqlitestore.Open(context.Background(), dir, sqlitestore.Options{})
 	if !errors.Is(err, sqlitestore.ErrLocked) {
 		t.Fatalf("second Open: %v, want ErrLocked", err)
 	}
@@ -88,7 +88,7 @@ const lockChildEnv = "SQLITESTORE_TEST_LOCK_CHILD_DIR"
 
 func TestLockAcrossProcesses(t *testing.T) {
 	if dir := os.Getenv(lockChildEnv); dir != "" {
-		s, err := sqlitestore.Open(context.Background(), dir)
+		s, err := sqlitestore.Open(context.Background(), dir, sqlitestore.Options{})
 		if err != nil {
 			fmt.Printf("locked=%v error=%s\n", errors.Is(err, sqlitestore.ErrLocked), err)
 			os.Exit(3)

@@ -22,7 +22,12 @@ var policy = store.Policy{
 
 func openStore(t testing.TB, dir string) *sqlitestore.Store {
 	t.Helper()
-	s, err := sqlitestore.Open(context.Background(), dir)
+	return openStoreWith(t, dir, sqlitestore.Options{})
+}
+
+func openStoreWith(t testing.TB, dir string, opts sqlitestore.Options) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
@@ -244,4 +249,33 @@ func sameRejection(a, b *store.Rejection) bool {
 		return a == b
 	}
 	return a.Reason == b.Reason && a.Message == b.Message && bytes.Equal(a.Detail, b.Detail) && a.Retryable == b.Retryable
+}
+
+// TestSyncReachesSQLite: the durability an operator chose is the one SQLite
+// runs with, and the default is the one that survives a power loss.
+func TestSyncReachesSQLite(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{{"full", 2}, {"normal", 1}, {"", 2}} {
+		t.Run(tc.flag, func(t *testing.T) {
+			var opts sqlitestore.Options
+			if tc.flag != "" {
+				sync, err := sqlitestore.ParseSync(tc.flag)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.Sync = sync
+			}
+			s := openStoreWith(t, t.TempDir(), opts)
+			defer s.Close()
+			got, err := sqlitestore.WriterSynchronous(s)
+			if err != nil || got != tc.want {
+				t.Fatalf("PRAGMA synchronous = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := sqlitestore.ParseSync("FULL "); err == nil {
+		t.Fatal(`ParseSync("FULL ") accepted it`)
+	}
 }

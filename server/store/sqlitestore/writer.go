@@ -36,10 +36,10 @@ type writer struct {
 
 // openWriter opens the write connection, switches the database to WAL and
 // applies pending migrations. It returns the migrations it applied.
-func openWriter(ctx context.Context, path string) (_ *writer, _ []migrations.Migration, err error) {
+func openWriter(ctx context.Context, path string, sync Sync) (_ *writer, _ []migrations.Migration, err error) {
 	params := url.Values{}
 	params.Set("_journal_mode", "WAL")
-	params.Set("_synchronous", synchronous)
+	params.Set("_synchronous", sync.pragma())
 	// Commands begin IMMEDIATE explicitly; this covers any transaction
 	// started through database/sql, which would otherwise be DEFERRED.
 	params.Set("_txlock", "immediate")
