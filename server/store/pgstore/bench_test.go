@@ -11,8 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // BenchmarkClaimNew measures claims of fresh keys, the fast path: one INSERT
@@ -71,12 +69,7 @@ func (c *attemptCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuer
 //	go test -run '^$' -bench Cycle -benchtime 5s ./server/store/pgstore/
 func BenchmarkCycle(b *testing.B) {
 	var attempts attemptCounter
-	s, err := pgstore.OpenTraced(context.Background(), pgtest.URL(b), &attempts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	migrated(b, s)
+	s := newTracedStore(b, &attempts)
 	ctx := context.Background()
 	var next atomic.Int64
 	procs := runtime.GOMAXPROCS(0)

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
@@ -93,12 +92,7 @@ func TestDeadlineDuringLockWait(t *testing.T) {
 func TestContendedKeyIsRetried(t *testing.T) {
 	ctx := context.Background()
 	var log statementLog
-	s, err := pgstore.OpenTraced(ctx, pgtest.URL(t), &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	migrated(t, s)
+	s := newTracedStore(t, &log)
 	if _, err := s.Claim(ctx, claimParams("hot")); err != nil {
 		t.Fatal(err)
 	}

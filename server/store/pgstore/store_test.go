@@ -50,6 +50,17 @@ func migrated(t testing.TB, s *pgstore.Store) *pgstore.Store {
 	return s
 }
 
+// newTracedStore is newStore with a query tracer on every connection.
+func newTracedStore(t testing.TB, tracer pgx.QueryTracer) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.OpenTraced(context.Background(), pgtest.URL(t), tracer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return migrated(t, s)
+}
+
 func claimParams(key string) store.ClaimParams {
 	return store.ClaimParams{Consumer: "billing", Key: key, Digest: []byte("digest-" + key), Owner: "worker-1", Policy: policy}
 }
@@ -131,12 +142,7 @@ func TestMigrateConcurrently(t *testing.T) {
 func TestFreshClaimIsOneStatement(t *testing.T) {
 	ctx := context.Background()
 	var log statementLog
-	s, err := pgstore.OpenTraced(ctx, pgtest.URL(t), &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	migrated(t, s)
+	s := newTracedStore(t, &log)
 	log.take()
 
 	res, err := s.Claim(ctx, claimParams("fresh"))

@@ -73,7 +73,9 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-func createDatabase(name string) error {
+// onServer runs fn on a connection to the server's maintenance database,
+// where databases can be created and dropped.
+func onServer(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, process.serverURL)
@@ -81,38 +83,39 @@ func createDatabase(name string) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return fmt.Errorf("creating test database: %w", err)
-	}
-	process.dbURL = withSetting(process.serverURL, "dbname", name)
-	cfg, err := pgxpool.ParseConfig(process.dbURL)
-	if err != nil {
-		return err
-	}
-	// The helper's own pool stays small, so as not to compete with the
-	// stores under test for the server's connections.
-	cfg.MaxConns = 4
-	process.admin, err = pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	return process.admin.Ping(ctx)
+	return fn(ctx, conn)
+}
+
+func createDatabase(name string) error {
+	return onServer(func(ctx context.Context, conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+			return fmt.Errorf("creating test database: %w", err)
+		}
+		process.dbURL = withSetting(process.serverURL, "dbname", name)
+		cfg, err := pgxpool.ParseConfig(process.dbURL)
+		if err != nil {
+			return err
+		}
+		// The helper's own pool stays small, so as not to compete with the
+		// stores under test for the server's connections.
+		cfg.MaxConns = 4
+		process.admin, err = pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return process.admin.Ping(ctx)
+	})
 }
 
 func dropDatabase(name string) error {
 	if process.admin != nil {
 		process.admin.Close()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, process.serverURL)
-	if err != nil {
+	return onServer(func(ctx context.Context, conn *pgx.Conn) error {
+		// FORCE ends the connections a test leaked, which would block the drop.
+		_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 		return err
-	}
-	defer conn.Close(ctx)
-	// FORCE ends the connections a test leaked, which would block the drop.
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	return err
+	})
 }
 
 // URL returns a connection URL to a new, empty schema, dropped when the test
