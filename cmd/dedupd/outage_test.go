@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+)
+
+// tcpProxy forwards a local port to the database, and can cut every
+// connection and refuse new ones, so a test can take the database away
+// from dedupd without stopping the shared PostgreSQL server.
+type tcpProxy struct {
+	target string
+	addr   string
+
+	mu    sync.Mutex
+	lis   net.Listener
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	p := &tcpProxy{target: target}
+	p.listen(t, "127.0.0.1:0")
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *tcpProxy) listen(t *testing.T, addr string) {
+	t.Helper()
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.lis, p.addr = lis, lis.Addr().String()
+	p.mu.Unlock()
+	go p.accept(lis)
+}
+
+func (p *tcpProxy) accept(lis net.Listener) {
+	for {
+		client, err := lis.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", p.target)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, client, server)
+		p.mu.Unlock()
+		go func() { io.Copy(server, client); server.Close() }()
+		go func() { io.Copy(client, server); client.Close() }()
+	}
+}
+
+// cut closes the listener and every forwarded connection.
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lis.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestDatabaseOutageIsUnavailable: while the database is out of reach,
+// calls fail fast with UNAVAILABLE / STORE_UNAVAILABLE, never INTERNAL or a
+// hang; when it is back, the same server answers again without a restart.
+func TestDatabaseOutageIsUnavailable(t *testing.T) {
+	direct := pgtest.URL(t)
+	if out, err := runDedupd(t, "migrate", "--database-url", direct); err != nil {
+		t.Fatalf("dedupd migrate: %v\n%s", err, out)
+	}
+	u, err := url.Parse(direct)
+	if err != nil || u.Host == "" {
+		t.Fatalf("this test reroutes a postgres:// URL through a proxy; got %q (%v)", direct, err)
+	}
+	proxy := startProxy(t, u.Host)
+	u.Host = proxy.addr
+	srv := startDedupd(t, "--database-url", u.String())
+	c := dedupv1.NewDedupServiceClient(srv.dial(t))
+	claim(t, c, "before", nil, 0)
+
+	proxy.cut()
+	for _, key := range []string{"during-1", "during-2"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		_, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: consumer, Key: key})
+		cancel()
+		wantError(t, err, codes.Unavailable, "STORE_UNAVAILABLE")
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("Claim during the outage took %s; want a fast failure", took)
+		}
+	}
+
+	proxy.listen(t, proxy.addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: consumer, Key: "after"})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dedupd did not recover within 10s of the database's return: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	srv.stop(t)
+}
