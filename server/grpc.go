@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -61,11 +62,9 @@ func recoverPanic(log *slog.Logger) recovery.RecoveryHandlerFuncContext {
 	}
 }
 
-type panicError struct{}
-
-func (panicError) Error() string { return "panic in handler" }
-
-var errPanic error = panicError{}
+// errPanic is what a caller is told of a panic: api.Status turns any error
+// it does not know into INTERNAL, without the cause.
+var errPanic = errors.New("panic in handler")
 
 // stopGracefully lets in-flight calls finish, then cuts off whatever is
 // still running after timeout.

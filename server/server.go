@@ -88,6 +88,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	dedupv1.RegisterDedupServiceServer(grpcSrv, api.NewDedupService(st, cfg.Policy, cfg.Limits, log))
 	healthSrv.SetServingStatus(dedupv1.DedupService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 
+	// The reaper outlives ctx until the in-flight calls have finished, so
+	// that shutdown stops things in the reverse order they started.
 	reaperDone := make(chan struct{})
 	reaperCtx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {

@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// TestPanicBecomesInternalAndServerKeepsServing: a service without a store
+// panics on the first valid request; the caller must get INTERNAL with an
+// ErrorInfo, and the server must go on answering.
+func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
+	cfg := Config{Limits: api.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 1 << 10}}
+	srv := newGRPCServer(cfg, slog.New(slog.DiscardHandler), health.NewServer())
+	var nilStore store.Store
+	dedupv1.RegisterDedupServiceServer(srv, api.NewDedupService(nilStore, store.Policy{DefaultLeaseTTL: time.Second},
+		cfg.Limits, slog.New(slog.DiscardHandler)))
+	lis := bufconn.Listen(1 << 20)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	conn, err := grpc.NewClient("passthrough:///bufconn",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := dedupv1.NewDedupServiceClient(conn)
+
+	for range 2 {
+		_, err := c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c", Key: "k"})
+		st := status.Convert(err)
+		if st.Code() != codes.Internal || st.Message() != "internal error" {
+			t.Fatalf("panicking handler answered %v, want INTERNAL without the cause", err)
+		}
+		var info *errdetails.ErrorInfo
+		for _, d := range st.Details() {
+			if i, ok := d.(*errdetails.ErrorInfo); ok {
+				info = i
+			}
+		}
+		if info.GetReason() != api.ReasonInternal {
+			t.Fatalf("ErrorInfo = %v, want reason %s", info, api.ReasonInternal)
+		}
+	}
+	// Validation still runs before the store, so the server is alive.
+	_, err = c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c"})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("after two panics the server answered %v, want INVALID_ARGUMENT", err)
+	}
+}
