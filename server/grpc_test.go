@@ -27,7 +27,7 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	cfg := Config{Limits: api.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 1 << 10}}
 	srv := newGRPCServer(cfg, slog.New(slog.DiscardHandler), health.NewServer())
 	var nilStore store.Store
-	dedupv1.RegisterDedupServiceServer(srv, api.NewDedupService(nilStore, store.Policy{DefaultLeaseTTL: time.Second},
+	api.Register(srv, api.NewDedupService(nilStore, store.Policy{DefaultLeaseTTL: time.Second},
 		cfg.Limits, slog.New(slog.DiscardHandler)))
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)

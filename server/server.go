@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	healthSrv := health.NewServer()
 	grpcSrv := newGRPCServer(cfg, log, healthSrv)
-	dedupv1.RegisterDedupServiceServer(grpcSrv, api.NewDedupService(st, cfg.Policy, cfg.Limits, log))
+	api.Register(grpcSrv, api.NewDedupService(st, cfg.Policy, cfg.Limits, log))
 	healthSrv.SetServingStatus(dedupv1.DedupService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 
 	// The reaper outlives ctx until the in-flight calls have finished, so

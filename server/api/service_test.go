@@ -31,6 +31,11 @@ var testPolicy = store.Policy{
 // store, so the tests see exactly what a gRPC caller sees.
 func newClient(t *testing.T) dedupv1.DedupServiceClient {
 	t.Helper()
+	return dedupv1.NewDedupServiceClient(newConn(t))
+}
+
+func newConn(t *testing.T) *grpc.ClientConn {
+	t.Helper()
 	st, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +43,7 @@ func newClient(t *testing.T) dedupv1.DedupServiceClient {
 	t.Cleanup(func() { st.Close() })
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
-	dedupv1.RegisterDedupServiceServer(srv, NewDedupService(st, testPolicy,
+	Register(srv, NewDedupService(st, testPolicy,
 		Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 10}, slog.New(slog.DiscardHandler)))
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
@@ -49,7 +54,7 @@ func newClient(t *testing.T) dedupv1.DedupServiceClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return dedupv1.NewDedupServiceClient(conn)
+	return conn
 }
 
 func TestClaimResponseFields(t *testing.T) {

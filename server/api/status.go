@@ -20,6 +20,7 @@ const ErrorDomain = "dedup.v1"
 // branch on them, so they never change meaning.
 const (
 	ReasonInvalidField     = "INVALID_FIELD"
+	ReasonMalformedRequest = "MALFORMED_REQUEST"
 	ReasonNotFound         = "RECORD_NOT_FOUND"
 	ReasonDigestMismatch   = "DIGEST_MISMATCH"
 	ReasonAlreadyFinished  = "ALREADY_FINISHED"
@@ -29,6 +30,10 @@ const (
 	ReasonCanceled         = "CANCELED"
 	ReasonInternal         = "INTERNAL"
 )
+
+// ErrMalformedRequest is a request whose bytes do not decode as its message,
+// such as a nested message cut short.
+var ErrMalformedRequest = errors.New("request does not decode as its message")
 
 // errorClass is how one kind of error appears on the wire.
 type errorClass struct {
@@ -40,6 +45,7 @@ type errorClass struct {
 // errorClasses is the one table from domain errors to gRPC codes. Order
 // matters only in that the first match wins.
 var errorClasses = []errorClass{
+	{ErrMalformedRequest, codes.InvalidArgument, ReasonMalformedRequest},
 	{store.ErrNotFound, codes.NotFound, ReasonNotFound},
 	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch},
 	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished},

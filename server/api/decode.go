@@ -1,0 +1,87 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// Register registers the service on s with request decoding that answers a
+// string field holding invalid UTF-8 with INVALID_ARGUMENT naming the
+// field. Left to itself, grpc-go refuses such a request while decoding it,
+// before any interceptor runs, with a bare INTERNAL: an answer the API
+// reserves for bugs, given here for a mistake of the caller's.
+func Register(s grpc.ServiceRegistrar, svc dedupv1.DedupServiceServer) {
+	desc := dedupv1.DedupService_ServiceDesc
+	desc.Methods = slices.Clone(desc.Methods)
+	for i := range desc.Methods {
+		desc.Methods[i].Handler = decodeLeniently(desc.Methods[i].Handler)
+	}
+	s.RegisterService(&desc, svc)
+}
+
+// decodeLeniently wraps a generated handler. The request is first decoded
+// into an empty message, which keeps every field as raw unknown bytes and
+// so checks only the wire format; the generated handler then gets those
+// bytes decoded by decodeRequest.
+func decodeLeniently(generated grpc.MethodHandler) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+		var raw emptypb.Empty
+		if err := dec(&raw); err != nil {
+			return nil, err
+		}
+		wire := raw.ProtoReflect().GetUnknown()
+		return generated(srv, ctx, func(req any) error {
+			return decodeRequest(wire, req.(proto.Message))
+		}, ic)
+	}
+}
+
+func decodeRequest(wire []byte, req proto.Message) error {
+	err := proto.Unmarshal(wire, req)
+	if err == nil {
+		return nil
+	}
+	if field := invalidUTF8Field(wire, req.ProtoReflect().Descriptor()); field != "" {
+		return Status(&FieldError{Field: field, Problem: "is not valid UTF-8"}, "", "").Err()
+	}
+	return Status(fmt.Errorf("%w: %v", ErrMalformedRequest, err), "", "").Err()
+}
+
+// invalidUTF8Field names the first top-level string field of the wire bytes
+// that is not UTF-8; our requests have strings only at the top level.
+func invalidUTF8Field(wire []byte, md protoreflect.MessageDescriptor) string {
+	for len(wire) > 0 {
+		num, typ, n := protowire.ConsumeTag(wire)
+		if n < 0 {
+			return ""
+		}
+		wire = wire[n:]
+		if typ == protowire.BytesType {
+			value, m := protowire.ConsumeBytes(wire)
+			if m < 0 {
+				return ""
+			}
+			if fd := md.Fields().ByNumber(num); fd != nil && fd.Kind() == protoreflect.StringKind && !utf8.Valid(value) {
+				return string(fd.Name())
+			}
+			wire = wire[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, wire)
+		if m < 0 {
+			return ""
+		}
+		wire = wire[m:]
+	}
+	return ""
+}

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// wireCodec sends hand-made bytes, as a client in a language that does not
+// check UTF-8 (or a broken one) would, and reads the reply as a message.
+type wireCodec struct{}
+
+func (wireCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+func (wireCodec) Unmarshal(data []byte, v any) error {
+	*v.(*[]byte) = append([]byte(nil), data...)
+	return nil
+}
+func (wireCodec) Name() string { return "proto" }
+
+func field(b []byte, num protowire.Number, value []byte) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, value)
+}
+
+func TestUndecodableRequestsAreInvalidArguments(t *testing.T) {
+	conn := newConn(t)
+	notUTF8 := []byte{'k', 0xff, 0xfe}
+	cutDuration := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)
+	cutDuration = cutDuration[:len(cutDuration)-1]
+	cases := []struct {
+		name   string
+		method string
+		wire   []byte
+		reason string
+		field  string
+	}{
+		{"key not UTF-8", "Claim", field(field(nil, 1, []byte("orders")), 2, notUTF8), ReasonInvalidField, "key"},
+		{"owner not UTF-8", "Claim", field(field(field(nil, 1, []byte("orders")), 2, []byte("k")), 5, notUTF8), ReasonInvalidField, "owner"},
+		{"consumer not UTF-8 on Lookup", "Lookup", field(nil, 1, notUTF8), ReasonInvalidField, "consumer"},
+		{"reason not UTF-8 on Reject", "Reject", field(field(nil, 1, []byte("orders")), 4, notUTF8), ReasonInvalidField, "reason"},
+		{"lease cut short", "Claim", field(field(field(nil, 1, []byte("orders")), 2, []byte("k")), 4, cutDuration), ReasonMalformedRequest, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var reply []byte
+			err := conn.Invoke(context.Background(), "/dedup.v1.DedupService/"+tc.method, tc.wire, &reply, grpc.ForceCodec(wireCodec{}))
+			st := status.Convert(err)
+			if st.Code() != codes.InvalidArgument {
+				t.Fatalf("error = %v, want InvalidArgument", err)
+			}
+			if info := errorInfo(t, st); info.Reason != tc.reason || info.Metadata["field"] != tc.field {
+				t.Fatalf("ErrorInfo = %v, want reason %s naming %q", info, tc.reason, tc.field)
+			}
+		})
+	}
+}
+
+// TestWellFormedRawRequestIsServed: the lenient decoding path serves what
+// the generated one did.
+func TestWellFormedRawRequestIsServed(t *testing.T) {
+	conn := newConn(t)
+	var reply []byte
+	wire := field(field(nil, 1, []byte("orders")), 2, []byte("raw-key"))
+	if err := conn.Invoke(context.Background(), "/dedup.v1.DedupService/Claim", wire, &reply, grpc.ForceCodec(wireCodec{})); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dedupv1.NewDedupServiceClient(conn).Lookup(context.Background(), &dedupv1.LookupRequest{Consumer: "orders", Key: "raw-key"})
+	if err != nil || got.GetRecord().GetState() != dedupv1.State_STATE_PENDING {
+		t.Fatalf("Lookup after a raw Claim = %v, %v; want the pending record", got, err)
+	}
+}
