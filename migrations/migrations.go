@@ -44,6 +44,9 @@ type Migration struct {
 	Statements []string
 }
 
+// String names a migration as its file does, e.g. 0001_records.
+func (m Migration) String() string { return fmt.Sprintf("%04d_%s", m.Version, m.Name) }
+
 // Conn is what the runner needs from a database. Both statements it runs
 // itself are portable SQL, so one runner serves every dialect.
 type Conn interface {
@@ -163,12 +166,12 @@ func Up(ctx context.Context, db Conn, ms []Migration) ([]Migration, error) {
 	for _, m := range pending {
 		for i, stmt := range m.Statements {
 			if err := db.Exec(ctx, stmt); err != nil {
-				return nil, fmt.Errorf("migrations: %04d_%s statement %d: %w", m.Version, m.Name, i+1, err)
+				return nil, fmt.Errorf("migrations: %s statement %d: %w", m, i+1, err)
 			}
 		}
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		if err := db.Exec(ctx, insertVersion, m.Version, m.Name, now); err != nil {
-			return nil, fmt.Errorf("migrations: recording %04d_%s: %w", m.Version, m.Name, err)
+			return nil, fmt.Errorf("migrations: recording %s: %w", m, err)
 		}
 	}
 	return pending, nil

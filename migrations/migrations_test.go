@@ -55,3 +55,9 @@ func TestEmbeddedDialectsHaveTheSameSteps(t *testing.T) {
 		}
 	}
 }
+
+func TestMigrationStringIsItsFileName(t *testing.T) {
+	if got := (Migration{Version: 7, Name: "ttl"}).String(); got != "0007_ttl" {
+		t.Fatalf("String() = %q, want 0007_ttl", got)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
@@ -36,7 +35,7 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 	if len(pending) > 0 {
 		st.Close()
 		return nil, fmt.Errorf("database schema is %d migration(s) behind (next: %s); run `dedupd migrate` first",
-			len(pending), describe(pending[0]))
+			len(pending), pending[0])
 	}
 	return st, nil
 }
@@ -53,14 +52,10 @@ func Migrate(ctx context.Context, databaseURL string, log *slog.Logger) error {
 		return err
 	}
 	for _, m := range applied {
-		log.Info("applied migration", "migration", describe(m))
+		log.Info("applied migration", "migration", m.String())
 	}
 	if len(applied) == 0 {
 		log.Info("database schema already at head")
 	}
 	return nil
-}
-
-func describe(m migrations.Migration) string {
-	return fmt.Sprintf("%04d_%s", m.Version, m.Name)
 }
