@@ -59,7 +59,7 @@ func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*d
 	res, err := s.store.Claim(ctx, store.ClaimParams{
 		Consumer: req.GetConsumer(),
 		Key:      req.GetKey(),
-		Digest:   nonNil(req.GetDigest()),
+		Digest:   req.GetDigest(),
 		LeaseTTL: lease,
 		Owner:    req.GetOwner(),
 		Policy:   s.policy,
@@ -83,7 +83,7 @@ func (s *DedupService) Complete(ctx context.Context, req *dedupv1.CompleteReques
 		Consumer:     req.GetConsumer(),
 		Key:          req.GetKey(),
 		FencingToken: req.GetFencingToken(),
-		Result:       nonNil(req.GetResult()),
+		Result:       req.GetResult(),
 		Policy:       s.policy,
 	})
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *DedupService) Reject(ctx context.Context, req *dedupv1.RejectRequest) (
 		Rejection: store.Rejection{
 			Reason:    req.GetReason(),
 			Message:   req.GetMessage(),
-			Detail:    nonNil(req.GetDetail()),
+			Detail:    req.GetDetail(),
 			Retryable: req.GetRetryable(),
 		},
 		Policy: s.policy,
@@ -155,13 +155,4 @@ func (s *DedupService) ExtendLease(ctx context.Context, req *dedupv1.ExtendLease
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
 	return &dedupv1.ExtendLeaseResponse{Record: RecordToProto(rec)}, nil
-}
-
-// nonNil makes absent bytes an empty value: the API treats an unset digest
-// as the empty digest, and stores keep NOT NULL columns.
-func nonNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }
