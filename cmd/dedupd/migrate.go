@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -32,7 +33,7 @@ embedded store in --data-dir (which also migrates itself at start).`,
 			if databaseURL != "" {
 				return server.Migrate(ctx, databaseURL, log)
 			}
-			return migrateEmbedded(cmd, dataDir, log)
+			return migrateEmbedded(ctx, dataDir, log)
 		},
 	}
 	f := cmd.Flags()
@@ -42,8 +43,8 @@ embedded store in --data-dir (which also migrates itself at start).`,
 	return cmd
 }
 
-func migrateEmbedded(cmd *cobra.Command, dataDir string, log *slog.Logger) error {
-	st, err := server.OpenStore(cmd.Context(), server.Config{DataDir: dataDir}, log)
+func migrateEmbedded(ctx context.Context, dataDir string, log *slog.Logger) error {
+	st, err := server.OpenStore(ctx, server.Config{DataDir: dataDir}, log)
 	if err != nil {
 		return err
 	}
