@@ -989,6 +989,183 @@ func (x *ExtendLeaseResponse) GetRecord() *Record {
 	return nil
 }
 
+type ListRecordsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The consumer whose records to list; required.
+	Consumer string `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// Only records in one of these states; all states when empty.
+	States []State `protobuf:"varint,2,rep,packed,name=states,proto3,enum=dedup.v1.State" json:"states,omitempty"`
+	// Only keys that start with this prefix.
+	KeyPrefix string `protobuf:"bytes,3,opt,name=key_prefix,json=keyPrefix,proto3" json:"key_prefix,omitempty"`
+	// Only records created at or after / strictly before these times.
+	CreatedAfter  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
+	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
+	// Only records last changed at or after / strictly before these times.
+	UpdatedAfter  *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_after,json=updatedAfter,proto3" json:"updated_after,omitempty"`
+	UpdatedBefore *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_before,json=updatedBefore,proto3" json:"updated_before,omitempty"`
+	// Only PENDING records whose lease has run out: the reconciliation queue.
+	LeaseExpired bool `protobuf:"varint,8,opt,name=lease_expired,json=leaseExpired,proto3" json:"lease_expired,omitempty"`
+	// At most this many records per page; 100 when unset, at most 1000.
+	PageSize int32 `protobuf:"varint,9,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same filters.
+	PageToken     string `protobuf:"bytes,10,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRecordsRequest) Reset() {
+	*x = ListRecordsRequest{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRecordsRequest) ProtoMessage() {}
+
+func (x *ListRecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRecordsRequest.ProtoReflect.Descriptor instead.
+func (*ListRecordsRequest) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListRecordsRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ListRecordsRequest) GetStates() []State {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *ListRecordsRequest) GetKeyPrefix() string {
+	if x != nil {
+		return x.KeyPrefix
+	}
+	return ""
+}
+
+func (x *ListRecordsRequest) GetCreatedAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAfter
+	}
+	return nil
+}
+
+func (x *ListRecordsRequest) GetCreatedBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedBefore
+	}
+	return nil
+}
+
+func (x *ListRecordsRequest) GetUpdatedAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAfter
+	}
+	return nil
+}
+
+func (x *ListRecordsRequest) GetUpdatedBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedBefore
+	}
+	return nil
+}
+
+func (x *ListRecordsRequest) GetLeaseExpired() bool {
+	if x != nil {
+		return x.LeaseExpired
+	}
+	return false
+}
+
+func (x *ListRecordsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListRecordsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListRecordsResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Records []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// Pass as page_token to get the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRecordsResponse) Reset() {
+	*x = ListRecordsResponse{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRecordsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRecordsResponse) ProtoMessage() {}
+
+func (x *ListRecordsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRecordsResponse.ProtoReflect.Descriptor instead.
+func (*ListRecordsResponse) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListRecordsResponse) GetRecords() []*Record {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ListRecordsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_dedup_v1_dedup_proto protoreflect.FileDescriptor
 
 const file_dedup_v1_dedup_proto_rawDesc = "" +
@@ -1057,7 +1234,24 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\rfencing_token\x18\x03 \x01(\x03R\ffencingToken\x126\n" +
 	"\tlease_ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\"?\n" +
 	"\x13ExtendLeaseResponse\x12(\n" +
-	"\x06record\x18\x01 \x01(\v2\x10.dedup.v1.RecordR\x06record*~\n" +
+	"\x06record\x18\x01 \x01(\v2\x10.dedup.v1.RecordR\x06record\"\xe1\x03\n" +
+	"\x12ListRecordsRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12'\n" +
+	"\x06states\x18\x02 \x03(\x0e2\x0f.dedup.v1.StateR\x06states\x12\x1d\n" +
+	"\n" +
+	"key_prefix\x18\x03 \x01(\tR\tkeyPrefix\x12?\n" +
+	"\rcreated_after\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
+	"\x0ecreated_before\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12?\n" +
+	"\rupdated_after\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fupdatedAfter\x12A\n" +
+	"\x0eupdated_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\rupdatedBefore\x12#\n" +
+	"\rlease_expired\x18\b \x01(\bR\fleaseExpired\x12\x1b\n" +
+	"\tpage_size\x18\t \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\n" +
+	" \x01(\tR\tpageToken\"i\n" +
+	"\x13ListRecordsResponse\x12*\n" +
+	"\arecords\x18\x01 \x03(\v2\x10.dedup.v1.RecordR\arecords\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*~\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n" +
@@ -1069,13 +1263,14 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\rSTATE_PENDING\x10\x01\x12\x13\n" +
 	"\x0fSTATE_COMPLETED\x10\x02\x12\x12\n" +
 	"\x0eSTATE_REJECTED\x10\x03\x12\x12\n" +
-	"\x0eSTATE_RELEASED\x10\x042\xd1\x02\n" +
+	"\x0eSTATE_RELEASED\x10\x042\x9d\x03\n" +
 	"\fDedupService\x128\n" +
 	"\x05Claim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12A\n" +
 	"\bComplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n" +
 	"\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n" +
 	"\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n" +
-	"\vExtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
+	"\vExtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n" +
+	"\vListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
 
 var (
 	file_dedup_v1_dedup_proto_rawDescOnce sync.Once
@@ -1090,7 +1285,7 @@ func file_dedup_v1_dedup_proto_rawDescGZIP() []byte {
 }
 
 var file_dedup_v1_dedup_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_dedup_v1_dedup_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_dedup_v1_dedup_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_dedup_v1_dedup_proto_goTypes = []any{
 	(Outcome)(0),                  // 0: dedup.v1.Outcome
 	(State)(0),                    // 1: dedup.v1.State
@@ -1106,40 +1301,50 @@ var file_dedup_v1_dedup_proto_goTypes = []any{
 	(*LookupResponse)(nil),        // 11: dedup.v1.LookupResponse
 	(*ExtendLeaseRequest)(nil),    // 12: dedup.v1.ExtendLeaseRequest
 	(*ExtendLeaseResponse)(nil),   // 13: dedup.v1.ExtendLeaseResponse
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
+	(*ListRecordsRequest)(nil),    // 14: dedup.v1.ListRecordsRequest
+	(*ListRecordsResponse)(nil),   // 15: dedup.v1.ListRecordsResponse
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 17: google.protobuf.Duration
 }
 var file_dedup_v1_dedup_proto_depIdxs = []int32{
 	1,  // 0: dedup.v1.Record.state:type_name -> dedup.v1.State
 	2,  // 1: dedup.v1.Record.rejection:type_name -> dedup.v1.Rejection
-	14, // 2: dedup.v1.Record.created_at:type_name -> google.protobuf.Timestamp
-	14, // 3: dedup.v1.Record.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 4: dedup.v1.Record.lease_expires_at:type_name -> google.protobuf.Timestamp
-	14, // 5: dedup.v1.Record.expires_at:type_name -> google.protobuf.Timestamp
-	15, // 6: dedup.v1.ClaimRequest.lease_ttl:type_name -> google.protobuf.Duration
+	16, // 2: dedup.v1.Record.created_at:type_name -> google.protobuf.Timestamp
+	16, // 3: dedup.v1.Record.updated_at:type_name -> google.protobuf.Timestamp
+	16, // 4: dedup.v1.Record.lease_expires_at:type_name -> google.protobuf.Timestamp
+	16, // 5: dedup.v1.Record.expires_at:type_name -> google.protobuf.Timestamp
+	17, // 6: dedup.v1.ClaimRequest.lease_ttl:type_name -> google.protobuf.Duration
 	0,  // 7: dedup.v1.ClaimResponse.outcome:type_name -> dedup.v1.Outcome
 	3,  // 8: dedup.v1.ClaimResponse.record:type_name -> dedup.v1.Record
-	15, // 9: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
+	17, // 9: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
 	3,  // 10: dedup.v1.CompleteResponse.record:type_name -> dedup.v1.Record
 	3,  // 11: dedup.v1.RejectResponse.record:type_name -> dedup.v1.Record
 	3,  // 12: dedup.v1.LookupResponse.record:type_name -> dedup.v1.Record
-	15, // 13: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
+	17, // 13: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
 	3,  // 14: dedup.v1.ExtendLeaseResponse.record:type_name -> dedup.v1.Record
-	4,  // 15: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
-	6,  // 16: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
-	8,  // 17: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
-	10, // 18: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
-	12, // 19: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
-	5,  // 20: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
-	7,  // 21: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
-	9,  // 22: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
-	11, // 23: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
-	13, // 24: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
-	20, // [20:25] is the sub-list for method output_type
-	15, // [15:20] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	1,  // 15: dedup.v1.ListRecordsRequest.states:type_name -> dedup.v1.State
+	16, // 16: dedup.v1.ListRecordsRequest.created_after:type_name -> google.protobuf.Timestamp
+	16, // 17: dedup.v1.ListRecordsRequest.created_before:type_name -> google.protobuf.Timestamp
+	16, // 18: dedup.v1.ListRecordsRequest.updated_after:type_name -> google.protobuf.Timestamp
+	16, // 19: dedup.v1.ListRecordsRequest.updated_before:type_name -> google.protobuf.Timestamp
+	3,  // 20: dedup.v1.ListRecordsResponse.records:type_name -> dedup.v1.Record
+	4,  // 21: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
+	6,  // 22: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
+	8,  // 23: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
+	10, // 24: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
+	12, // 25: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
+	14, // 26: dedup.v1.DedupService.ListRecords:input_type -> dedup.v1.ListRecordsRequest
+	5,  // 27: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
+	7,  // 28: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
+	9,  // 29: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
+	11, // 30: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
+	13, // 31: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
+	15, // 32: dedup.v1.DedupService.ListRecords:output_type -> dedup.v1.ListRecordsResponse
+	27, // [27:33] is the sub-list for method output_type
+	21, // [21:27] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_dedup_v1_dedup_proto_init() }
@@ -1153,7 +1358,7 @@ func file_dedup_v1_dedup_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dedup_v1_dedup_proto_rawDesc), len(file_dedup_v1_dedup_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,7 @@ const (
 	DedupService_Reject_FullMethodName      = "/dedup.v1.DedupService/Reject"
 	DedupService_Lookup_FullMethodName      = "/dedup.v1.DedupService/Lookup"
 	DedupService_ExtendLease_FullMethodName = "/dedup.v1.DedupService/ExtendLease"
+	DedupService_ListRecords_FullMethodName = "/dedup.v1.DedupService/ListRecords"
 )
 
 // DedupServiceClient is the client API for DedupService service.
@@ -57,6 +58,11 @@ type DedupServiceClient interface {
 	// ExtendLease pushes out the lease of a PENDING claim: the heartbeat of
 	// long-running work.
 	ExtendLease(ctx context.Context, in *ExtendLeaseRequest, opts ...grpc.CallOption) (*ExtendLeaseResponse, error)
+	// ListRecords pages through one consumer's live records in key order.
+	// Expired records are never listed. With lease_expired it lists the
+	// reconciliation queue: PENDING claims whose lease ran out, whose side
+	// effect may or may not have happened.
+	ListRecords(ctx context.Context, in *ListRecordsRequest, opts ...grpc.CallOption) (*ListRecordsResponse, error)
 }
 
 type dedupServiceClient struct {
@@ -117,6 +123,16 @@ func (c *dedupServiceClient) ExtendLease(ctx context.Context, in *ExtendLeaseReq
 	return out, nil
 }
 
+func (c *dedupServiceClient) ListRecords(ctx context.Context, in *ListRecordsRequest, opts ...grpc.CallOption) (*ListRecordsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRecordsResponse)
+	err := c.cc.Invoke(ctx, DedupService_ListRecords_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DedupServiceServer is the server API for DedupService service.
 // All implementations must embed UnimplementedDedupServiceServer
 // for forward compatibility.
@@ -144,6 +160,11 @@ type DedupServiceServer interface {
 	// ExtendLease pushes out the lease of a PENDING claim: the heartbeat of
 	// long-running work.
 	ExtendLease(context.Context, *ExtendLeaseRequest) (*ExtendLeaseResponse, error)
+	// ListRecords pages through one consumer's live records in key order.
+	// Expired records are never listed. With lease_expired it lists the
+	// reconciliation queue: PENDING claims whose lease ran out, whose side
+	// effect may or may not have happened.
+	ListRecords(context.Context, *ListRecordsRequest) (*ListRecordsResponse, error)
 	mustEmbedUnimplementedDedupServiceServer()
 }
 
@@ -168,6 +189,9 @@ func (UnimplementedDedupServiceServer) Lookup(context.Context, *LookupRequest) (
 }
 func (UnimplementedDedupServiceServer) ExtendLease(context.Context, *ExtendLeaseRequest) (*ExtendLeaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExtendLease not implemented")
+}
+func (UnimplementedDedupServiceServer) ListRecords(context.Context, *ListRecordsRequest) (*ListRecordsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRecords not implemented")
 }
 func (UnimplementedDedupServiceServer) mustEmbedUnimplementedDedupServiceServer() {}
 func (UnimplementedDedupServiceServer) testEmbeddedByValue()                      {}
@@ -280,6 +304,24 @@ func _DedupService_ExtendLease_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DedupService_ListRecords_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRecordsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DedupServiceServer).ListRecords(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DedupService_ListRecords_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DedupServiceServer).ListRecords(ctx, req.(*ListRecordsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DedupService_ServiceDesc is the grpc.ServiceDesc for DedupService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -306,6 +348,10 @@ var DedupService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExtendLease",
 			Handler:    _DedupService_ExtendLease_Handler,
+		},
+		{
+			MethodName: "ListRecords",
+			Handler:    _DedupService_ListRecords_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
