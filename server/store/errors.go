@@ -20,6 +20,8 @@ var (
 	// ErrUnavailable: the database could not be reached, or stayed too
 	// contended to commit; nothing was changed and the call may be retried.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrNoPolicy: the consumer has no stored policy.
+	ErrNoPolicy = errors.New("no policy for this consumer")
 )
 
 // ConflictError is a refusal caused by the stored record, which it carries so

@@ -162,6 +162,8 @@ type ClaimResult struct {
 // landed. Every write is safe to repeat, so callers retry and see the
 // stored outcome.
 type Store interface {
+	Admin
+
 	// Claim applies a claim to the key (see Apply). It must return exactly
 	// one Acquired among any number of concurrent claims of a free key, and
 	// ErrDigestMismatch, changing nothing, when the stored digest differs.

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// ConsumerPolicy is the stored policy of one consumer. A zero field takes
+// the server default (see Resolve).
+type ConsumerPolicy struct {
+	Consumer        string
+	CompletedTTL    time.Duration
+	RejectedTTL     time.Duration
+	ReleasedTTL     time.Duration
+	DefaultLeaseTTL time.Duration
+	MaxLeaseTTL     time.Duration
+	MaxResultBytes  int64
+	// RequireDigest refuses claims with an empty digest.
+	RequireDigest bool
+	// UpdatedAt is set by the store when the policy is written.
+	UpdatedAt time.Time
+}
+
+// ListParams are the inputs of Store.ListRecords. Zero values mean "no
+// filter".
+type ListParams struct {
+	Consumer  string
+	States    []State
+	KeyPrefix string
+	// CreatedAfter and UpdatedAfter are inclusive, the Before bounds
+	// exclusive.
+	CreatedAfter  time.Time
+	CreatedBefore time.Time
+	UpdatedAfter  time.Time
+	UpdatedBefore time.Time
+	// LeaseExpired keeps only Pending records whose lease has run out.
+	LeaseExpired bool
+	// AfterKey continues a listing: only keys strictly greater are returned.
+	AfterKey string
+	// Limit is the most records returned; it must be positive.
+	Limit int
+}
+
+// PurgeParams select the records of Store.PurgeBatch and Store.CountPurge.
+type PurgeParams struct {
+	// Consumer may be empty only with ExpiredOnly.
+	Consumer string
+	States   []State
+	// UpdatedBefore, when set, keeps only records last changed before it.
+	UpdatedBefore time.Time
+	// ExpiredOnly keeps only records past their ExpiresAt.
+	ExpiredOnly bool
+	// Limit is the batch size of PurgeBatch; CountPurge ignores it.
+	Limit int
+}
+
+// ConsumerStats counts one consumer's stored records. The state counts are
+// of live records; records past their expiry are counted in Expired only.
+type ConsumerStats struct {
+	Consumer            string
+	Pending             int64
+	Completed           int64
+	Rejected            int64
+	Released            int64
+	PendingLeaseExpired int64
+	// OldestPendingAt is the UpdatedAt of the oldest live Pending record;
+	// zero when there is none.
+	OldestPendingAt time.Time
+	Expired         int64
+}
+
+// Admin is what operators need beyond the hot path: reading many records,
+// deleting them, counting them, and per-consumer policies.
+type Admin interface {
+	// ListRecords returns at most p.Limit live records of p.Consumer that
+	// match the filters, in ascending key order (bytewise), with keys
+	// greater than p.AfterKey. Expired records are never returned. Paging
+	// with AfterKey set to the last key returned visits every record that
+	// stays live throughout exactly once, whatever is inserted or deleted
+	// meanwhile.
+	ListRecords(ctx context.Context, p ListParams) ([]Record, error)
+
+	// DeleteRecord deletes one key's record, whatever its state, and returns
+	// it. It must return ErrNotFound when the key is absent or expired (an
+	// expired row is deleted too).
+	DeleteRecord(ctx context.Context, consumer, key string) (Record, error)
+
+	// PurgeBatch deletes at most p.Limit matching records in one atomic step
+	// and returns how many it deleted; 0 means none match any more.
+	PurgeBatch(ctx context.Context, p PurgeParams) (int, error)
+
+	// CountPurge returns how many records PurgeBatch would delete in all.
+	CountPurge(ctx context.Context, p PurgeParams) (int64, error)
+
+	// Stats returns the counts of one consumer, or of every consumer with
+	// records when consumer is empty, ordered by consumer. A consumer with
+	// no records is absent from the result.
+	Stats(ctx context.Context, consumer string) ([]ConsumerStats, error)
+
+	// PutPolicy creates or replaces a consumer's policy and returns it as
+	// stored, with UpdatedAt set.
+	PutPolicy(ctx context.Context, p ConsumerPolicy) (ConsumerPolicy, error)
+
+	// GetPolicy returns a consumer's policy. It must return ErrNoPolicy
+	// when the consumer has none.
+	GetPolicy(ctx context.Context, consumer string) (ConsumerPolicy, error)
+
+	// ListPolicies returns every stored policy, ordered by consumer.
+	ListPolicies(ctx context.Context) ([]ConsumerPolicy, error)
+
+	// DeletePolicy deletes a consumer's policy and returns it. It must
+	// return ErrNoPolicy when the consumer has none.
+	DeletePolicy(ctx context.Context, consumer string) (ConsumerPolicy, error)
+}
