@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -73,20 +74,35 @@ type ConsumerStats struct {
 // deleting them, counting them, and per-consumer policies.
 type Admin interface {
 	// ListRecords returns at most p.Limit live records of p.Consumer that
-	// match the filters, in ascending key order (bytewise), with keys
-	// greater than p.AfterKey. Expired records are never returned. Paging
-	// with AfterKey set to the last key returned visits every record that
-	// stays live throughout exactly once, whatever is inserted or deleted
-	// meanwhile.
+	// match the filters, in ascending key order, with keys greater than
+	// p.AfterKey. The order is bytewise on SQLite and CockroachDB, and the
+	// database's collation on PostgreSQL (bytewise under C or C.UTF-8);
+	// paging is correct under any, as comparison and order agree. Expired
+	// records are never returned, judged on the store's clock. Paging with
+	// AfterKey set to the last key returned visits every record that stays
+	// live throughout exactly once, whatever is inserted or deleted
+	// meanwhile, and never returns a key twice.
 	ListRecords(ctx context.Context, p ListParams) ([]Record, error)
 
-	// DeleteRecord deletes one key's record, whatever its state, and returns
-	// it. It must return ErrNotFound when the key is absent or expired (an
-	// expired row is deleted too).
+	// DeleteRecord forgets one key's live record, whatever its state, and
+	// returns it with ExpiresAt set to the moment it was forgotten. From
+	// then on the key counts as absent everywhere: Lookup and ListRecords
+	// do not see it, and the next Claim acquires it afresh, so the work can
+	// run again. It must return ErrNotFound, changing nothing, when the key
+	// has no live record.
+	//
+	// The record is made to expire now rather than deleted: its row stays
+	// until the reaper or a purge of expired records removes it, so that
+	// the next claim's fencing token continues from the deleted record's
+	// (see Apply) and a holder of the deleted lease cannot pass for the new
+	// holder. In Stats it counts as Expired until then.
 	DeleteRecord(ctx context.Context, consumer, key string) (Record, error)
 
 	// PurgeBatch deletes at most p.Limit matching records in one atomic step
-	// and returns how many it deleted; 0 means none match any more.
+	// and returns how many it deleted; 0 means none match any more. Unlike
+	// DeleteRecord it removes rows, live or not: purging a consumer's
+	// Pending records restarts their keys' fencing tokens, as the reaper
+	// does for expired ones.
 	PurgeBatch(ctx context.Context, p PurgeParams) (int, error)
 
 	// CountPurge returns how many records PurgeBatch would delete in all.
@@ -111,4 +127,43 @@ type Admin interface {
 	// DeletePolicy deletes a consumer's policy and returns it. It must
 	// return ErrNoPolicy when the consumer has none.
 	DeletePolicy(ctx context.Context, consumer string) (ConsumerPolicy, error)
+}
+
+// Validate reports parameters that no store accepts. Stores check them and
+// return the error, changing nothing; the API validates its requests before
+// they get here, so this error means a bug in the caller.
+func (p ListParams) Validate() error {
+	switch {
+	case p.Consumer == "":
+		return errors.New("store: ListRecords: consumer is required")
+	case p.Limit <= 0:
+		return errors.New("store: ListRecords: limit must be positive")
+	}
+	return nil
+}
+
+// Validate reports parameters that no store accepts; batch says they are for
+// PurgeBatch, which also needs a positive Limit.
+func (p PurgeParams) Validate(batch bool) error {
+	switch {
+	case p.Consumer == "" && !p.ExpiredOnly:
+		return errors.New("store: purge: consumer is required unless only expired records are purged")
+	case batch && p.Limit <= 0:
+		return errors.New("store: PurgeBatch: limit must be positive")
+	}
+	return nil
+}
+
+// Validate reports policies that no store accepts: no consumer, or a
+// negative duration or size.
+func (p ConsumerPolicy) Validate() error {
+	switch {
+	case p.Consumer == "":
+		return errors.New("store: policy: consumer is required")
+	case p.CompletedTTL < 0, p.RejectedTTL < 0, p.ReleasedTTL < 0, p.DefaultLeaseTTL < 0, p.MaxLeaseTTL < 0:
+		return errors.New("store: policy: durations must not be negative")
+	case p.MaxResultBytes < 0:
+		return errors.New("store: policy: max result bytes must not be negative")
+	}
+	return nil
 }

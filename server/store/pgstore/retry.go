@@ -92,7 +92,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // classify turns the error of an operation into one of the errors the Store
 // contract allows. The cases, in order:
 //
-//  1. refusals decided by store.Apply (and ErrNotFound): returned unchanged;
+//  1. refusals decided by store.Apply (and ErrNotFound, ErrNoPolicy): returned unchanged;
 //  2. the caller's context is done: its error, unchanged;
 //  3. the database is unreachable, overloaded, shutting down, or stayed too
 //     contended to commit: wrapped in store.ErrUnavailable;
@@ -119,6 +119,7 @@ func isRefusal(err error) bool {
 	var conflict *store.ConflictError
 	return errors.As(err, &conflict) ||
 		errors.Is(err, store.ErrNotFound) ||
+		errors.Is(err, store.ErrNoPolicy) ||
 		errors.Is(err, store.ErrDigestMismatch) ||
 		errors.Is(err, store.ErrLeaseLost) ||
 		errors.Is(err, store.ErrAlreadyFinished)

@@ -11,9 +11,7 @@ import (
 // The statements on dedup_records. The writer and the read pool share
 // selectRecord so that both decode rows the same way, through scanRecord.
 const (
-	selectRecord = `SELECT state, digest, fencing_token, attempts, owner, result,
-       rejection_reason, rejection_message, rejection_detail, rejection_retryable,
-       created_at, updated_at, lease_expires_at, expires_at
+	selectRecord = `SELECT ` + recordFields + `
 FROM dedup_records WHERE consumer = $1 AND key = $2`
 
 	// upsertRecord writes a decided record whether or not a row exists: an
@@ -43,6 +41,27 @@ WHERE expires_at <= $1 AND (consumer, key) IN (
 // scanRecord decodes a row of selectRecord. It returns nil, nil when there
 // is no row.
 func scanRecord(row *sql.Row, consumer, key string) (*store.Record, error) {
+	r := &store.Record{Consumer: consumer, Key: key}
+	err := scanFields(row, r)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// recordFields are the columns scanFields decodes, those of selectRecord.
+const recordFields = `state, digest, fencing_token, attempts, owner, result,
+       rejection_reason, rejection_message, rejection_detail, rejection_retryable,
+       created_at, updated_at, lease_expires_at, expires_at`
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// scanFields decodes the destinations in lead followed by recordFields into r.
+func scanFields(row rowScanner, r *store.Record, lead ...any) error {
 	var (
 		state                         string
 		rejectionReason, rejectionMsg sql.NullString
@@ -51,15 +70,11 @@ func scanRecord(row *sql.Row, consumer, key string) (*store.Record, error) {
 		created, updated              int64
 		leaseExpires, expires         int64
 	)
-	r := &store.Record{Consumer: consumer, Key: key}
-	err := row.Scan(&state, &r.Digest, &r.FencingToken, &r.Attempts, &r.Owner, &r.Result,
+	err := row.Scan(append(lead, &state, &r.Digest, &r.FencingToken, &r.Attempts, &r.Owner, &r.Result,
 		&rejectionReason, &rejectionMsg, &rejectionDetail, &rejectionRetryable,
-		&created, &updated, &leaseExpires, &expires)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+		&created, &updated, &leaseExpires, &expires)...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.State = store.State(state)
 	// rejection_retryable is written for every rejection, so it alone says
@@ -76,7 +91,7 @@ func scanRecord(row *sql.Row, consumer, key string) (*store.Record, error) {
 	r.UpdatedAt = fromMicros(updated)
 	r.LeaseExpiresAt = fromMicros(leaseExpires)
 	r.ExpiresAt = fromMicros(expires)
-	return r, nil
+	return nil
 }
 
 // recordArgs are the arguments of upsertRecord for r.

@@ -155,6 +155,19 @@ func (w *writer) apply(ctx context.Context, consumer, key string, cmd store.Comm
 	return d, nil
 }
 
+// write runs fn in a transaction of its own on the write connection, and
+// commits unless fn fails.
+func (w *writer) write(ctx context.Context, fn func() error) error {
+	if err := w.acquire(ctx); err != nil {
+		return err
+	}
+	defer w.release()
+	return w.transact(func() (bool, error) {
+		err := fn()
+		return err == nil, err
+	})
+}
+
 // transact runs fn inside an IMMEDIATE transaction, which fn's writes need
 // no lock upgrade for, and commits when fn asks to keep them. The caller
 // holds the slot. Whatever happens, the transaction is over on return, so a

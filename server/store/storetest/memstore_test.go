@@ -15,11 +15,14 @@ import (
 // every decision. It is the suite's self-test and a reference for what a
 // backend must do around Apply: load, decide, write if told to.
 type memStore struct {
-	mu      sync.Mutex
-	records map[[2]string]store.Record
+	mu       sync.Mutex
+	records  map[[2]string]store.Record
+	policies map[string]store.ConsumerPolicy
 }
 
-func newMemStore() *memStore { return &memStore{records: map[[2]string]store.Record{}} }
+func newMemStore() *memStore {
+	return &memStore{records: map[[2]string]store.Record{}, policies: map[string]store.ConsumerPolicy{}}
+}
 
 // apply runs one command on a key under the lock. Records are copied on the
 // way in and out, as a database would, so callers never share memory with

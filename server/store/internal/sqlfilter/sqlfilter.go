@@ -1,0 +1,132 @@
+// Package sqlfilter builds the WHERE clauses of the admin queries (listing,
+// purging) that both SQL stores run, so that the filters of store.ListParams
+// and store.PurgeParams mean the same on PostgreSQL and SQLite. A Dialect
+// supplies what differs: how a time is bound, how "now" is written, and how
+// a key prefix is matched.
+package sqlfilter
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// Dialect is what differs between the SQL stores.
+type Dialect struct {
+	// Now is the SQL expression of the store's clock, e.g.
+	// statement_timestamp(), or a placeholder the caller bound first.
+	Now string
+	// Time converts a time to the bound value of a time column.
+	Time func(time.Time) any
+	// KeyPrefix adds the condition "key starts with prefix" to q.
+	KeyPrefix func(q *Query, prefix string)
+}
+
+// Query accumulates AND-ed conditions and their arguments, numbered $1, $2,
+// ... in the order they are bound.
+type Query struct {
+	conds []string
+	args  []any
+}
+
+// NewQuery starts a query whose first arguments are args (for example the
+// clock reading a Dialect's Now refers to as $1).
+func NewQuery(args ...any) *Query { return &Query{args: args} }
+
+// Bind adds an argument and returns its placeholder.
+func (q *Query) Bind(v any) string {
+	q.args = append(q.args, v)
+	return "$" + strconv.Itoa(len(q.args))
+}
+
+// Where adds a condition.
+func (q *Query) Where(cond string) { q.conds = append(q.conds, cond) }
+
+// Clause is the WHERE clause, "TRUE" when there are no conditions.
+func (q *Query) Clause() string {
+	if len(q.conds) == 0 {
+		return "TRUE"
+	}
+	return strings.Join(q.conds, " AND ")
+}
+
+// Args are the bound arguments in placeholder order.
+func (q *Query) Args() []any { return q.args }
+
+// ListRecords adds the filters of p except its paging (AfterKey, Limit),
+// which the caller orders and bounds itself, and the liveness test that every
+// listing carries.
+func ListRecords(d Dialect, q *Query, p store.ListParams) {
+	q.Where("consumer = " + q.Bind(p.Consumer))
+	q.Where("expires_at > " + d.Now)
+	states(q, p.States)
+	if p.KeyPrefix != "" {
+		d.KeyPrefix(q, p.KeyPrefix)
+	}
+	timeRange(d, q, "created_at", p.CreatedAfter, p.CreatedBefore)
+	timeRange(d, q, "updated_at", p.UpdatedAfter, p.UpdatedBefore)
+	if p.LeaseExpired {
+		q.Where("state = 'PENDING'")
+		q.Where("lease_expires_at <= " + d.Now)
+	}
+	if p.AfterKey != "" {
+		q.Where("key > " + q.Bind(p.AfterKey))
+	}
+}
+
+// Purge adds the filters of p.
+func Purge(d Dialect, q *Query, p store.PurgeParams) {
+	if p.Consumer != "" {
+		q.Where("consumer = " + q.Bind(p.Consumer))
+	}
+	states(q, p.States)
+	if !p.UpdatedBefore.IsZero() {
+		q.Where("updated_at < " + q.Bind(d.Time(p.UpdatedBefore)))
+	}
+	if p.ExpiredOnly {
+		q.Where("expires_at <= " + d.Now)
+	}
+}
+
+func states(q *Query, ss []store.State) {
+	if len(ss) == 0 {
+		return
+	}
+	ph := make([]string, len(ss))
+	for i, s := range ss {
+		ph[i] = q.Bind(string(s))
+	}
+	q.Where("state IN (" + strings.Join(ph, ", ") + ")")
+}
+
+func timeRange(d Dialect, q *Query, column string, after, before time.Time) {
+	if !after.IsZero() {
+		q.Where(column + " >= " + q.Bind(d.Time(after)))
+	}
+	if !before.IsZero() {
+		q.Where(column + " < " + q.Bind(d.Time(before)))
+	}
+}
+
+// EscapeLike escapes s for use as a LIKE pattern with ESCAPE '\', so that
+// '%', '_' and '\' in a key prefix match themselves.
+func EscapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// PrefixEnd returns the smallest string greater, bytewise, than every string
+// that starts with prefix, and false when there is none (prefix is empty or
+// all 0xFF bytes). A key starts with prefix exactly when prefix <= key <
+// PrefixEnd(prefix) in bytewise order.
+func PrefixEnd(prefix string) (string, bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xFF {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}

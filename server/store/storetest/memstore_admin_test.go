@@ -1,0 +1,215 @@
+package storetest_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// The Admin half of memStore: plain loops over the map under the same lock,
+// written as the contract reads, for the suite to check itself against.
+
+func (m *memStore) ListRecords(ctx context.Context, p store.ListParams) ([]store.Record, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := store.Now(time.Now())
+	var out []store.Record
+	for k, r := range m.records {
+		if k[0] == p.Consumer && k[1] > p.AfterKey && store.IsLive(&r, now) && listed(r, p, now) {
+			out = append(out, clone(r))
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Record) int { return strings.Compare(a.Key, b.Key) })
+	return out[:min(len(out), p.Limit)], nil
+}
+
+func listed(r store.Record, p store.ListParams, now time.Time) bool {
+	return (len(p.States) == 0 || slices.Contains(p.States, r.State)) &&
+		strings.HasPrefix(r.Key, p.KeyPrefix) &&
+		inRange(r.CreatedAt, p.CreatedAfter, p.CreatedBefore) &&
+		inRange(r.UpdatedAt, p.UpdatedAfter, p.UpdatedBefore) &&
+		(!p.LeaseExpired || r.State == store.Pending && !now.Before(r.LeaseExpiresAt))
+}
+
+func inRange(t, after, before time.Time) bool {
+	return (after.IsZero() || !t.Before(after)) && (before.IsZero() || t.Before(before))
+}
+
+// DeleteRecord makes the record expire now, keeping it for its token.
+func (m *memStore) DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Record{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{consumer, key}
+	r, ok := m.records[k]
+	now := store.Now(time.Now())
+	if !ok || !store.IsLive(&r, now) {
+		return store.Record{}, store.ErrNotFound
+	}
+	r.ExpiresAt = now
+	m.records[k] = r
+	return clone(r), nil
+}
+
+func purged(r store.Record, p store.PurgeParams, now time.Time) bool {
+	return (p.Consumer == "" || r.Consumer == p.Consumer) &&
+		(len(p.States) == 0 || slices.Contains(p.States, r.State)) &&
+		(p.UpdatedBefore.IsZero() || r.UpdatedAt.Before(p.UpdatedBefore)) &&
+		(!p.ExpiredOnly || !store.IsLive(&r, now))
+}
+
+func (m *memStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
+	if err := p.Validate(true); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now, n := store.Now(time.Now()), 0
+	for k, r := range m.records {
+		if n < p.Limit && purged(r, p, now) {
+			delete(m.records, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (m *memStore) CountPurge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	if err := p.Validate(false); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now, n := store.Now(time.Now()), int64(0)
+	for _, r := range m.records {
+		if purged(r, p, now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (m *memStore) Stats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := store.Now(time.Now())
+	byConsumer := map[string]*store.ConsumerStats{}
+	for k, r := range m.records {
+		if consumer != "" && k[0] != consumer {
+			continue
+		}
+		c := byConsumer[k[0]]
+		if c == nil {
+			c = &store.ConsumerStats{Consumer: k[0]}
+			byConsumer[k[0]] = c
+		}
+		count(c, r, now)
+	}
+	var out []store.ConsumerStats
+	for _, c := range byConsumer {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b store.ConsumerStats) int { return strings.Compare(a.Consumer, b.Consumer) })
+	return out, nil
+}
+
+func count(c *store.ConsumerStats, r store.Record, now time.Time) {
+	if !store.IsLive(&r, now) {
+		c.Expired++
+		return
+	}
+	switch r.State {
+	case store.Pending:
+		c.Pending++
+		if !now.Before(r.LeaseExpiresAt) {
+			c.PendingLeaseExpired++
+		}
+		if c.OldestPendingAt.IsZero() || r.UpdatedAt.Before(c.OldestPendingAt) {
+			c.OldestPendingAt = r.UpdatedAt
+		}
+	case store.Completed:
+		c.Completed++
+	case store.Rejected:
+		c.Rejected++
+	case store.Released:
+		c.Released++
+	}
+}
+
+func (m *memStore) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
+	if err := p.Validate(); err != nil {
+		return store.ConsumerPolicy{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return store.ConsumerPolicy{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range []*time.Duration{&p.CompletedTTL, &p.RejectedTTL, &p.ReleasedTTL, &p.DefaultLeaseTTL, &p.MaxLeaseTTL} {
+		*d = d.Truncate(time.Microsecond)
+	}
+	p.UpdatedAt = store.Now(time.Now())
+	m.policies[p.Consumer] = p
+	return p, nil
+}
+
+func (m *memStore) GetPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+	if err := ctx.Err(); err != nil {
+		return store.ConsumerPolicy{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.policies[consumer]
+	if !ok {
+		return store.ConsumerPolicy{}, store.ErrNoPolicy
+	}
+	return p, nil
+}
+
+func (m *memStore) ListPolicies(ctx context.Context) ([]store.ConsumerPolicy, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []store.ConsumerPolicy
+	for _, p := range m.policies {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b store.ConsumerPolicy) int { return strings.Compare(a.Consumer, b.Consumer) })
+	return out, nil
+}
+
+func (m *memStore) DeletePolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+	if err := ctx.Err(); err != nil {
+		return store.ConsumerPolicy{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.policies[consumer]
+	if !ok {
+		return store.ConsumerPolicy{}, store.ErrNoPolicy
+	}
+	delete(m.policies, consumer)
+	return p, nil
+}
