@@ -21,12 +21,39 @@ import (
 // before any interceptor runs, with a bare INTERNAL: an answer the API
 // reserves for bugs, given here for a mistake of the caller's.
 func Register(s grpc.ServiceRegistrar, svc dedupv1.DedupServiceServer) {
-	desc := dedupv1.DedupService_ServiceDesc
+	registerLeniently(s, dedupv1.DedupService_ServiceDesc, svc)
+}
+
+// RegisterAdmin registers the admin service on s the same way.
+func RegisterAdmin(s grpc.ServiceRegistrar, svc dedupv1.AdminServiceServer) {
+	registerLeniently(s, dedupv1.AdminService_ServiceDesc, svc)
+}
+
+func registerLeniently(s grpc.ServiceRegistrar, desc grpc.ServiceDesc, svc any) {
 	desc.Methods = slices.Clone(desc.Methods)
 	for i := range desc.Methods {
 		desc.Methods[i].Handler = decodeLeniently(desc.Methods[i].Handler)
 	}
+	desc.Streams = slices.Clone(desc.Streams)
+	for i := range desc.Streams {
+		generated := desc.Streams[i].Handler
+		desc.Streams[i].Handler = func(srv any, stream grpc.ServerStream) error {
+			return generated(srv, lenientStream{stream})
+		}
+	}
 	s.RegisterService(&desc, svc)
+}
+
+// lenientStream decodes each message a stream receives as decodeLeniently
+// decodes a unary request.
+type lenientStream struct{ grpc.ServerStream }
+
+func (s lenientStream) RecvMsg(m any) error {
+	var raw emptypb.Empty
+	if err := s.ServerStream.RecvMsg(&raw); err != nil {
+		return err
+	}
+	return decodeRequest(raw.ProtoReflect().GetUnknown(), m.(proto.Message))
 }
 
 // decodeLeniently wraps a generated handler. The request is first decoded

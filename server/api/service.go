@@ -14,7 +14,7 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// Limits are the server-wide bounds on what a caller may ask for.
+// Limits are the bounds on what a caller may ask for.
 type Limits struct {
 	// MaxLeaseTTL caps lease_ttl on Claim and ExtendLease.
 	MaxLeaseTTL time.Duration
@@ -25,15 +25,30 @@ type Limits struct {
 // DedupService implements dedupv1.DedupServiceServer on top of a store.
 type DedupService struct {
 	dedupv1.UnimplementedDedupServiceServer
-	store  store.Store
-	policy store.Policy
-	limits Limits
-	log    *slog.Logger
+	store    store.Store
+	policies *Policies
+	log      *slog.Logger
 }
 
-// NewDedupService returns the service. policy applies to every consumer.
-func NewDedupService(s store.Store, policy store.Policy, limits Limits, log *slog.Logger) *DedupService {
-	return &DedupService{store: s, policy: policy, limits: limits, log: log}
+// NewDedupService returns the service; policies resolves each consumer's
+// policy in force.
+func NewDedupService(s store.Store, policies *Policies, log *slog.Logger) *DedupService {
+	return &DedupService{store: s, policies: policies, log: log}
+}
+
+// policy checks the request fields that do not depend on the policy, then
+// loads the consumer's policy and hands it to the checks that do. The
+// caller has nothing to do until both have passed.
+func (s *DedupService) policy(ctx context.Context, v *validator, consumer string, checks func(*validator, Effective)) (Effective, error) {
+	if err := v.result(); err != nil {
+		return Effective{}, err
+	}
+	p, err := s.policies.For(ctx, consumer)
+	if err != nil {
+		return Effective{}, err
+	}
+	checks(v, p)
+	return p, v.result()
 }
 
 // fail turns err into the status the caller sees, logging the causes that
@@ -51,9 +66,13 @@ func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*d
 	v.consumer(req.GetConsumer())
 	v.key(req.GetKey())
 	v.bytes("digest", req.GetDigest(), MaxDigestBytes)
-	lease := v.leaseTTL(req.GetLeaseTtl(), s.limits.MaxLeaseTTL)
+	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
 	v.text("owner", req.GetOwner(), MaxOwnerBytes)
-	if err := v.result(); err != nil {
+	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p Effective) {
+		v.digestRequired(req.GetDigest(), p)
+		v.leaseWithin(lease, p)
+	})
+	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
 	res, err := s.store.Claim(ctx, store.ClaimParams{
@@ -62,7 +81,7 @@ func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*d
 		Digest:   req.GetDigest(),
 		LeaseTTL: lease,
 		Owner:    req.GetOwner(),
-		Policy:   s.policy,
+		Policy:   policy.Store,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
@@ -75,8 +94,10 @@ func (s *DedupService) Complete(ctx context.Context, req *dedupv1.CompleteReques
 	v.consumer(req.GetConsumer())
 	v.key(req.GetKey())
 	v.fencingToken(req.GetFencingToken())
-	v.bytes("result", req.GetResult(), s.limits.MaxResultBytes)
-	if err := v.result(); err != nil {
+	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p Effective) {
+		v.bytes("result", req.GetResult(), p.MaxResultBytes)
+	})
+	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
 	rec, err := s.store.Complete(ctx, store.CompleteParams{
@@ -84,7 +105,7 @@ func (s *DedupService) Complete(ctx context.Context, req *dedupv1.CompleteReques
 		Key:          req.GetKey(),
 		FencingToken: req.GetFencingToken(),
 		Result:       req.GetResult(),
-		Policy:       s.policy,
+		Policy:       policy.Store,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
@@ -99,8 +120,10 @@ func (s *DedupService) Reject(ctx context.Context, req *dedupv1.RejectRequest) (
 	v.fencingToken(req.GetFencingToken())
 	v.text("reason", req.GetReason(), MaxReasonBytes)
 	v.text("message", req.GetMessage(), MaxMessageBytes)
-	v.bytes("detail", req.GetDetail(), s.limits.MaxResultBytes)
-	if err := v.result(); err != nil {
+	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p Effective) {
+		v.bytes("detail", req.GetDetail(), p.MaxResultBytes)
+	})
+	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
 	rec, err := s.store.Reject(ctx, store.RejectParams{
@@ -113,7 +136,7 @@ func (s *DedupService) Reject(ctx context.Context, req *dedupv1.RejectRequest) (
 			Detail:    req.GetDetail(),
 			Retryable: req.GetRetryable(),
 		},
-		Policy: s.policy,
+		Policy: policy.Store,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
@@ -140,8 +163,11 @@ func (s *DedupService) ExtendLease(ctx context.Context, req *dedupv1.ExtendLease
 	v.consumer(req.GetConsumer())
 	v.key(req.GetKey())
 	v.fencingToken(req.GetFencingToken())
-	lease := v.leaseTTL(req.GetLeaseTtl(), s.limits.MaxLeaseTTL)
-	if err := v.result(); err != nil {
+	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
+	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p Effective) {
+		v.leaseWithin(lease, p)
+	})
+	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
 	rec, err := s.store.ExtendLease(ctx, store.ExtendLeaseParams{
@@ -149,7 +175,7 @@ func (s *DedupService) ExtendLease(ctx context.Context, req *dedupv1.ExtendLease
 		Key:          req.GetKey(),
 		FencingToken: req.GetFencingToken(),
 		LeaseTTL:     lease,
-		Policy:       s.policy,
+		Policy:       policy.Store,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())

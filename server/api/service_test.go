@@ -34,7 +34,19 @@ func newClient(t *testing.T) dedupv1.DedupServiceClient {
 	return dedupv1.NewDedupServiceClient(newConn(t))
 }
 
+// testDefaults are the server defaults of the tests' services.
+var testDefaults = Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 10}}
+
 func newConn(t *testing.T) *grpc.ClientConn {
+	t.Helper()
+	conn, _ := newServer(t, 0)
+	return conn
+}
+
+// newServer serves DedupService and AdminService, sharing one policy
+// resolver with the given cache bound as dedupd does, on a fresh embedded
+// store, which it also returns.
+func newServer(t *testing.T, policyCacheTTL time.Duration) (*grpc.ClientConn, store.Store) {
 	t.Helper()
 	st, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 	if err != nil {
@@ -43,8 +55,10 @@ func newConn(t *testing.T) *grpc.ClientConn {
 	t.Cleanup(func() { st.Close() })
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
-	Register(srv, NewDedupService(st, testPolicy,
-		Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 10}, slog.New(slog.DiscardHandler)))
+	log := slog.New(slog.DiscardHandler)
+	policies := NewPolicies(st, testDefaults, policyCacheTTL)
+	Register(srv, NewDedupService(st, policies, log))
+	RegisterAdmin(srv, NewAdminService(st, policies, log))
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	conn, err := grpc.NewClient("passthrough:///bufconn",
@@ -54,7 +68,7 @@ func newConn(t *testing.T) *grpc.ClientConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return conn
+	return conn, st
 }
 
 func TestClaimResponseFields(t *testing.T) {

@@ -22,6 +22,7 @@ const (
 	ReasonInvalidField     = "INVALID_FIELD"
 	ReasonMalformedRequest = "MALFORMED_REQUEST"
 	ReasonNotFound         = "RECORD_NOT_FOUND"
+	ReasonPolicyNotFound   = "POLICY_NOT_FOUND"
 	ReasonDigestMismatch   = "DIGEST_MISMATCH"
 	ReasonAlreadyFinished  = "ALREADY_FINISHED"
 	ReasonLeaseLost        = "LEASE_LOST"
@@ -47,6 +48,7 @@ type errorClass struct {
 var errorClasses = []errorClass{
 	{ErrMalformedRequest, codes.InvalidArgument, ReasonMalformedRequest},
 	{store.ErrNotFound, codes.NotFound, ReasonNotFound},
+	{store.ErrNoPolicy, codes.NotFound, ReasonPolicyNotFound},
 	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch},
 	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished},
 	{store.ErrLeaseLost, codes.Aborted, ReasonLeaseLost},

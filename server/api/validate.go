@@ -21,6 +21,15 @@ const (
 	MaxMessageBytes = 4096
 )
 
+// Ceilings on what a consumer's policy may allow. MaxResultBytesCeiling also
+// sizes the gRPC receive limit, so that a result too large for its
+// consumer's policy is refused by validation, naming the field, rather than
+// by the transport. MaxTTLCeiling keeps every expiry far from overflow.
+const (
+	MaxResultBytesCeiling = 16 << 20
+	MaxTTLCeiling         = 10 * 365 * 24 * time.Hour
+)
+
 var consumerPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
 
 // FieldError is a request field that fails validation. The gRPC layer turns
@@ -108,4 +117,19 @@ func (v *validator) leaseTTL(d *durationpb.Duration, max time.Duration) time.Dur
 		v.fail("lease_ttl", "is %s, more than the maximum of %s", ttl, max)
 	}
 	return ttl
+}
+
+// leaseWithin and digestRequired are the checks that depend on the
+// consumer's policy, made once it is known; leaseTTL ran first against the
+// ceiling.
+func (v *validator) leaseWithin(lease time.Duration, p Effective) {
+	if lease > p.MaxLeaseTTL {
+		v.fail("lease_ttl", "is %s, more than the maximum of %s", lease, p.MaxLeaseTTL)
+	}
+}
+
+func (v *validator) digestRequired(digest []byte, p Effective) {
+	if p.RequireDigest && len(digest) == 0 {
+		v.fail("digest", "is required by the consumer's policy")
+	}
 }

@@ -13,12 +13,22 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/store"
 )
 
-// A service without a store: every case here must be refused before the
-// store is touched, or the test panics on the nil store.
+// policyOnlyStore has no policies and nothing else: any other method
+// panics on the nil Store it embeds.
+type policyOnlyStore struct{ store.Store }
+
+func (policyOnlyStore) GetPolicy(context.Context, string) (store.ConsumerPolicy, error) {
+	return store.ConsumerPolicy{}, store.ErrNoPolicy
+}
+
+// A service whose store only reads policies: every case here must be
+// refused before any record is touched, or the test panics.
 func serviceWithoutStore() *DedupService {
-	return NewDedupService(nil, testPolicy, Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 100}, slog.New(slog.DiscardHandler))
+	d := Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 100}}
+	return NewDedupService(nil, NewPolicies(policyOnlyStore{}, d, 0), slog.New(slog.DiscardHandler))
 }
 
 func TestInvalidRequestsNameTheField(t *testing.T) {
