@@ -21,18 +21,29 @@ import (
 // messageOverhead is room for everything in a request besides the result.
 const messageOverhead = 64 << 10
 
+// maxRecvMsgSize admits the largest result any consumer's policy may allow,
+// so that too large a result is refused by validation, naming the field
+// and the consumer's limit, not by the transport.
+const maxRecvMsgSize = api.MaxResultBytesCeiling + messageOverhead
+
 // newGRPCServer builds the server with its interceptors, outermost first:
 // logging sees every call with its final code, recovery turns a panic in a
 // handler into INTERNAL and keeps the server up.
 func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server) *grpc.Server {
-	maxMsg := max(4<<20, cfg.Limits.MaxResultBytes+messageOverhead)
+	logOpts := []logging.Option{
+		logging.WithLogOnEvents(logging.FinishCall),
+		logging.WithFieldsFromContextAndCallMeta(consumerField),
+	}
+	recoverOpt := recovery.WithRecoveryHandlerContext(recoverPanic(log))
 	srv := grpc.NewServer(
-		grpc.MaxRecvMsgSize(maxMsg),
+		grpc.MaxRecvMsgSize(maxRecvMsgSize),
 		grpc.ChainUnaryInterceptor(
-			logging.UnaryServerInterceptor(slogAdapter(log),
-				logging.WithLogOnEvents(logging.FinishCall),
-				logging.WithFieldsFromContextAndCallMeta(consumerField)),
-			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(log))),
+			logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
+			recovery.UnaryServerInterceptor(recoverOpt),
+		),
+		grpc.ChainStreamInterceptor(
+			logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
+			recovery.StreamServerInterceptor(recoverOpt),
 		),
 	)
 	healthpb.RegisterHealthServer(srv, healthSrv)

@@ -27,8 +27,8 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	cfg := Config{Limits: api.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 1 << 10}}
 	srv := newGRPCServer(cfg, slog.New(slog.DiscardHandler), health.NewServer())
 	var nilStore store.Store
-	api.Register(srv, api.NewDedupService(nilStore, store.Policy{DefaultLeaseTTL: time.Second},
-		cfg.Limits, slog.New(slog.DiscardHandler)))
+	policies := api.NewPolicies(nilStore, api.Defaults{Policy: store.Policy{DefaultLeaseTTL: time.Second}, Limits: cfg.Limits}, 0)
+	api.Register(srv, api.NewDedupService(nilStore, policies, slog.New(slog.DiscardHandler)))
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)
 	defer srv.Stop()
@@ -61,5 +61,30 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	_, err = c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c"})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("after two panics the server answered %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+func TestConfigValidateBoundsPolicyFlags(t *testing.T) {
+	valid := Config{
+		Listen: "127.0.0.1:0", DataDir: "d",
+		Policy:       store.Policy{DefaultLeaseTTL: time.Second, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour},
+		Limits:       api.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: api.MaxResultBytesCeiling},
+		ReapInterval: time.Second, ReapBatch: 10, ShutdownTimeout: time.Second,
+	}
+	if err := valid.Validate(); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+	cases := map[string]func(*Config){
+		"result limit above the ceiling": func(c *Config) { c.Limits.MaxResultBytes = api.MaxResultBytesCeiling + 1 },
+		"negative policy cache ttl":      func(c *Config) { c.PolicyCacheTTL = -time.Second },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := valid
+			mutate(&c)
+			if err := c.Validate(); err == nil {
+				t.Fatal("Validate accepted it")
+			}
+		})
 	}
 }

@@ -33,6 +33,10 @@ type Config struct {
 	// Policy holds the lease default and the retention of every consumer.
 	Policy store.Policy
 	Limits api.Limits
+	// PolicyCacheTTL bounds how long a consumer's stored policy is cached:
+	// a change through another replica is seen within it. Zero reads the
+	// policy on every call.
+	PolicyCacheTTL time.Duration
 	// ReapInterval is how often expired records are deleted, ReapBatch how
 	// many at most per statement. An interval of zero turns the reaper off.
 	ReapInterval time.Duration
@@ -55,6 +59,8 @@ func (c Config) Validate() error {
 		{c.Policy.RejectedTTL > 0, "--rejected-ttl must be positive"},
 		{c.Policy.ReleasedTTL > 0, "--released-ttl must be positive"},
 		{c.Limits.MaxResultBytes > 0, "--max-result-bytes must be positive"},
+		{c.Limits.MaxResultBytes <= api.MaxResultBytesCeiling, fmt.Sprintf("--max-result-bytes must be at most %d", api.MaxResultBytesCeiling)},
+		{c.PolicyCacheTTL >= 0, "--policy-cache-ttl must not be negative"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
 	}
@@ -85,8 +91,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	healthSrv := health.NewServer()
 	grpcSrv := newGRPCServer(cfg, log, healthSrv)
-	api.Register(grpcSrv, api.NewDedupService(st, cfg.Policy, cfg.Limits, log))
+	// One resolver for both services, so that a policy changed through
+	// AdminService applies to this server's next call.
+	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
+	api.Register(grpcSrv, api.NewDedupService(st, policies, log))
+	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
 	healthSrv.SetServingStatus(dedupv1.DedupService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthSrv.SetServingStatus(dedupv1.AdminService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 
 	// The reaper outlives ctx until the in-flight calls have finished, so
 	// that shutdown stops things in the reverse order they started.

@@ -54,6 +54,7 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 	f.DurationVar(&cfg.Policy.RejectedTTL, "rejected-ttl", 24*time.Hour, "how long a terminal rejection is kept")
 	f.DurationVar(&cfg.Policy.ReleasedTTL, "released-ttl", 24*time.Hour, "how long a released claim, or a pending one whose lease ran out, is kept")
 	f.IntVar(&cfg.Limits.MaxResultBytes, "max-result-bytes", 64<<10, "largest result (or rejection detail) a caller may store, in bytes")
+	f.DurationVar(&cfg.PolicyCacheTTL, "policy-cache-ttl", 5*time.Second, "how long a consumer's policy is cached; a change made through another replica applies within it (0 reads it on every call)")
 	f.DurationVar(&cfg.ReapInterval, "reap-interval", 30*time.Second, "how often expired records are deleted; 0 turns the reaper off")
 	f.IntVar(&cfg.ReapBatch, "reap-batch", 1000, "most records the reaper deletes per statement")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight calls may run after SIGTERM")
