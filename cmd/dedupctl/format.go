@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// formatDuration writes d the way an operator types it: 72h, 30s, 1h30m,
+// with zero units left out. It parses back with parseDuration.
+func formatDuration(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	sign := ""
+	if d < 0 {
+		sign, d = "-", -d
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	if h := d / time.Hour; h > 0 {
+		fmt.Fprintf(&b, "%dh", h)
+		d -= h * time.Hour
+	}
+	if m := d / time.Minute; m > 0 {
+		fmt.Fprintf(&b, "%dm", m)
+		d -= m * time.Minute
+	}
+	if d > 0 {
+		// Below a minute time.Duration's own form is already minimal:
+		// 30s, 1.5s, 250ms.
+		b.WriteString(d.String())
+	}
+	return b.String()
+}
+
+// formatProtoDuration is formatDuration for an optional proto field; unset
+// is "-".
+func formatProtoDuration(d *durationpb.Duration) string {
+	if d == nil {
+		return "-"
+	}
+	return formatDuration(d.AsDuration())
+}
+
+// sizeUnits are the binary units, largest first.
+var sizeUnits = []struct {
+	name string
+	size int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+
+// formatSize writes n bytes in the largest binary unit that holds it
+// exactly (64KiB, 1MiB), else in bytes (1500B), so that it parses back with
+// parseSize to the same number.
+func formatSize(n int64) string {
+	if n != 0 {
+		for _, u := range sizeUnits {
+			if n%u.size == 0 {
+				return strconv.FormatInt(n/u.size, 10) + u.name
+			}
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// formatAge writes how long ago (or how far ahead) t is from now, rounded
+// to what a reader cares about: seconds under an hour, minutes above.
+func formatAge(t, now time.Time) string {
+	d := now.Sub(t)
+	suffix, prefix := " ago", ""
+	if d < 0 {
+		d, suffix, prefix = -d, "", "in "
+	}
+	if d < time.Second {
+		return "now"
+	}
+	if d < time.Hour {
+		d = d.Round(time.Second)
+	} else {
+		d = d.Round(time.Minute)
+	}
+	return prefix + formatDuration(d) + suffix
+}
+
+// formatTime writes a timestamp as RFC 3339 in UTC to the second, followed
+// by its age relative to now; unset is "-".
+func formatTime(ts *timestamppb.Timestamp, now time.Time) string {
+	if ts == nil {
+		return "-"
+	}
+	t := ts.AsTime()
+	return t.UTC().Format(time.RFC3339) + " (" + formatAge(t, now) + ")"
+}
+
+// formatRelative writes only the age of a timestamp; unset is "-".
+func formatRelative(ts *timestamppb.Timestamp, now time.Time) string {
+	if ts == nil {
+		return "-"
+	}
+	return formatAge(ts.AsTime(), now)
+}
+
+// printable reports whether b reads as text on one line: valid UTF-8 made
+// of printable characters (spaces included, control characters not).
+func printable(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// formatBytes writes a stored result as text when it is printable,
+// otherwise as base64 with a "base64:" marker and its size; empty is "-".
+func formatBytes(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "-"
+	case printable(b):
+		return string(b)
+	}
+	return fmt.Sprintf("base64:%s (%d bytes)", base64.StdEncoding.EncodeToString(b), len(b))
+}
+
+// formatDigest writes a digest, which is a hash and never text, in hex.
+func formatDigest(b []byte) string {
+	if len(b) == 0 {
+		return "-"
+	}
+	return "hex:" + hex.EncodeToString(b)
+}
+
+// truncate shortens s to at most n runes for a table column.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// stateName is a state without its STATE_ prefix: PENDING, COMPLETED.
+func stateName(s dedupv1.State) string {
+	return strings.TrimPrefix(s.String(), "STATE_")
+}
+
+// formatRejection writes a stored rejection on one line.
+func formatRejection(r *dedupv1.Rejection) string {
+	if r == nil {
+		return "-"
+	}
+	s := r.GetReason()
+	if r.GetMessage() != "" {
+		s += ": " + r.GetMessage()
+	}
+	if len(r.GetDetail()) > 0 {
+		s += " [detail " + formatBytes(r.GetDetail()) + "]"
+	}
+	if r.GetRetryable() {
+		s += " (retryable)"
+	}
+	return s
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// app is what every command shares: the global flags, the standard
+// streams and the connection, made on first use.
+type app struct {
+	conn    connOptions
+	output  string
+	timeout time.Duration
+	std     stdio
+	now     func() time.Time
+
+	client *grpc.ClientConn
+}
+
+// run executes dedupctl with args and returns its exit status. Errors are
+// printed here, as one line on stderr.
+func run(ctx context.Context, args []string, std stdio) int {
+	a := &app{std: std, now: time.Now}
+	root := newRootCommand(a)
+	root.SetArgs(args)
+	root.SetIn(std.in)
+	root.SetOut(std.out)
+	root.SetErr(std.err)
+	cmd, err := root.ExecuteContextC(ctx)
+	if a.client != nil {
+		a.client.Close()
+	}
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(std.err, "dedupctl: "+describeError(err, a.conn.describeTarget()))
+	code := exitCode(err)
+	if code == exitUsage {
+		fmt.Fprintf(std.err, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+func newRootCommand(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dedupctl",
+		Short: "Administer a dedupd server: policies, records, purge, stats",
+		Long: `dedupctl administers a running dedupd over gRPC: retention policies per
+consumer, listing and deleting stored records, purging in bulk, counts, and
+the reconciliation queue of abandoned claims. It never touches the database.
+
+Every global flag can also be set as DEDUPCTL_<FLAG>, for example
+DEDUPCTL_SERVER=db1:7070 or DEDUPCTL_TOKEN; a flag on the command line wins.
+
+Exit status: 0 success, 1 the server refused or could not be reached,
+2 usage error, 130 interrupted.`,
+		Example: `  dedupctl policy set payments --completed-ttl 7d --dry-run
+  dedupctl records list payments --state pending
+  DEDUPCTL_SERVER=dedupd.internal:7070 dedupctl --tls stats`,
+		Version:           version,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.prepare(cmd) },
+	}
+	flags := root.PersistentFlags()
+	a.conn.register(flags)
+	flags.StringVarP(&a.output, "output", "o", "table", "output format: table or json (protojson, one document per command)")
+	flags.DurationVar(&a.timeout, "timeout", 30*time.Second, "deadline of each call to dedupd; 0 for none")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newPolicyCommand(a), newRecordsCommand(a), newPurgeCommand(a),
+		newStatsCommand(a), newReconcileCommand(a), newCompletionCommand())
+	return root
+}
+
+// prepare reads DEDUPCTL_* and checks the global flags before any command.
+func (a *app) prepare(cmd *cobra.Command) error {
+	if err := flagsFromEnv(cmd.Root().PersistentFlags()); err != nil {
+		return err
+	}
+	if a.output != "table" && a.output != "json" {
+		return usagef("--output must be table or json, not %q", a.output)
+	}
+	return nil
+}
+
+// flagsFromEnv sets every flag not given on the command line from
+// DEDUPCTL_<FLAG> when that is set. It leaves the defaults alone, so that
+// --help never shows a token taken from the environment.
+func flagsFromEnv(flags *pflag.FlagSet) error {
+	var err error
+	flags.VisitAll(func(f *pflag.Flag) {
+		name := "DEDUPCTL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v, ok := os.LookupEnv(name)
+		if err != nil || f.Changed || !ok {
+			return
+		}
+		if setErr := flags.Set(f.Name, v); setErr != nil {
+			err = usagef("%s: %v", name, setErr)
+		}
+	})
+	return err
+}
+
+// dial returns the connection to dedupd, making it on first use.
+func (a *app) dial() (*grpc.ClientConn, error) {
+	if a.client == nil {
+		conn, err := a.conn.dial()
+		if err != nil {
+			return nil, err
+		}
+		a.client = conn
+	}
+	return a.client, nil
+}
+
+func (a *app) admin() (dedupv1.AdminServiceClient, error) {
+	conn, err := a.dial()
+	if err != nil {
+		return nil, err
+	}
+	return dedupv1.NewAdminServiceClient(conn), nil
+}
+
+func (a *app) records() (dedupv1.DedupServiceClient, error) {
+	conn, err := a.dial()
+	if err != nil {
+		return nil, err
+	}
+	return dedupv1.NewDedupServiceClient(conn), nil
+}
+
+// callContext bounds one call by --timeout.
+func (a *app) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if a.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, a.timeout)
+}
+
+func (a *app) jsonOutput() bool { return a.output == "json" }
+
+// printJSON writes m as protojson with the proto field names and every
+// field present (zeros too), indented the same way every time: protojson
+// varies its whitespace on purpose, json.Indent makes it stable.
+func (a *app) printJSON(m proto.Message) error {
+	raw, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = a.std.out.Write(out.Bytes())
+	return err
+}
+
+// table is an aligned table on stdout; call Flush when done.
+func (a *app) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(a.std.out, 0, 0, 2, ' ', 0)
+}
+
+// row writes one tab-separated table row.
+func row(w *tabwriter.Writer, cells ...string) {
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
+}
+
+// confirm asks a yes/no question on the terminal; anything but y or yes
+// is no.
+func (a *app) confirm(question string) (bool, error) {
+	fmt.Fprintf(a.std.err, "%s [y/N] ", question)
+	line, err := bufio.NewReader(a.std.in).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(a.std.err)
+		return false, nil
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
+}
+
+// args wraps a cobra argument check so that its error is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usagef("%v; usage: %s", err, cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// group is a command that only holds subcommands; an unknown subcommand
+// is a usage error, no subcommand prints the help.
+func group(use, short, example string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args: func(cmd *cobra.Command, a []string) error {
+			if len(a) > 0 {
+				return usagef("unknown command %q for %q", a[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(subs...)
+	return cmd
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+func newStatsCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats [CONSUMER]",
+		Short: "Count stored records per consumer",
+		Long: `Count stored records per consumer: live records by state, PENDING claims
+whose lease ran out (LEASE-EXPIRED, the reconciliation queue: see
+'dedupctl reconcile'), when the oldest PENDING claim was taken, and records
+past their expiry that the reaper has not deleted yet (EXPIRED).`,
+		Example: `  dedupctl stats
+  dedupctl stats payments -o json | jq .consumers[0].pending_lease_expired`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			req := &dedupv1.StatsRequest{}
+			if len(argv) == 1 {
+				req.Consumer = argv[0]
+			}
+			admin, err := a.admin()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.callContext(cmd.Context())
+			defer cancel()
+			resp, err := admin.Stats(ctx, req)
+			if err != nil {
+				return err
+			}
+			if a.jsonOutput() {
+				return a.printJSON(resp)
+			}
+			if len(resp.GetConsumers()) == 0 {
+				fmt.Fprintln(a.std.out, "no records stored")
+				return nil
+			}
+			now := a.now()
+			w := a.table()
+			row(w, "CONSUMER", "PENDING", "LEASE-EXPIRED", "COMPLETED", "REJECTED", "RELEASED", "EXPIRED", "OLDEST-PENDING")
+			for _, c := range resp.GetConsumers() {
+				n := func(v int64) string { return strconv.FormatInt(v, 10) }
+				row(w, c.GetConsumer(), n(c.GetPending()), n(c.GetPendingLeaseExpired()), n(c.GetCompleted()),
+					n(c.GetRejected()), n(c.GetReleased()), n(c.GetExpired()), formatTime(c.GetOldestPendingAt(), now))
+			}
+			return w.Flush()
+		},
+	}
+}
