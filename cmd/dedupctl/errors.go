@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -74,8 +75,8 @@ func describeError(err error, server string) string {
 	if !ok {
 		return err.Error()
 	}
-	if reason := errorReason(s); reason != "" {
-		return reason + ": " + s.Message()
+	if info := errorInfo(s); info != nil {
+		return info.GetReason() + ": " + s.Message() + subject(info.GetMetadata(), s.Message())
 	}
 	msg := s.Message()
 	switch s.Code() {
@@ -94,14 +95,29 @@ func describeError(err error, server string) string {
 	return codeName(s.Code()) + ": " + msg
 }
 
-// errorReason is the reason of the status's google.rpc.ErrorInfo, or "".
-func errorReason(s *status.Status) string {
+// errorInfo is the status's google.rpc.ErrorInfo, or nil.
+func errorInfo(s *status.Status) *errdetails.ErrorInfo {
 	for _, d := range s.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return info.GetReason()
+			return info
 		}
 	}
-	return ""
+	return nil
+}
+
+// subject names the consumer and key an error is about, from the
+// ErrorInfo metadata, unless the message already does.
+func subject(meta map[string]string, msg string) string {
+	var parts []string
+	for _, name := range []string{"consumer", "key"} {
+		if v, ok := meta[name]; ok && !strings.Contains(msg, strconv.Quote(v)) {
+			parts = append(parts, fmt.Sprintf("%s %q", name, v))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // codeName writes a gRPC code as in the gRPC spec: NOT_FOUND, not NotFound.

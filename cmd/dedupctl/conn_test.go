@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+)
+
+// testPKI is a CA with a server certificate for "dedupd.test" and a client
+// certificate, written as PEM files.
+type testPKI struct {
+	caFile, clientCert, clientKey string
+	serverCert                    tls.Certificate
+	pool                          *x509.CertPool
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	p := &testPKI{pool: x509.NewCertPool()}
+	p.pool.AddCert(ca)
+	p.caFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)
+	issue := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string) ([]byte, *ecdsa.PrivateKey) {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return der, key
+	}
+	serverDER, serverKey := issue(2, "dedupd.test", x509.ExtKeyUsageServerAuth, []string{"dedupd.test"})
+	p.serverCert = tls.Certificate{Certificate: [][]byte{serverDER}, PrivateKey: serverKey}
+	clientDER, clientKey := issue(3, "operator", x509.ExtKeyUsageClientAuth, nil)
+	p.clientCert = writePEM(t, dir, "client.pem", "CERTIFICATE", clientDER)
+	keyDER, _ := x509.MarshalECPrivateKey(clientKey)
+	p.clientKey = writePEM(t, dir, "client-key.pem", "EC PRIVATE KEY", keyDER)
+	return p
+}
+
+func writePEM(t *testing.T, dir, name, kind string, der []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// seenCall is what the test server saw of one call.
+type seenCall struct {
+	authorization []string
+	clientCN      string
+}
+
+// startHealthServer serves gRPC health on loopback, with TLS when creds is
+// set, and records what each call carried.
+func startHealthServer(t *testing.T, creds credentials.TransportCredentials) (addr string, seen func() seenCall) {
+	t.Helper()
+	var mu sync.Mutex
+	var last seenCall
+	record := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		call := seenCall{authorization: md.Get("authorization")}
+		if p, ok := peer.FromContext(ctx); ok {
+			if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.PeerCertificates) > 0 {
+				call.clientCN = info.State.PeerCertificates[0].Subject.CommonName
+			}
+		}
+		mu.Lock()
+		last = call
+		mu.Unlock()
+		return h(ctx, req)
+	}
+	opts := []grpc.ServerOption{grpc.UnaryInterceptor(record)}
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	srv := grpc.NewServer(opts...)
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String(), func() seenCall {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+}
+
+func checkHealth(o connOptions) error {
+	conn, err := o.dial()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	return err
+}
+
+func TestConnTLSAndToken(t *testing.T) {
+	pki := newTestPKI(t)
+	serverTLS := credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{pki.serverCert},
+		ClientAuth:   tls.VerifyClientCertIfGiven, ClientCAs: pki.pool,
+	})
+	addr, seen := startHealthServer(t, serverTLS)
+
+	base := connOptions{server: addr, tlsCA: pki.caFile, tlsServerName: "dedupd.test"}
+	t.Run("token over TLS", func(t *testing.T) {
+		o := base
+		o.token = "s3cret"
+		if err := checkHealth(o); err != nil {
+			t.Fatal(err)
+		}
+		if got := seen().authorization; len(got) != 1 || got[0] != "Bearer s3cret" {
+			t.Errorf("authorization metadata = %q, want [Bearer s3cret]", got)
+		}
+	})
+	t.Run("client certificate", func(t *testing.T) {
+		o := base
+		o.tlsCert, o.tlsKey = pki.clientCert, pki.clientKey
+		if err := checkHealth(o); err != nil {
+			t.Fatal(err)
+		}
+		if got := seen(); got.clientCN != "operator" || len(got.authorization) != 0 {
+			t.Errorf("server saw %+v, want client CN operator and no token", got)
+		}
+	})
+	t.Run("server name must match the certificate", func(t *testing.T) {
+		o := base
+		o.tlsServerName = ""
+		if err := checkHealth(o); err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("dialing 127.0.0.1 for a dedupd.test certificate: err = %v, want a certificate error", err)
+		}
+	})
+	t.Run("unknown CA is refused", func(t *testing.T) {
+		o := base
+		o.tlsCA = ""
+		o.tls = true
+		if err := checkHealth(o); err == nil {
+			t.Fatal("a certificate from an unknown CA was accepted")
+		}
+	})
+}
+
+func TestConnPlaintextToken(t *testing.T) {
+	addr, seen := startHealthServer(t, nil)
+	if err := checkHealth(connOptions{server: addr, token: "tok"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := seen().authorization; len(got) != 1 || got[0] != "Bearer tok" {
+		t.Errorf("authorization metadata = %q, want [Bearer tok]", got)
+	}
+	if err := checkHealth(connOptions{server: addr}); err != nil {
+		t.Fatal(err)
+	}
+	if got := seen().authorization; len(got) != 0 {
+		t.Errorf("authorization sent without --token: %q", got)
+	}
+}
+
+func TestConnOptionErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		o    connOptions
+		want string
+	}{
+		{"token in the clear to another host", connOptions{server: "dedupd.example:7070", token: "tok-XYZZY"}, "--token would be sent in the clear"},
+		{"cert without key", connOptions{server: "127.0.0.1:1", tlsCert: "c.pem"}, "--tls-cert and --tls-key go together"},
+		{"missing CA file", connOptions{server: "127.0.0.1:1", tlsCA: "/nonexistent/ca.pem"}, "--tls-ca"},
+		{"empty server", connOptions{}, "--server is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.o.dial()
+			var usage usageError
+			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("dial() = %v, want a usage error containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), tt.o.token) && tt.o.token != "" {
+				t.Errorf("error shows the token: %v", err)
+			}
+		})
+	}
+	o := connOptions{server: "dedupd.example:7070", token: "t", insecureToken: true}
+	if conn, err := o.dial(); err != nil {
+		t.Errorf("--insecure-token: %v", err)
+	} else {
+		conn.Close()
+	}
+}
+
+func TestTokenNeverFormatted(t *testing.T) {
+	b := bearerToken{token: "s3cret"}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		if got := fmt.Sprintf(verb, b); strings.Contains(got, "s3cret") {
+			t.Errorf("%s shows the token: %s", verb, got)
+		}
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for target, want := range map[string]bool{
+		"127.0.0.1:7070": true, "localhost:7070": true, "[::1]:7070": true, "127.0.0.2:1": true,
+		"10.0.0.1:7070": false, "dedupd:7070": false, "dns:///127.0.0.1:7070": false,
+	} {
+		if got := isLoopback(target); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", target, got, want)
+		}
+	}
+}

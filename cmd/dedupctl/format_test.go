@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+func TestFormatDuration(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{72 * time.Hour, "72h"},
+		{30 * time.Second, "30s"},
+		{90 * time.Minute, "1h30m"},
+		{time.Hour + 30*time.Second, "1h30s"},
+		{time.Hour + 500*time.Millisecond, "1h500ms"},
+		{1500 * time.Millisecond, "1.5s"},
+		{250 * time.Millisecond, "250ms"},
+		{-2 * time.Minute, "-2m"},
+		{7 * 24 * time.Hour, "168h"},
+	}
+	for _, tt := range tests {
+		if got := formatDuration(tt.in); got != tt.want {
+			t.Errorf("formatDuration(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	tests := []struct {
+		in   int64
+		want string
+	}{
+		{0, "0B"},
+		{100, "100B"},
+		{1024, "1KiB"},
+		{1536, "1536B"},
+		{64 << 10, "64KiB"},
+		{1 << 20, "1MiB"},
+		{1536 << 10, "1536KiB"},
+		{2 << 30, "2GiB"},
+	}
+	for _, tt := range tests {
+		if got := formatSize(tt.in); got != tt.want {
+			t.Errorf("formatSize(%d) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestFormatAge(t *testing.T) {
+	now := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		t    time.Time
+		want string
+	}{
+		{now, "now"},
+		{now.Add(-400 * time.Millisecond), "now"},
+		{now.Add(-3*time.Minute - 12*time.Second), "3m12s ago"},
+		{now.Add(-26*time.Hour - 40*time.Second), "26h1m ago"},
+		{now.Add(72 * time.Hour), "in 72h"},
+		{now.Add(45 * time.Second), "in 45s"},
+	}
+	for _, tt := range tests {
+		if got := formatAge(tt.t, now); got != tt.want {
+			t.Errorf("formatAge(now%+v) = %q, want %q", tt.t.Sub(now), got, tt.want)
+		}
+	}
+	ts := timestamppb.New(now.Add(-time.Hour))
+	if got, want := formatTime(ts, now), "2026-01-10T11:00:00Z (1h ago)"; got != want {
+		t.Errorf("formatTime = %q, want %q", got, want)
+	}
+	if got := formatTime(nil, now); got != "-" {
+		t.Errorf("formatTime(nil) = %q, want -", got)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	tests := []struct {
+		in   []byte
+		want string
+	}{
+		{nil, "-"},
+		{[]byte("ok"), "ok"},
+		{[]byte(`{"id": 42}`), `{"id": 42}`},
+		{[]byte("grüße"), "grüße"},
+		{[]byte{0xff, 0x00}, "base64:/wA= (2 bytes)"},
+		{[]byte("two\nlines"), "base64:dHdvCmxpbmVz (9 bytes)"},
+		{[]byte("tab\there"), "base64:dGFiCWhlcmU= (8 bytes)"},
+	}
+	for _, tt := range tests {
+		if got := formatBytes(tt.in); got != tt.want {
+			t.Errorf("formatBytes(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := formatDigest([]byte{0xab, 0xcd}); got != "hex:abcd" {
+		t.Errorf("formatDigest = %q", got)
+	}
+}
+
+func TestFormatRejection(t *testing.T) {
+	r := &dedupv1.Rejection{Reason: "OUT_OF_STOCK", Message: "sold out", Retryable: true}
+	if got, want := formatRejection(r), "OUT_OF_STOCK: sold out (retryable)"; got != want {
+		t.Errorf("formatRejection = %q, want %q", got, want)
+	}
+	if got := formatRejection(nil); got != "-" {
+		t.Errorf("formatRejection(nil) = %q", got)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	if got := truncate("abcdef", 4); got != "abc…" {
+		t.Errorf("truncate = %q", got)
+	}
+	if got := truncate("äbc", 3); got != "äbc" {
+		t.Errorf("truncate = %q", got)
+	}
+}
+
+func TestRenderBar(t *testing.T) {
+	tests := []struct {
+		done, total int64
+		want        string
+	}{
+		{0, -1, "deleted 0"},
+		{500, -1, "deleted 500"},
+		{0, 10, "[..............................] 0/10 deleted (0%)"},
+		{5, 10, "[###############...............] 5/10 deleted (50%)"},
+		{10, 10, "[##############################] 10/10 deleted (100%)"},
+		// More than counted: records that matched after the count.
+		{12, 10, "[##############################] 12/10 deleted (100%)"},
+	}
+	for _, tt := range tests {
+		if got := renderBar(tt.done, tt.total); got != tt.want {
+			t.Errorf("renderBar(%d, %d) = %q, want %q", tt.done, tt.total, got, tt.want)
+		}
+	}
+	var buf bytes.Buffer
+	p := &barProgress{w: &buf, total: 2}
+	p.update(1)
+	p.update(2)
+	p.finish()
+	p.finish()
+	if got, want := buf.String(), "\r"+renderBar(1, 2)+"\r"+renderBar(2, 2)+"\n"; got != want {
+		t.Errorf("bar output %q, want %q", got, want)
+	}
+}
