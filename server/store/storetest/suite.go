@@ -54,6 +54,10 @@ func RunAll(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Keys", keyTests()},
 		{"Store", storeTests()},
 		{"Race", raceTests()},
+		{"Policy", policyTests()},
+		{"List", listTests()},
+		{"Purge", purgeTests()},
+		{"AdminRace", adminRaceTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
