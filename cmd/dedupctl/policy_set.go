@@ -165,17 +165,17 @@ func (a *app) printWarnings(resp *dedupv1.SetPolicyResponse, before *dedupv1.Pol
 func (a *app) printPolicyChange(consumer string, before *dedupv1.Policy, resp *dedupv1.SetPolicyResponse) {
 	fmt.Fprintf(a.std.out, "policy of consumer %s\n", consumer)
 	w := a.table()
-	row(w, "FIELD", "BEFORE", "AFTER")
+	row(w, "FIELD", "BEFORE", "AFTER", "")
 	for _, f := range policyFields {
 		after := f.get(resp.GetEffective())
 		if f.isDefault(resp.GetPolicy()) {
 			after += " (default)"
 		}
-		cells := []string{f.name, f.get(before), after}
+		mark := ""
 		if f.get(before) != f.get(resp.GetEffective()) {
-			cells = append(cells, "changed")
+			mark = "changed"
 		}
-		row(w, cells...)
+		row(w, f.name, f.get(before), after, mark)
 	}
 	w.Flush()
 	fmt.Fprintf(a.std.out, "stored records: %d keep the expiry they have; pending claims: %d take the new TTLs when they finish\n",

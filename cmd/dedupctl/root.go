@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -173,7 +174,34 @@ func (a *app) printJSON(m proto.Message) error {
 
 // table is an aligned table on stdout; call Flush when done.
 func (a *app) table() *tabwriter.Writer {
-	return tabwriter.NewWriter(a.std.out, 0, 0, 2, ' ', 0)
+	return tabwriter.NewWriter(&trimTrailing{w: a.std.out}, 0, 0, 2, ' ', 0)
+}
+
+// trimTrailing drops the spaces tabwriter pads an empty last cell with.
+type trimTrailing struct {
+	w      io.Writer
+	spaces int
+}
+
+func (t *trimTrailing) Write(p []byte) (int, error) {
+	var out []byte
+	for _, c := range p {
+		switch c {
+		case ' ':
+			t.spaces++
+			continue
+		case '\n':
+			t.spaces = 0
+		}
+		for ; t.spaces > 0; t.spaces-- {
+			out = append(out, ' ')
+		}
+		out = append(out, c)
+	}
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // row writes one tab-separated table row.
