@@ -75,3 +75,27 @@ func TestWellFormedRawRequestIsServed(t *testing.T) {
 		t.Fatalf("Lookup after a raw Claim = %v, %v; want the pending record", got, err)
 	}
 }
+
+// TestAdminRequestsDecodeLeniently: AdminService, its server stream too,
+// answers a string that is not UTF-8 as DedupService does.
+func TestAdminRequestsDecodeLeniently(t *testing.T) {
+	conn := newConn(t)
+	notUTF8 := field(nil, 1, []byte{'i', 0xff})
+	var reply []byte
+	err := conn.Invoke(context.Background(), "/dedup.v1.AdminService/GetPolicy", notUTF8, &reply, grpc.ForceCodec(wireCodec{}))
+	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "consumer")
+
+	desc := &grpc.StreamDesc{StreamName: "Purge", ServerStreams: true}
+	stream, err := conn.NewStream(context.Background(), desc, "/dedup.v1.AdminService/Purge", grpc.ForceCodec(wireCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.SendMsg(notUTF8); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	err = stream.RecvMsg(&reply)
+	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "consumer")
+}

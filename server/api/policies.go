@@ -134,6 +134,14 @@ func (p *Policies) For(ctx context.Context, consumer string) (Effective, error) 
 // caller that missed meanwhile, so it must not fail because the caller
 // that happened to start it went away.
 func (p *Policies) load(ctx context.Context, consumer string, gen uint64, started time.Time) (Effective, error) {
+	// A caller that missed just as the previous read finished starts a new
+	// one: the cache, filled before that read ended, answers it.
+	p.mu.Lock()
+	entry, ok := p.entries[consumer]
+	p.mu.Unlock()
+	if ok && started.Before(entry.expires) {
+		return entry.effective, nil
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), policyLoadTimeout)
 	defer cancel()
 	e, err := p.read(ctx, consumer)

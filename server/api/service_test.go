@@ -53,6 +53,12 @@ func newServer(t *testing.T, policyCacheTTL time.Duration) (*grpc.ClientConn, st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return serve(t, st, policyCacheTTL), st
+}
+
+// serve serves both services on st.
+func serve(t *testing.T, st store.Store, policyCacheTTL time.Duration) *grpc.ClientConn {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
 	log := slog.New(slog.DiscardHandler)
@@ -68,7 +74,7 @@ func newServer(t *testing.T, policyCacheTTL time.Duration) (*grpc.ClientConn, st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return conn, st
+	return conn
 }
 
 func TestClaimResponseFields(t *testing.T) {

@@ -36,6 +36,7 @@ func TestStatusMapsEveryDomainError(t *testing.T) {
 		withRecord bool
 	}{
 		{"not found", fmt.Errorf("lookup: %w", store.ErrNotFound), codes.NotFound, ReasonNotFound, false},
+		{"no policy", fmt.Errorf("delete policy: %w", store.ErrNoPolicy), codes.NotFound, ReasonPolicyNotFound, false},
 		{"digest mismatch", &store.ConflictError{Err: store.ErrDigestMismatch, Record: stored}, codes.FailedPrecondition, ReasonDigestMismatch, true},
 		{"already finished", &store.ConflictError{Err: store.ErrAlreadyFinished, Record: stored}, codes.FailedPrecondition, ReasonAlreadyFinished, true},
 		{"lease lost with record", &store.ConflictError{Err: store.ErrLeaseLost, Record: stored}, codes.Aborted, ReasonLeaseLost, true},
