@@ -198,7 +198,11 @@ func (a *app) purgeStream(ctx context.Context, admin dedupv1.AdminServiceClient,
 				progress.finish()
 				return a.purgeDone(deleted)
 			}
-			continue
+			// Messages already received are delivered after a cancel;
+			// stop at the first one seen after it.
+			if ctx.Err() == nil {
+				continue
+			}
 		}
 		progress.finish()
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
