@@ -8,15 +8,22 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// runReaper deletes expired records every interval until ctx ends. Each
-// pass deletes in batches of at most batch rows, so no transaction grows
-// with the backlog; expired records are already invisible to callers, so
-// the reaper only reclaims space and can fall behind without harm.
-func runReaper(ctx context.Context, st store.Store, interval time.Duration, batch int, log *slog.Logger) {
-	if interval <= 0 {
-		log.Info("reaper off")
+// runReaper deletes expired records every cfg.ReapInterval until ctx ends,
+// unless the configuration turns it off. Each pass deletes in batches of at
+// most cfg.ReapBatch rows, so no transaction grows with the backlog; expired
+// records are already invisible to callers, so the reaper only reclaims
+// space and can fall behind without harm.
+func runReaper(ctx context.Context, st store.Store, cfg Config, log *slog.Logger) {
+	switch {
+	case cfg.ReaperOff:
+		log.Info("reaper off (--reaper=off): expired records stay stored until something else deletes them, such as CockroachDB row-level TTL")
+		return
+	case cfg.ReapInterval <= 0:
+		log.Info("reaper off (--reap-interval=0)")
 		return
 	}
+	log.Info("reaper on", "interval", cfg.ReapInterval, "batch", cfg.ReapBatch)
+	interval, batch := cfg.ReapInterval, cfg.ReapBatch
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {

@@ -37,6 +37,10 @@ type Config struct {
 	// a change through another replica is seen within it. Zero reads the
 	// policy on every call.
 	PolicyCacheTTL time.Duration
+	// ReaperOff runs no reaper at all (--reaper=off), for databases that
+	// delete expired rows themselves, such as CockroachDB with row-level
+	// TTL (docs/cockroachdb.md).
+	ReaperOff bool
 	// ReapInterval is how often expired records are deleted, ReapBatch how
 	// many at most per statement. An interval of zero turns the reaper off.
 	ReapInterval time.Duration
@@ -105,7 +109,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reaperCtx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		defer close(reaperDone)
-		runReaper(reaperCtx, st, cfg.ReapInterval, cfg.ReapBatch, log)
+		runReaper(reaperCtx, st, cfg, log)
 	}()
 
 	serveErr := make(chan error, 1)

@@ -13,7 +13,7 @@ import (
 func newServeCommand() *cobra.Command {
 	var cfg server.Config
 	var logs logFlags
-	var embeddedSync string
+	var embeddedSync, reaper string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the dedup.v1 gRPC API",
@@ -38,6 +38,9 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 			if cfg.Embedded.Sync, err = sqlitestore.ParseSync(embeddedSync); err != nil {
 				return fmt.Errorf("--embedded-sync: %w", err)
 			}
+			if cfg.ReaperOff, err = parseReaper(reaper); err != nil {
+				return err
+			}
 			ctx, stop := signalContext()
 			defer stop()
 			return server.Run(ctx, cfg, log)
@@ -55,9 +58,21 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 	f.DurationVar(&cfg.Policy.ReleasedTTL, "released-ttl", 24*time.Hour, "how long a released claim, or a pending one whose lease ran out, is kept")
 	f.IntVar(&cfg.Limits.MaxResultBytes, "max-result-bytes", 64<<10, "largest result (or rejection detail) a caller may store, in bytes")
 	f.DurationVar(&cfg.PolicyCacheTTL, "policy-cache-ttl", 5*time.Second, "how long a consumer's policy is cached; a change made through another replica applies within it (0 reads it on every call)")
+	f.StringVar(&reaper, "reaper", "on", "on: delete expired records every --reap-interval; off: leave them to the database (CockroachDB row-level TTL, see docs/cockroachdb.md)")
 	f.DurationVar(&cfg.ReapInterval, "reap-interval", 30*time.Second, "how often expired records are deleted; 0 turns the reaper off")
 	f.IntVar(&cfg.ReapBatch, "reap-batch", 1000, "most records the reaper deletes per statement")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight calls may run after SIGTERM")
 	logs.register(f)
 	return cmd
+}
+
+// parseReaper reads --reaper and reports whether it turns the reaper off.
+func parseReaper(s string) (off bool, err error) {
+	switch s {
+	case "on":
+		return false, nil
+	case "off":
+		return true, nil
+	}
+	return false, fmt.Errorf("--reaper must be on or off, not %q", s)
 }
