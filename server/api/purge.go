@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"time"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
@@ -14,9 +15,10 @@ const (
 )
 
 // Purge deletes in batches, each its own transaction in the store, and
-// sends the running count after each. It checks for cancellation between
-// batches, so a cancelled purge leaves deleted what it deleted and
-// everything else as it was. Records changed after the purge started are
+// sends the running count after each. It stops for cancellation between
+// batches, never inside one, so a cancelled purge leaves deleted what it
+// deleted and everything else as it was, and has settled which is which by
+// the time it returns. Records changed after the purge started are
 // never selected: otherwise a purge of a busy consumer would chase its new
 // records and might never end. That cut-off is taken on this server's
 // clock while records' times are the store's, so with a shared database
@@ -39,7 +41,7 @@ func (s *AdminService) Purge(req *dedupv1.PurgeRequest, stream dedupv1.AdminServ
 		if err := ctx.Err(); err != nil {
 			return s.fail(ctx, err, req.GetConsumer(), "")
 		}
-		n, err := s.store.PurgeBatch(ctx, p)
+		n, err := s.purgeBatch(ctx, p)
 		if err != nil {
 			return s.fail(ctx, err, req.GetConsumer(), "")
 		}
@@ -51,6 +53,21 @@ func (s *AdminService) Purge(req *dedupv1.PurgeRequest, stream dedupv1.AdminServ
 			return err
 		}
 	}
+}
+
+// purgeBatchTimeout bounds one batch, which runs on after the call is
+// cancelled.
+const purgeBatchTimeout = time.Minute
+
+// purgeBatch runs one batch to its end even if the call is cancelled
+// meanwhile. Cancelling the statement instead would leave its outcome
+// unknown when the cancel meets the COMMIT (a remote database may commit
+// after the caller gave up), so the caller could not tell what was
+// deleted; this way the call ends only once it is settled.
+func (s *AdminService) purgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeBatchTimeout)
+	defer cancel()
+	return s.store.PurgeBatch(ctx, p)
 }
 
 // purgeParams validates a Purge request; started caps updated_before.

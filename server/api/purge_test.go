@@ -107,8 +107,7 @@ func TestPurgeRefusesBadRequests(t *testing.T) {
 }
 
 // gatedPurgeStore lets the first purge batch through, then holds the second
-// until release is closed, letting it commit whatever happens to the call,
-// as a batch already in its transaction does.
+// until release is closed.
 type gatedPurgeStore struct {
 	store.Store
 	batches atomic.Int64
@@ -120,14 +119,13 @@ func (s *gatedPurgeStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (
 	if s.batches.Add(1) == 2 {
 		close(s.second)
 		<-s.release
-		ctx = context.WithoutCancel(ctx)
 	}
 	return s.Store.PurgeBatch(ctx, p)
 }
 
 // TestPurgeCancelledStopsBetweenBatches: the caller cancels while the second
-// batch runs. That batch stays deleted, no third starts, and every other
-// record is untouched.
+// batch runs. That batch runs to its end and stays deleted, no third
+// starts, and every other record is untouched.
 func TestPurgeCancelledStopsBetweenBatches(t *testing.T) {
 	real, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 	if err != nil {
