@@ -24,7 +24,7 @@ import (
 	"time"
 )
 
-//go:embed postgres/*.sql sqlite/*.sql
+//go:embed postgres/*.sql sqlite/*.sql cockroachdb/*.sql
 var files embed.FS
 
 // Dialect names a directory of migrations.
@@ -35,6 +35,10 @@ const (
 	Postgres Dialect = "postgres"
 	// SQLite runs on the embedded store.
 	SQLite Dialect = "sqlite"
+	// CockroachDBTTL is the optional CockroachDB-only set (row-level TTL,
+	// hash-sharded expiry index), applied on request after Postgres. Its
+	// versions start at 1001, so it shares the version table.
+	CockroachDBTTL Dialect = "cockroachdb"
 )
 
 // Migration is one numbered schema step.

@@ -61,3 +61,30 @@ func TestMigrationStringIsItsFileName(t *testing.T) {
 		t.Fatalf("String() = %q, want 0007_ttl", got)
 	}
 }
+
+// The optional CockroachDB set loads, splits one DDL statement per
+// statement, and cannot collide with the portable set's versions.
+func TestCockroachDBTTLSet(t *testing.T) {
+	ms, err := Load(CockroachDBTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].String() != "1001_row_level_ttl" {
+		t.Fatalf("cockroachdb set: %v, want 1001_row_level_ttl", ms)
+	}
+	pg, err := Load(Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := pg[len(pg)-1].Version; last >= ms[0].Version {
+		t.Fatalf("portable migrations reach version %d, into the cockroachdb set's range", last)
+	}
+	want := []string{
+		"ALTER TABLE dedup_records SET (ttl_expiration_expression = 'expires_at', ttl_job_cron = '@hourly')",
+		"CREATE INDEX IF NOT EXISTS dedup_records_expires_at_sharded ON dedup_records (expires_at) USING HASH",
+		"DROP INDEX IF EXISTS dedup_records@dedup_records_expires_at",
+	}
+	if !reflect.DeepEqual(ms[0].Statements, want) {
+		t.Fatalf("statements:\n%q\nwant\n%q", ms[0].Statements, want)
+	}
+}

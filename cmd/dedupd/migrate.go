@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dedupd/dedupd/server"
+	"github.com/dedupd/dedupd/server/store/pgstore"
 )
 
 func newMigrateCommand() *cobra.Command {
 	var databaseURL, dataDir string
+	var cockroachTTL bool
 	var logs logFlags
 	cmd := &cobra.Command{
 		Use:   "migrate",
@@ -19,9 +22,15 @@ func newMigrateCommand() *cobra.Command {
 no-op, and it is safe to run while servers are up: migrations only add.
 
 With --database-url it migrates PostgreSQL or CockroachDB; without it, the
-embedded store in --data-dir (which also migrates itself at start).`,
+embedded store in --data-dir (which also migrates itself at start).
+
+With --cockroachdb-ttl it then applies the optional CockroachDB-only step:
+row-level TTL on expires_at in place of the reaper, and a hash-sharded
+expiry index (docs/cockroachdb.md); serve with --reaper=off afterwards. It
+refuses any database that is not CockroachDB, PostgreSQL included.`,
 		Example: `  dedupd migrate --database-url postgres://dedupd@db:5432/dedupd
-  DEDUPD_DATABASE_URL=postgres://dedupd@db:5432/dedupd dedupd migrate`,
+  DEDUPD_DATABASE_URL=postgres://dedupd@db:5432/dedupd dedupd migrate
+  dedupd migrate --database-url postgresql://dedupd@crdb:26257/dedupd --cockroachdb-ttl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logs.logger()
@@ -30,6 +39,9 @@ embedded store in --data-dir (which also migrates itself at start).`,
 			}
 			ctx, stop := signalContext()
 			defer stop()
+			if cockroachTTL {
+				return migrateCockroachDBTTL(ctx, databaseURL, log)
+			}
 			if databaseURL != "" {
 				return server.Migrate(ctx, databaseURL, log)
 			}
@@ -39,6 +51,7 @@ embedded store in --data-dir (which also migrates itself at start).`,
 	f := cmd.Flags()
 	f.StringVar(&databaseURL, "database-url", "", "PostgreSQL or CockroachDB URL")
 	f.StringVar(&dataDir, "data-dir", "dedupd-data", "directory of the embedded store")
+	f.BoolVar(&cockroachTTL, "cockroachdb-ttl", false, "also apply the optional CockroachDB-only migrations: row-level TTL instead of the reaper, hash-sharded expiry index")
 	logs.register(f)
 	return cmd
 }
@@ -49,4 +62,35 @@ func migrateEmbedded(ctx context.Context, dataDir string, log *slog.Logger) erro
 		return err
 	}
 	return st.Close()
+}
+
+// migrateCockroachDBTTL brings the portable schema to head, then applies the
+// CockroachDB-only set. The database is checked before anything is applied.
+func migrateCockroachDBTTL(ctx context.Context, databaseURL string, log *slog.Logger) error {
+	if databaseURL == "" {
+		return errors.New("--cockroachdb-ttl needs --database-url (a CockroachDB cluster)")
+	}
+	st, err := pgstore.Open(ctx, databaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.CheckCockroachDB(ctx); err != nil {
+		return err
+	}
+	if err := server.Migrate(ctx, databaseURL, log); err != nil {
+		return err
+	}
+	applied, err := st.MigrateCockroachDBTTL(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range applied {
+		log.Info("applied CockroachDB migration", "migration", m.String())
+	}
+	if len(applied) == 0 {
+		log.Info("CockroachDB row-level TTL already applied")
+	}
+	log.Info("serve with --reaper=off: the TTL job deletes expired records")
+	return nil
 }

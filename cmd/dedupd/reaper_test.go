@@ -7,6 +7,7 @@ import (
 	"time"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // expiredCount asks the server how many of the consumer's records are past
@@ -80,5 +81,23 @@ func TestReaperFlagRefusesOtherValues(t *testing.T) {
 	out, err := runDedupd(t, "serve", "--data-dir", t.TempDir(), "--reaper", "maybe")
 	if err == nil || !strings.Contains(out, `--reaper must be on or off, not "maybe"`) {
 		t.Fatalf("serve --reaper maybe: %v\n%s", err, out)
+	}
+}
+
+// migrate --cockroachdb-ttl refuses PostgreSQL with one clear line and
+// applies nothing, not even the portable migrations.
+func TestMigrateCockroachDBTTLRefusesPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	out, err := runDedupd(t, "migrate", "--database-url", url, "--cockroachdb-ttl")
+	if err == nil || !strings.Contains(out, "dedupd: database is not CockroachDB: row-level TTL is a CockroachDB feature; this database reports \"PostgreSQL") {
+		t.Fatalf("migrate --cockroachdb-ttl on PostgreSQL: %v\n%s", err, out)
+	}
+	if out, err := runDedupd(t, "serve", "--database-url", url, "--listen", "127.0.0.1:0"); err == nil ||
+		!strings.Contains(out, "migrat") {
+		t.Fatalf("serve after the refused migration started or failed otherwise: %v\n%s", err, out)
+	}
+	out, err = runDedupd(t, "migrate", "--cockroachdb-ttl", "--data-dir", t.TempDir())
+	if err == nil || !strings.Contains(out, "--cockroachdb-ttl needs --database-url") {
+		t.Fatalf("migrate --cockroachdb-ttl without a database URL: %v\n%s", err, out)
 	}
 }
