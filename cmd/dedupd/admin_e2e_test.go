@@ -99,7 +99,7 @@ func TestPerConsumerPolicyThroughTheBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(strings.Join(shorter.GetWarnings(), "\n"), "completed_ttl shrinks from 72h0m0s to 1h0m0s") {
+		if !strings.Contains(strings.Join(shorter.GetWarnings(), "\n"), "completed_ttl shrinks from 72h to 1h") {
 			t.Fatalf("warnings = %q, want the shrink warned about", shorter.GetWarnings())
 		}
 		if got := keptFor(c.finish(t, "inventory", "after")); got != time.Hour {

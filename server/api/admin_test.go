@@ -123,7 +123,7 @@ func TestSetPolicyDryRunReportsAndChangesNothing(t *testing.T) {
 		dry.GetEffective().GetRejectedTtl().AsDuration() != testPolicy.RejectedTTL {
 		t.Fatalf("dry run = %v, want no previous and the new effective policy", dry)
 	}
-	if w := strings.Join(dry.GetWarnings(), "\n"); !strings.Contains(w, "completed_ttl shrinks from 1h0m0s to 30m0s") ||
+	if w := strings.Join(dry.GetWarnings(), "\n"); !strings.Contains(w, "completed_ttl shrinks from 1h to 30m") ||
 		!strings.Contains(w, "shorter than the server default") {
 		t.Fatalf("warnings = %q, want the shrink and the default warned about", dry.GetWarnings())
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -130,7 +131,7 @@ func policyWarnings(before, after Effective, defaults Defaults) []string {
 	shorter := func(name string, old, new time.Duration, what string) {
 		if new < old {
 			w = append(w, fmt.Sprintf("%s shrinks from %s to %s: %s finishing from now on are forgotten after %s, "+
-				"and a redelivery after that runs the work again", name, old, new, what, new))
+				"and a redelivery after that runs the work again", name, short(old), short(new), what, short(new)))
 		}
 	}
 	shorter("completed_ttl", before.Store.CompletedTTL, after.Store.CompletedTTL, "completed records")
@@ -139,10 +140,22 @@ func policyWarnings(before, after Effective, defaults Defaults) []string {
 	if after.Store.CompletedTTL < defaults.Policy.CompletedTTL {
 		w = append(w, fmt.Sprintf("completed_ttl %s is shorter than the server default %s (--completed-ttl); "+
 			"make sure it is longer than this consumer's longest redelivery window",
-			after.Store.CompletedTTL, defaults.Policy.CompletedTTL))
+			short(after.Store.CompletedTTL), short(defaults.Policy.CompletedTTL)))
 	}
 	if after.RequireDigest && !before.RequireDigest {
 		w = append(w, "require_digest is now on: claims without a digest are refused with INVALID_FIELD")
 	}
 	return w
+}
+
+// short writes a duration as an operator would: 72h, not 72h0m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
