@@ -21,7 +21,7 @@ type adminClients struct {
 	admin dedupv1.AdminServiceClient
 }
 
-func dialBoth(t *testing.T, p *process) adminClients {
+func dialBoth(t testing.TB, p *process) adminClients {
 	conn := p.dial(t)
 	return adminClients{dedupv1.NewDedupServiceClient(conn), dedupv1.NewAdminServiceClient(conn)}
 }
