@@ -251,8 +251,10 @@ func TestPurgeThroughTheBinary(t *testing.T) {
 		cancel()
 		// The server may finish the batch in flight after the cancel; the
 		// call's log line says when it has stopped.
-		for purgesFinished(srv) < 2 {
-			time.Sleep(5 * time.Millisecond)
+		for deadline := time.Now().Add(30 * time.Second); purgesFinished(srv) < 2; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the cancelled purge never finished; logs:\n%s", srv.logs)
+			}
 		}
 		left := listKeys(t, c, "inventory")
 		if (total-len(left))%batch != 0 {
