@@ -17,6 +17,7 @@ import (
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -25,7 +26,7 @@ import (
 // ErrorInfo, and the server must go on answering.
 func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	cfg := Config{Limits: api.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 1 << 10}}
-	srv := newGRPCServer(cfg, slog.New(slog.DiscardHandler), health.NewServer())
+	srv := newGRPCServer(cfg, slog.New(slog.DiscardHandler), health.NewServer(), guards{metrics: metrics.New()})
 	var nilStore store.Store
 	api.Register(srv, api.NewDedupService(nilStore, store.Policy{DefaultLeaseTTL: time.Second},
 		cfg.Limits, slog.New(slog.DiscardHandler)))

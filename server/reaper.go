@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -12,7 +13,7 @@ import (
 // pass deletes in batches of at most batch rows, so no transaction grows
 // with the backlog; expired records are already invisible to callers, so
 // the reaper only reclaims space and can fall behind without harm.
-func runReaper(ctx context.Context, st store.Store, interval time.Duration, batch int, log *slog.Logger) {
+func runReaper(ctx context.Context, st store.Store, interval time.Duration, batch int, m *metrics.Metrics, log *slog.Logger) {
 	if interval <= 0 {
 		log.Info("reaper off")
 		return
@@ -26,7 +27,11 @@ func runReaper(ctx context.Context, st store.Store, interval time.Duration, batc
 		case <-ticker.C:
 		}
 		deleted, err := reapOnce(ctx, st, batch)
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return
+		}
+		m.ReaperPass(deleted, err, float64(time.Now().Unix()))
+		if err != nil {
 			log.Warn("reaper pass failed", "deleted", deleted, "err", err)
 		} else if deleted > 0 {
 			log.Debug("reaper pass", "deleted", deleted)
