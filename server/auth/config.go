@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 
@@ -68,7 +69,7 @@ func LoadFile(path string) (*Rules, error) {
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true) // a misspelt field must not silently grant nothing, or everything
-	if err := dec.Decode(&f); err != nil {
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) { // an empty file is caught below
 		return nil, fmt.Errorf("auth file %s: %w", path, err)
 	}
 	rules, err := f.compile()
