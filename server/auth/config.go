@@ -68,8 +68,10 @@ func LoadFile(path string) (*Rules, error) {
 	}
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)                                             // a misspelt field must not silently grant nothing, or everything
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) { // an empty file is caught below
+	// A misspelt field must not silently grant nothing, or everything.
+	dec.KnownFields(true)
+	// An empty file decodes as EOF; compile reports it as granting nothing.
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("auth file %s: %w", path, err)
 	}
 	rules, err := f.compile()
