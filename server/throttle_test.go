@@ -43,6 +43,14 @@ func TestRateLimitIsPerConsumerWithRetryHint(t *testing.T) {
 	if err := lookup("payments"); status.Code(err) != codes.NotFound {
 		t.Fatalf("another consumer: %v, want its own burst", err)
 	}
+	// AdminService is not limited, even for a request naming the consumer.
+	admin := dedupv1.NewAdminServiceClient(srv.dial(t))
+	for range 3 {
+		_, err := admin.DeleteRecord(context.Background(), &dedupv1.DeleteRecordRequest{Consumer: "inventory", Key: "k"})
+		if status.Code(err) != codes.Unimplemented {
+			t.Fatalf("AdminService call: %v, want it to reach the (unimplemented) handler", err)
+		}
+	}
 }
 
 // blockingStore holds every Lookup until released.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,11 +46,12 @@ func NewPerConsumer(perSecond float64, burst int) *PerConsumer {
 }
 
 // Limit takes one token from the bucket of the call's consumer, or returns
-// ErrRateLimited with the time until one is free. Calls without a consumer
-// (AdminService, reflection) are not limited.
+// ErrRateLimited with the time until one is free. Only DedupService calls
+// are limited: AdminService requests may name a consumer too, but an
+// operator's call must not use up that consumer's rate.
 func (p *PerConsumer) Limit(ctx context.Context) error {
 	name, named := consumer.FromContext(ctx)
-	if !named {
+	if method, _ := grpc.Method(ctx); !named || !strings.HasPrefix(method, "/dedup.v1.DedupService/") {
 		return nil
 	}
 	now := time.Now()
