@@ -8,44 +8,101 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/auth"
+	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/throttle"
 )
 
 // messageOverhead is room for everything in a request besides the result.
 const messageOverhead = 64 << 10
 
-// maxRecvMsgSize admits the largest result any consumer's policy may allow,
-// so that too large a result is refused by validation, naming the field
-// and the consumer's limit, not by the transport.
-const maxRecvMsgSize = api.MaxResultBytesCeiling + messageOverhead
+// guards are what stands between a caller and a handler; nil fields are off.
+type guards struct {
+	auth     *auth.Authorizer
+	limiter  *throttle.PerConsumer
+	inflight *throttle.InFlight
+	metrics  *metrics.Metrics
+	creds    credentials.TransportCredentials
+}
+
+// maxMessageBytes is --max-message-bytes, or by default room for the
+// largest result any consumer's policy may allow, so that too large a
+// result is refused by validation, naming the field and the consumer's
+// limit, not by the transport.
+func maxMessageBytes(cfg Config) int {
+	if cfg.MaxMessageBytes > 0 {
+		return cfg.MaxMessageBytes
+	}
+	return api.MaxResultBytesCeiling + messageOverhead
+}
+
+// notHealth selects every call but health checks: a load balancer or
+// orchestrator must be able to ask without a credential, and must get an
+// answer even when the server sheds load.
+var notHealth = selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+	return c.Service != healthpb.Health_ServiceDesc.ServiceName
+})
 
 // newGRPCServer builds the server with its interceptors, outermost first:
-// logging sees every call with its final code, recovery turns a panic in a
-// handler into INTERNAL and keeps the server up.
-func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server) *grpc.Server {
-	logOpts := []logging.Option{
-		logging.WithLogOnEvents(logging.FinishCall),
-		logging.WithFieldsFromContextAndCallMeta(consumerField),
+//
+//  1. consumer: puts the request's consumer in the context for the rest;
+//  2. gRPC metrics (grpc_server_*) and domain metrics see every call with its
+//     final code, refusals included;
+//  3. logging: one line per call;
+//  4. the in-flight bound (not for health), cheapest refusal first;
+//  5. auth (not for health): who calls, and for which consumer;
+//  6. the per-consumer rate limit, after auth so that a caller without a
+//     credential cannot use up a consumer's rate;
+//  7. recovery, innermost: a panic in a handler becomes INTERNAL.
+func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards) *grpc.Server {
+	unary := []grpc.UnaryServerInterceptor{
+		consumer.UnaryServerInterceptor(),
+		g.metrics.GRPC.UnaryServerInterceptor(),
+		g.metrics.UnaryServerInterceptor(),
+		logging.UnaryServerInterceptor(slogAdapter(log),
+			logging.WithLogOnEvents(logging.FinishCall),
+			logging.WithFieldsFromContextAndCallMeta(consumerField)),
 	}
-	recoverOpt := recovery.WithRecoveryHandlerContext(recoverPanic(log))
-	srv := grpc.NewServer(
-		grpc.MaxRecvMsgSize(maxRecvMsgSize),
-		grpc.ChainUnaryInterceptor(
-			logging.UnaryServerInterceptor(slogAdapter(log), logOpts...),
-			recovery.UnaryServerInterceptor(recoverOpt),
-		),
-		grpc.ChainStreamInterceptor(
-			logging.StreamServerInterceptor(slogAdapter(log), logOpts...),
-			recovery.StreamServerInterceptor(recoverOpt),
-		),
-	)
+	stream := []grpc.StreamServerInterceptor{
+		g.metrics.GRPC.StreamServerInterceptor(),
+		logging.StreamServerInterceptor(slogAdapter(log), logging.WithLogOnEvents(logging.FinishCall)),
+	}
+	if g.inflight != nil {
+		unary = append(unary, selector.UnaryServerInterceptor(g.inflight.UnaryServerInterceptor(), notHealth))
+		stream = append(stream, selector.StreamServerInterceptor(g.inflight.StreamServerInterceptor(), notHealth))
+	}
+	if g.auth != nil {
+		unary = append(unary, selector.UnaryServerInterceptor(grpcauth.UnaryServerInterceptor(g.auth.AuthFunc), notHealth))
+		stream = append(stream, selector.StreamServerInterceptor(grpcauth.StreamServerInterceptor(g.auth.AuthFunc), notHealth))
+	}
+	if g.limiter != nil {
+		unary = append(unary, throttle.UnaryServerInterceptor(g.limiter))
+	}
+	recoverWith := recovery.WithRecoveryHandlerContext(recoverPanic(log, g.metrics))
+	unary = append(unary, recovery.UnaryServerInterceptor(recoverWith))
+	stream = append(stream, recovery.StreamServerInterceptor(recoverWith))
+
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxMessageBytes(cfg)),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	}
+	if g.creds != nil {
+		opts = append(opts, grpc.Creds(g.creds))
+	}
+	srv := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(srv, healthSrv)
 	reflection.Register(srv)
 	return srv
@@ -57,17 +114,18 @@ func slogAdapter(log *slog.Logger) logging.Logger {
 	})
 }
 
-// consumerField adds the consumer to each call's log line; keys, results and
-// digests are never logged.
-func consumerField(_ context.Context, c interceptors.CallMeta) logging.Fields {
-	if r, ok := c.ReqOrNil.(interface{ GetConsumer() string }); ok {
-		return logging.Fields{"consumer", r.GetConsumer()}
+// consumerField adds the consumer to each call's log line; keys, results,
+// digests and credentials are never logged.
+func consumerField(ctx context.Context, _ interceptors.CallMeta) logging.Fields {
+	if name, named := consumer.FromContext(ctx); named {
+		return logging.Fields{"consumer", name}
 	}
 	return nil
 }
 
-func recoverPanic(log *slog.Logger) recovery.RecoveryHandlerFuncContext {
+func recoverPanic(log *slog.Logger, m *metrics.Metrics) recovery.RecoveryHandlerFuncContext {
 	return func(ctx context.Context, p any) error {
+		m.Panic()
 		log.ErrorContext(ctx, "panic in handler", "panic", p, "stack", string(debug.Stack()))
 		return api.Status(errPanic, "", "").Err()
 	}

@@ -17,6 +17,7 @@ import (
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -25,7 +26,7 @@ import (
 // ErrorInfo, and the server must go on answering.
 func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	cfg := Config{Limits: api.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 1 << 10}}
-	srv := newGRPCServer(cfg, slog.New(slog.DiscardHandler), health.NewServer())
+	srv := newGRPCServer(cfg, slog.New(slog.DiscardHandler), health.NewServer(), guards{metrics: metrics.New()})
 	var nilStore store.Store
 	policies := api.NewPolicies(nilStore, api.Defaults{Policy: store.Policy{DefaultLeaseTTL: time.Second}, Limits: cfg.Limits}, 0)
 	api.Register(srv, api.NewDedupService(nilStore, policies, slog.New(slog.DiscardHandler)))
@@ -70,6 +71,7 @@ func TestConfigValidateBoundsPolicyFlags(t *testing.T) {
 		Policy:       store.Policy{DefaultLeaseTTL: time.Second, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour},
 		Limits:       api.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: api.MaxResultBytesCeiling},
 		ReapInterval: time.Second, ReapBatch: 10, ShutdownTimeout: time.Second,
+		MaxInFlight: 1, HealthInterval: time.Second,
 	}
 	if err := valid.Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)

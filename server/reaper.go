@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -13,7 +14,7 @@ import (
 // most cfg.ReapBatch rows, so no transaction grows with the backlog; expired
 // records are already invisible to callers, so the reaper only reclaims
 // space and can fall behind without harm.
-func runReaper(ctx context.Context, st store.Store, cfg Config, log *slog.Logger) {
+func runReaper(ctx context.Context, st store.Store, cfg Config, m *metrics.Metrics, log *slog.Logger) {
 	switch {
 	case cfg.ReaperOff:
 		log.Info("reaper off (--reaper=off): expired records stay stored until something else deletes them, such as CockroachDB row-level TTL")
@@ -23,8 +24,7 @@ func runReaper(ctx context.Context, st store.Store, cfg Config, log *slog.Logger
 		return
 	}
 	log.Info("reaper on", "interval", cfg.ReapInterval, "batch", cfg.ReapBatch)
-	interval, batch := cfg.ReapInterval, cfg.ReapBatch
-	ticker := time.NewTicker(interval)
+	ticker := time.NewTicker(cfg.ReapInterval)
 	defer ticker.Stop()
 	for {
 		select {
@@ -32,8 +32,12 @@ func runReaper(ctx context.Context, st store.Store, cfg Config, log *slog.Logger
 			return
 		case <-ticker.C:
 		}
-		deleted, err := reapOnce(ctx, st, batch)
-		if err != nil && ctx.Err() == nil {
+		deleted, err := reapOnce(ctx, st, cfg.ReapBatch)
+		if ctx.Err() != nil {
+			return
+		}
+		m.ReaperPass(deleted, err, float64(time.Now().Unix()))
+		if err != nil {
 			log.Warn("reaper pass failed", "deleted", deleted, "err", err)
 		} else if deleted > 0 {
 			log.Debug("reaper pass", "deleted", deleted)

@@ -9,14 +9,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -47,6 +49,30 @@ type Config struct {
 	ReapBatch    int
 	// ShutdownTimeout bounds how long in-flight calls may take to finish.
 	ShutdownTimeout time.Duration
+
+	// AuthTokens is the auth file (see auth.File); empty turns auth off,
+	// which is allowed only on a loopback Listen or with InsecureNoAuth.
+	AuthTokens     string
+	InsecureNoAuth bool
+	// TLSCert and TLSKey turn TLS on; TLSClientCA requires client
+	// certificates signed by it (mutual TLS).
+	TLSCert, TLSKey, TLSClientCA string
+	// MaxMessageBytes bounds a request message; 0 derives it from
+	// Limits.MaxResultBytes.
+	MaxMessageBytes int
+	// RateLimit is the calls per second each consumer may make (0: no
+	// limit), RateBurst how many at once (0: ceil(RateLimit)).
+	RateLimit float64
+	RateBurst int
+	// MaxInFlight bounds the calls running at once.
+	MaxInFlight int
+	// MetricsListen is the address of /metrics and /healthz; empty: off.
+	MetricsListen string
+	// HealthInterval is how often the store is pinged for health.
+	HealthInterval time.Duration
+	// Reload, when it delivers, makes the server read the auth file and
+	// the TLS files again (SIGHUP).
+	Reload <-chan os.Signal
 }
 
 // Validate reports the first configuration value that cannot work.
@@ -67,6 +93,15 @@ func (c Config) Validate() error {
 		{c.PolicyCacheTTL >= 0, "--policy-cache-ttl must not be negative"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
+		{c.AuthTokens != "" || c.InsecureNoAuth || isLoopback(c.Listen),
+			"refusing to serve without authentication on " + c.Listen + ": give --auth-tokens, listen on a loopback address, or pass --insecure-no-auth"},
+		{(c.TLSCert == "") == (c.TLSKey == ""), "--tls-cert and --tls-key go together"},
+		{c.TLSClientCA == "" || c.TLSCert != "", "--tls-client-ca needs --tls-cert and --tls-key"},
+		{c.MaxMessageBytes == 0 || c.MaxMessageBytes >= c.Limits.MaxResultBytes+messageOverhead,
+			"--max-message-bytes must be at least --max-result-bytes + 65536"},
+		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
+		{c.MaxInFlight > 0, "--max-inflight must be positive"},
+		{c.HealthInterval > 0, "--health-interval must be positive"},
 	}
 	for _, check := range checks {
 		if !check.ok {
@@ -77,10 +112,16 @@ func (c Config) Validate() error {
 }
 
 // Run serves until ctx is cancelled, then stops gracefully: the listener
-// closes, in-flight calls finish (up to ShutdownTimeout), the reaper stops,
-// and the store closes last, so no call is cut off half-written.
+// closes, in-flight calls finish (up to ShutdownTimeout), the reaper and
+// the health watcher stop, and the store closes last, so no call is cut off
+// half-written.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	m := metrics.New()
+	g, reload, err := newGuards(cfg, m, log)
+	if err != nil {
 		return err
 	}
 	st, err := OpenStore(ctx, cfg, log)
@@ -88,33 +129,49 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	if pg, ok := st.(*pgstore.Store); ok {
+		pg.OnRetry(m.StoreRetry)
+	}
+	observed := m.ObserveStore(st)
 
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	healthSrv := health.NewServer()
-	grpcSrv := newGRPCServer(cfg, log, healthSrv)
+	setHealth(healthSrv, false) // until the first ping answers
+	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
 	// One resolver for both services, so that a policy changed through
 	// AdminService applies to this server's next call.
-	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, api.NewDedupService(st, policies, log))
-	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
-	healthSrv.SetServingStatus(dedupv1.DedupService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthSrv.SetServingStatus(dedupv1.AdminService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	policies := api.NewPolicies(observed, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
+	api.Register(grpcSrv, api.NewDedupService(observed, policies, log))
+	api.RegisterAdmin(grpcSrv, api.NewAdminService(observed, policies, log))
+	m.GRPC.InitializeMetrics(grpcSrv)
+	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv, log)
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	defer stopMetrics()
 
-	// The reaper outlives ctx until the in-flight calls have finished, so
-	// that shutdown stops things in the reverse order they started.
-	reaperDone := make(chan struct{})
-	reaperCtx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
-	go func() {
-		defer close(reaperDone)
-		runReaper(reaperCtx, st, cfg, log)
-	}()
+	// The first ping decides the status the server starts with; a store
+	// that does not answer yet leaves it NOT_SERVING until it does.
+	watcher := &healthWatcher{st: observed, hs: healthSrv, interval: cfg.HealthInterval, m: m, log: log}
+	watcher.check(ctx)
+
+	// The background work outlives ctx until the in-flight calls have
+	// finished, so that shutdown stops things in the reverse order they
+	// started.
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	bg.Go(func() { runReaper(bgCtx, observed, cfg, m, log) })
+	bg.Go(func() { watcher.run(bgCtx) })
+	bg.Go(func() { handleReloads(bgCtx, cfg.Reload, reload, log) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- grpcSrv.Serve(lis) }()
-	log.Info("dedupd serving", "listen", lis.Addr().String(), "store", storeName(cfg))
+	log.Info("dedupd serving", "listen", lis.Addr().String(), "store", storeName(cfg),
+		"metrics", metricsAddr, "auth", g.auth != nil, "tls", g.creds != nil)
 
 	select {
 	case err = <-serveErr:
@@ -124,10 +181,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		healthSrv.Shutdown()
 		stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
 	}
-	stopReaper()
-	<-reaperDone
+	stopBackground()
+	bg.Wait()
 	log.Info("dedupd stopped")
 	return err
+}
+
+// isLoopback reports whether a listen address only takes connections from
+// this machine.
+func isLoopback(hostPort string) bool {
+	host, _, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func storeName(cfg Config) string {

@@ -44,7 +44,9 @@ func TestMain(m *testing.M) {
 type process struct {
 	cmd  *exec.Cmd
 	addr string
-	logs *logBuffer
+	// metricsAddr is where /metrics is served, when --metrics-listen is on.
+	metricsAddr string
+	logs        *logBuffer
 	// exited is closed once the process has exited; waitErr is then its
 	// exit status.
 	exited  chan struct{}
@@ -93,10 +95,11 @@ func startDedupd(t testing.TB, args ...string) *process {
 		t.Fatal(err)
 	}
 	p := &process{cmd: cmd, logs: &logBuffer{}, exited: make(chan struct{})}
-	addrCh := make(chan string, 1)
+	addrCh := make(chan servingLine, 1)
 	go p.readLogs(stderr, addrCh)
 	select {
-	case p.addr = <-addrCh:
+	case serving := <-addrCh:
+		p.addr, p.metricsAddr = serving.Listen, serving.Metrics
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("dedupd did not start; logs:\n%s", p.logs)
@@ -112,14 +115,17 @@ func startDedupd(t testing.TB, args ...string) *process {
 	return p
 }
 
-func (p *process) readLogs(r io.Reader, addrCh chan<- string) {
+// servingLine is the log line dedupd writes once it serves.
+type servingLine struct{ Msg, Listen, Metrics string }
+
+func (p *process) readLogs(r io.Reader, addrCh chan<- servingLine) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		p.logs.WriteString(line + "\n")
-		var entry struct{ Msg, Listen string }
+		var entry servingLine
 		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "dedupd serving" {
-			addrCh <- entry.Listen
+			addrCh <- entry
 		}
 	}
 	close(addrCh)

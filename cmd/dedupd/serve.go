@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,6 +46,10 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 			}
 			ctx, stop := signalContext()
 			defer stop()
+			reload := make(chan os.Signal, 1)
+			signal.Notify(reload, syscall.SIGHUP)
+			defer signal.Stop(reload)
+			cfg.Reload = reload
 			return server.Run(ctx, cfg, log)
 		},
 	}
@@ -62,6 +69,17 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 	f.DurationVar(&cfg.ReapInterval, "reap-interval", 30*time.Second, "how often expired records are deleted; 0 turns the reaper off")
 	f.IntVar(&cfg.ReapBatch, "reap-batch", 1000, "most records the reaper deletes per statement")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight calls may run after SIGTERM")
+	f.StringVar(&cfg.AuthTokens, "auth-tokens", "", "YAML/JSON file of token hashes and client certificates with the consumers each may use (see docs/operations.md); reloaded on SIGHUP")
+	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "serve without --auth-tokens on a non-loopback address; anyone who reaches it may act for any consumer")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate chain to serve TLS with; reloaded on SIGHUP")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM CA certificates; when set, clients must present a certificate they signed (mutual TLS)")
+	f.IntVar(&cfg.MaxMessageBytes, "max-message-bytes", 0, "largest request message accepted, in bytes; 0 means max(4 MiB, --max-result-bytes + 64 KiB)")
+	f.Float64Var(&cfg.RateLimit, "rate-limit", 0, "calls per second each consumer may make; 0 turns the limit off")
+	f.IntVar(&cfg.RateBurst, "rate-burst", 0, "calls a consumer may make at once above --rate-limit; 0 means ceil(--rate-limit)")
+	f.IntVar(&cfg.MaxInFlight, "max-inflight", 1024, "calls running at once; more are refused at once with RESOURCE_EXHAUSTED (OVERLOADED)")
+	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:9090; empty turns it off")
+	f.DurationVar(&cfg.HealthInterval, "health-interval", 2*time.Second, "how often the store is pinged; health is NOT_SERVING while it does not answer")
 	logs.register(f)
 	return cmd
 }

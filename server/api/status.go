@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -30,11 +33,40 @@ const (
 	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
 	ReasonCanceled         = "CANCELED"
 	ReasonInternal         = "INTERNAL"
+	// Refusals made before a handler runs (server interceptors).
+	ReasonUnauthenticated  = "UNAUTHENTICATED"
+	ReasonPermissionDenied = "PERMISSION_DENIED"
+	ReasonRateLimited      = "RATE_LIMITED"
+	ReasonOverloaded       = "OVERLOADED"
 )
 
 // ErrMalformedRequest is a request whose bytes do not decode as its message,
 // such as a nested message cut short.
 var ErrMalformedRequest = errors.New("request does not decode as its message")
+
+// Refusals of the server's interceptors. Wrap them with %w to say more; the
+// message reaches the caller, so it must never carry a credential.
+var (
+	// ErrUnauthenticated: no credential, or one the server does not know.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrPermissionDenied: a known credential that does not cover the
+	// consumer or service called.
+	ErrPermissionDenied = errors.New("permission denied")
+	// ErrRateLimited: the consumer has used up its request rate.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrOverloaded: the server is at its bound of calls in flight.
+	ErrOverloaded = errors.New("server overloaded")
+)
+
+// RetryAfterError is a refusal worth retrying after a pause; Status adds
+// the pause as a google.rpc.RetryInfo.
+type RetryAfterError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // errorClass is how one kind of error appears on the wire.
 type errorClass struct {
@@ -55,6 +87,10 @@ var errorClasses = []errorClass{
 	{store.ErrUnavailable, codes.Unavailable, ReasonStoreUnavailable},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, ReasonDeadlineExceeded},
 	{context.Canceled, codes.Canceled, ReasonCanceled},
+	{ErrUnauthenticated, codes.Unauthenticated, ReasonUnauthenticated},
+	{ErrPermissionDenied, codes.PermissionDenied, ReasonPermissionDenied},
+	{ErrRateLimited, codes.ResourceExhausted, ReasonRateLimited},
+	{ErrOverloaded, codes.ResourceExhausted, ReasonOverloaded},
 }
 
 // Status converts any error from a handler into a gRPC status carrying a
@@ -97,11 +133,21 @@ func Status(err error, consumer, key string) *status.Status {
 	if code == codes.Internal {
 		msg = "internal error" // the cause is logged, not sent
 	}
+	var retry *RetryAfterError
+	if errors.As(err, &retry) {
+		return withDetails(code, msg, reason, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
+	}
 	return withDetails(code, msg, reason, meta)
 }
 
 func withDetails(code codes.Code, msg, reason string, meta map[string]string, extra ...protoadapt.MessageV1) *status.Status {
 	s := status.New(code, msg)
+	// Protobuf refuses to marshal a string that is not UTF-8, and would
+	// then drop every detail; a consumer or key can only be invalid here
+	// when a handler is called directly, but the reason must survive.
+	for k, v := range meta {
+		meta[k] = strings.ToValidUTF8(v, "\uFFFD")
+	}
 	details := append([]protoadapt.MessageV1{&errdetails.ErrorInfo{
 		Reason:   reason,
 		Domain:   ErrorDomain,

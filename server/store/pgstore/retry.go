@@ -56,6 +56,9 @@ func (s *Store) withRetry(ctx context.Context, op string, attempt func(context.C
 	attempts := 0
 	err := crdb.ExecuteCtx(crdb.WithMaxRetries(ctx, maxRetries), func(ctx context.Context, _ ...any) error {
 		if attempts > 0 {
+			if s.onRetry != nil {
+				s.onRetry(op)
+			}
 			// ExecuteCtx retries at once; without a pause the retries of
 			// contended transactions collide again.
 			if err := sleep(ctx, backoff(attempts)); err != nil {

@@ -44,7 +44,15 @@ const maxMigrateRetries = 10
 // Store is a store.Store backed by a pgx connection pool.
 type Store struct {
 	pool *pgxpool.Pool
+	// onRetry, when set, is told of every retried attempt (for metrics).
+	onRetry func(op string)
 }
+
+// OnRetry makes the store call f with the operation's name each time it
+// runs an attempt again after a serialization failure or a lost
+// compare-and-set. Set it before the store is used; f must be cheap and safe
+// for concurrent use.
+func (s *Store) OnRetry(f func(op string)) { s.onRetry = f }
 
 var _ store.Store = (*Store)(nil)
 

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/dedupd/dedupd/server/auth"
+	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/throttle"
+)
+
+// newGuards loads the auth file and the TLS files and builds the limiters.
+// The function it returns reloads the files (SIGHUP); a file that fails to
+// load leaves the one in force.
+func newGuards(cfg Config, m *metrics.Metrics, log *slog.Logger) (guards, func() error, error) {
+	g := guards{metrics: m, inflight: throttle.NewInFlight(cfg.MaxInFlight)}
+	var reloads []func() error
+	if cfg.AuthTokens != "" {
+		a, err := auth.New(cfg.AuthTokens)
+		if err != nil {
+			return g, nil, err
+		}
+		g.auth = a
+		reloads = append(reloads, a.Reload)
+	} else {
+		log.Warn("authentication is off: every caller may act for every consumer", "listen", cfg.Listen)
+	}
+	if cfg.TLSCert != "" {
+		certs, err := newCertReloader(cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA)
+		if err != nil {
+			return g, nil, err
+		}
+		g.creds = credentials.NewTLS(certs.config())
+		reloads = append(reloads, certs.reload)
+	}
+	if cfg.RateLimit > 0 {
+		g.limiter = throttle.NewPerConsumer(cfg.RateLimit, cfg.RateBurst)
+	}
+	reload := func() error {
+		var errs []error
+		for _, r := range reloads {
+			errs = append(errs, r())
+		}
+		return errors.Join(errs...)
+	}
+	return g, reload, nil
+}
+
+// handleReloads runs reload each time signals delivers, until ctx ends.
+func handleReloads(ctx context.Context, signals <-chan os.Signal, reload func() error, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-signals:
+			if err := reload(); err != nil {
+				log.Error("reload failed; the configuration in force stays", "err", err)
+			} else {
+				log.Info("reloaded auth and TLS files")
+			}
+		}
+	}
+}
+
+// serveMetrics serves /metrics and /healthz on addr, if one is given, and
+// returns the address it listens on and a function that stops it.
+func serveMetrics(addr string, m *metrics.Metrics, hs *health.Server, log *slog.Logger) (string, func(), error) {
+	if addr == "" {
+		return "", func() {}, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("listening on --metrics-listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		resp, err := hs.Check(r.Context(), &healthpb.HealthCheckRequest{})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			http.Error(w, "NOT_SERVING", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "SERVING")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	return lis.Addr().String(), func() { srv.Close() }, nil
+}

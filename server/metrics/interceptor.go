@@ -1,0 +1,73 @@
+package metrics
+
+import (
+	"context"
+	"path"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/consumer"
+)
+
+// refusalReasons are the reasons given before a handler runs; they are
+// counted by reason only, since the consumer of such a call is unchecked.
+var refusalReasons = map[string]bool{
+	api.ReasonUnauthenticated:  true,
+	api.ReasonPermissionDenied: true,
+	api.ReasonRateLimited:      true,
+	api.ReasonOverloaded:       true,
+}
+
+// UnaryServerInterceptor counts the domain outcomes of each call from its
+// answer: claim outcomes, reacquired keys, digest conflicts, lost leases
+// and refusals. It goes outside the refusing interceptors to see them.
+func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if err != nil {
+			m.observeError(ctx, info.FullMethod, err)
+		} else if claim, ok := resp.(*dedupv1.ClaimResponse); ok {
+			m.observeClaim(ctx, claim)
+		}
+		return resp, err
+	}
+}
+
+func (m *Metrics) observeClaim(ctx context.Context, resp *dedupv1.ClaimResponse) {
+	name, _ := consumer.FromContext(ctx)
+	label := m.consumerLabel(name)
+	outcome := strings.ToLower(strings.TrimPrefix(resp.GetOutcome().String(), "OUTCOME_"))
+	m.claims.WithLabelValues(label, outcome).Inc()
+	if resp.GetOutcome() == dedupv1.Outcome_OUTCOME_ACQUIRED && resp.GetRecord().GetAttempts() > 1 {
+		m.reacquired.WithLabelValues(label).Inc()
+	}
+}
+
+func (m *Metrics) observeError(ctx context.Context, method string, err error) {
+	reason := reasonOf(err)
+	if refusalReasons[reason] {
+		m.refused.WithLabelValues(reason).Inc()
+		return
+	}
+	name, _ := consumer.FromContext(ctx)
+	switch reason {
+	case api.ReasonDigestMismatch:
+		m.digestConflicts.WithLabelValues(m.consumerLabel(name)).Inc()
+	case api.ReasonLeaseLost:
+		m.leasesLost.WithLabelValues(m.consumerLabel(name), path.Base(method)).Inc()
+	}
+}
+
+func reasonOf(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == api.ErrorDomain {
+			return info.GetReason()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,126 @@
+// Package metrics is dedupd's Prometheus instrumentation: the standard gRPC
+// server metrics (go-grpc-middleware providers/prometheus) plus a few
+// domain metrics, all on a registry of their own so nothing global leaks in.
+//
+// Cardinality is kept low on purpose: the only unbounded input, the
+// consumer name, is a label value for at most MaxConsumerLabels distinct
+// consumers (the first ones seen to reach a handler); later consumers share
+// the value OtherConsumers. Keys, digests and tokens are never labels.
+package metrics
+
+import (
+	"net/http"
+	"sync"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// MaxConsumerLabels bounds the distinct values of every consumer label.
+const MaxConsumerLabels = 100
+
+// OtherConsumers is the consumer label of every consumer past the first
+// MaxConsumerLabels.
+const OtherConsumers = "_other"
+
+// Metrics holds every collector dedupd exports.
+type Metrics struct {
+	Registry *prometheus.Registry
+	// GRPC is the standard grpc_server_* set, with a handling-time histogram.
+	GRPC *grpcprom.ServerMetrics
+
+	claims          *prometheus.CounterVec
+	reacquired      *prometheus.CounterVec
+	digestConflicts *prometheus.CounterVec
+	leasesLost      *prometheus.CounterVec
+	refused         *prometheus.CounterVec
+	panics          prometheus.Counter
+	reaperDeleted   prometheus.Counter
+	reaperPasses    *prometheus.CounterVec
+	reaperLastOK    prometheus.Gauge
+	storeRetries    *prometheus.CounterVec
+	storeErrors     *prometheus.CounterVec
+	serving         prometheus.Gauge
+
+	mu        sync.Mutex
+	consumers map[string]bool
+}
+
+// New creates and registers every collector.
+func New() *Metrics {
+	m := &Metrics{
+		Registry:  prometheus.NewRegistry(),
+		GRPC:      grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram()),
+		consumers: map[string]bool{},
+	}
+	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	m.claims = counterVec("dedupd_claims_total", "Claims answered, by consumer and outcome (acquired, in_progress, completed, rejected).", "consumer", "outcome")
+	m.reacquired = counterVec("dedupd_claims_reacquired_total", "Claims that acquired a key claimed before: a lease that ran out (takeover) or a retryable release.", "consumer")
+	m.digestConflicts = counterVec("dedupd_digest_conflicts_total", "Claims refused because the key is stored with another digest.", "consumer")
+	m.leasesLost = counterVec("dedupd_leases_lost_total", "Complete, Reject or ExtendLease refused because the caller's lease is no longer the key's current one.", "consumer", "method")
+	m.refused = counterVec("dedupd_refused_calls_total", "Calls refused before a handler ran, by reason (UNAUTHENTICATED, PERMISSION_DENIED, RATE_LIMITED, OVERLOADED).", "reason")
+	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "dedupd_panics_total", Help: "Handler panics turned into INTERNAL."})
+	m.reaperDeleted = prometheus.NewCounter(prometheus.CounterOpts{Name: "dedupd_reaper_deleted_total", Help: "Expired records deleted by the reaper."})
+	m.reaperPasses = counterVec("dedupd_reaper_passes_total", "Reaper passes, by result (ok, error).", "result")
+	m.reaperLastOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: "dedupd_reaper_last_success_timestamp_seconds", Help: "Unix time of the last reaper pass that finished without error; 0 before the first."})
+	m.storeRetries = counterVec("dedupd_store_retries_total", "Store transactions run again after a serialization failure or lost compare-and-set (PostgreSQL/CockroachDB).", "op")
+	m.storeErrors = counterVec("dedupd_store_errors_total", "Store operations that failed, by operation and class (unavailable, deadline, canceled, internal). Refusals such as LEASE_LOST are not errors.", "op", "class")
+	m.serving = prometheus.NewGauge(prometheus.GaugeOpts{Name: "dedupd_serving", Help: "1 while the health status is SERVING (the store answers), else 0."})
+	m.Registry.MustRegister(m.GRPC, m.claims, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
+		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, r := range []string{"ok", "error"} {
+		m.reaperPasses.WithLabelValues(r)
+	}
+	return m
+}
+
+// consumerLabel returns the label value for a consumer: itself while fewer
+// than MaxConsumerLabels are known, else OtherConsumers.
+func (m *Metrics) consumerLabel(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.consumers[name] {
+		return name
+	}
+	if len(m.consumers) >= MaxConsumerLabels {
+		return OtherConsumers
+	}
+	m.consumers[name] = true
+	return name
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// Panic counts a handler panic.
+func (m *Metrics) Panic() { m.panics.Inc() }
+
+// Serving records the health status.
+func (m *Metrics) Serving(ok bool) {
+	if ok {
+		m.serving.Set(1)
+	} else {
+		m.serving.Set(0)
+	}
+}
+
+// StoreRetry counts one retried store transaction.
+func (m *Metrics) StoreRetry(op string) { m.storeRetries.WithLabelValues(op).Inc() }
+
+// ReaperPass records one reaper pass.
+func (m *Metrics) ReaperPass(deleted int, err error, unixNow float64) {
+	m.reaperDeleted.Add(float64(deleted))
+	if err != nil {
+		m.reaperPasses.WithLabelValues("error").Inc()
+		return
+	}
+	m.reaperPasses.WithLabelValues("ok").Inc()
+	m.reaperLastOK.Set(unixNow)
+}

@@ -1,0 +1,87 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// ObserveStore wraps a store so that its failures are counted by operation
+// and class. Methods it does not know pass through the embedded interface
+// unobserved, so a store that grows stays a valid store.Store here.
+func (m *Metrics) ObserveStore(s store.Store) store.Store {
+	return &observedStore{Store: s, m: m}
+}
+
+type observedStore struct {
+	store.Store
+	m *Metrics
+}
+
+// errorClass names the kind of a store failure; "" for success and for the
+// refusals the contract defines (they are answers, not failures).
+func errorClass(err error) string {
+	var conflict *store.ConflictError
+	switch {
+	case err == nil, errors.As(err, &conflict), errors.Is(err, store.ErrNotFound),
+		errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrDigestMismatch),
+		errors.Is(err, store.ErrAlreadyFinished):
+		return ""
+	case errors.Is(err, store.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "internal"
+}
+
+func (o *observedStore) observe(op string, err error) {
+	if class := errorClass(err); class != "" {
+		o.m.storeErrors.WithLabelValues(op, class).Inc()
+	}
+}
+
+func (o *observedStore) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	r, err := o.Store.Claim(ctx, p)
+	o.observe("claim", err)
+	return r, err
+}
+
+func (o *observedStore) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
+	r, err := o.Store.Complete(ctx, p)
+	o.observe("complete", err)
+	return r, err
+}
+
+func (o *observedStore) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
+	r, err := o.Store.Reject(ctx, p)
+	o.observe("reject", err)
+	return r, err
+}
+
+func (o *observedStore) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
+	r, err := o.Store.ExtendLease(ctx, p)
+	o.observe("extend_lease", err)
+	return r, err
+}
+
+func (o *observedStore) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
+	r, err := o.Store.Lookup(ctx, consumer, key)
+	o.observe("lookup", err)
+	return r, err
+}
+
+func (o *observedStore) DeleteExpired(ctx context.Context, limit int) (int, error) {
+	n, err := o.Store.DeleteExpired(ctx, limit)
+	o.observe("delete_expired", err)
+	return n, err
+}
+
+func (o *observedStore) Ping(ctx context.Context) error {
+	err := o.Store.Ping(ctx)
+	o.observe("ping", err)
+	return err
+}

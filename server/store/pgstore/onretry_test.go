@@ -1,0 +1,34 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+)
+
+// TestOnRetryIsToldOfEveryRetry: two lost compare-and-sets then success
+// make two retries of the named operation; a refusal makes none.
+func TestOnRetryIsToldOfEveryRetry(t *testing.T) {
+	var seen []string
+	s := &Store{}
+	s.OnRetry(func(op string) { seen = append(seen, op) })
+
+	fails := 2
+	err := s.withRetry(context.Background(), "complete", func(context.Context) error {
+		if fails > 0 {
+			fails--
+			return errConcurrentWrite
+		}
+		return nil
+	})
+	if err != nil || !slices.Equal(seen, []string{"complete", "complete"}) {
+		t.Fatalf("err = %v, retries seen = %v; want nil and two retries of complete", err, seen)
+	}
+
+	seen = nil
+	refusal := errors.New("refused")
+	if err := s.withRetry(context.Background(), "claim", func(context.Context) error { return refusal }); err == nil || len(seen) != 0 {
+		t.Fatalf("err = %v, retries seen = %v; want an error and no retries", err, seen)
+	}
+}

@@ -1,0 +1,154 @@
+// Package throttle keeps dedupd's latency bounded when callers ask for more
+// than it can give: a token bucket per consumer (so one consumer cannot
+// starve the others) and a bound on the calls in flight (so a burst is
+// refused at once instead of queueing behind the store).
+package throttle
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc"
+
+	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/consumer"
+)
+
+// sweepAt is the number of per-consumer buckets past which full (idle)
+// buckets are dropped. Dropping a full bucket changes nothing, since a new
+// one starts full; it only keeps memory bounded by the consumers active in
+// the last burst/rate seconds.
+const sweepAt = 10000
+
+// PerConsumer is a rate.Limiter for each consumer. It implements the
+// go-grpc-middleware ratelimit.Limiter interface.
+type PerConsumer struct {
+	limit rate.Limit
+	burst int
+
+	mu      sync.Mutex
+	buckets map[string]*rate.Limiter
+}
+
+// NewPerConsumer allows each consumer perSecond calls a second on average,
+// and burst at once. burst <= 0 means ceil(perSecond).
+func NewPerConsumer(perSecond float64, burst int) *PerConsumer {
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(perSecond)))
+	}
+	return &PerConsumer{limit: rate.Limit(perSecond), burst: burst, buckets: map[string]*rate.Limiter{}}
+}
+
+// Limit takes one token from the bucket of the call's consumer, or returns
+// ErrRateLimited with the time until one is free. Only DedupService calls
+// are limited: AdminService requests may name a consumer too, but an
+// operator's call must not use up that consumer's rate.
+func (p *PerConsumer) Limit(ctx context.Context) error {
+	name, named := consumer.FromContext(ctx)
+	if method, _ := grpc.Method(ctx); !named || !strings.HasPrefix(method, "/dedup.v1.DedupService/") {
+		return nil
+	}
+	now := time.Now()
+	r := p.bucket(name).ReserveN(now, 1)
+	delay := r.DelayFrom(now)
+	if delay == 0 {
+		return nil
+	}
+	r.CancelAt(now) // the caller is refused, not queued: give the token back
+	return &api.RetryAfterError{
+		Err:   fmt.Errorf("consumer %q is over its rate of %g calls/s: %w", name, float64(p.limit), api.ErrRateLimited),
+		After: delay,
+	}
+}
+
+func (p *PerConsumer) bucket(name string) *rate.Limiter {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, ok := p.buckets[name]
+	if ok {
+		return b
+	}
+	if len(p.buckets) >= sweepAt {
+		now := time.Now()
+		for n, old := range p.buckets {
+			if old.TokensAt(now) >= float64(p.burst) {
+				delete(p.buckets, n)
+			}
+		}
+	}
+	b = rate.NewLimiter(p.limit, p.burst)
+	p.buckets[name] = b
+	return b
+}
+
+// UnaryServerInterceptor refuses calls over their consumer's rate with
+// RESOURCE_EXHAUSTED, ErrorInfo RATE_LIMITED and a RetryInfo. (The
+// go-grpc-middleware ratelimit interceptor takes the same Limiter but
+// flattens its error into text, which would lose both details.)
+func UnaryServerInterceptor(p *PerConsumer) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if err := p.Limit(ctx); err != nil {
+			name, _ := consumer.FromContext(ctx)
+			return nil, api.Status(err, name, "").Err()
+		}
+		return handler(ctx, req)
+	}
+}
+
+// InFlight bounds the calls running at once.
+type InFlight struct {
+	max     int64
+	running atomic.Int64
+}
+
+// NewInFlight allows up to maxCalls calls at once.
+func NewInFlight(maxCalls int) *InFlight { return &InFlight{max: int64(maxCalls)} }
+
+// acquire takes a slot, or reports that none is free.
+func (f *InFlight) acquire() bool {
+	if f.running.Add(1) > f.max {
+		f.running.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (f *InFlight) release() { f.running.Add(-1) }
+
+// Running is the number of calls in flight now.
+func (f *InFlight) Running() int64 { return f.running.Load() }
+
+func (f *InFlight) refusal(ctx context.Context) error {
+	name, _ := consumer.FromContext(ctx)
+	err := fmt.Errorf("%d calls in flight, the most this server takes: %w", f.max, api.ErrOverloaded)
+	return api.Status(err, name, "").Err()
+}
+
+// UnaryServerInterceptor answers RESOURCE_EXHAUSTED / OVERLOADED at once
+// when maxCalls calls are already running.
+func (f *InFlight) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !f.acquire() {
+			return nil, f.refusal(ctx)
+		}
+		defer f.release()
+		return handler(ctx, req)
+	}
+}
+
+// StreamServerInterceptor is the same bound for streaming calls.
+func (f *InFlight) StreamServerInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if !f.acquire() {
+			return f.refusal(ss.Context())
+		}
+		defer f.release()
+		return handler(srv, ss)
+	}
+}

@@ -1,0 +1,114 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/sqlitestore"
+)
+
+// TestRateLimitIsPerConsumerWithRetryHint: with one call per 1000 s and a
+// burst of 2, a consumer's third call is refused with RATE_LIMITED and a
+// retry hint near 1000 s, while another consumer still has its own burst.
+// The rate is that low so that no refill can happen during the test.
+func TestRateLimitIsPerConsumerWithRetryHint(t *testing.T) {
+	cfg := testConfig()
+	cfg.RateLimit, cfg.RateBurst = 0.001, 2
+	srv := startGuarded(t, cfg, nil)
+	c := dedupv1.NewDedupServiceClient(srv.dial(t))
+	lookup := func(consumer string) error {
+		_, err := c.Lookup(context.Background(), &dedupv1.LookupRequest{Consumer: consumer, Key: "k"})
+		return err
+	}
+	for i := range 2 {
+		if err := lookup("inventory"); status.Code(err) != codes.NotFound {
+			t.Fatalf("call %d within the burst: %v, want NOT_FOUND", i+1, err)
+		}
+	}
+	err := lookup("inventory")
+	if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != api.ReasonRateLimited {
+		t.Fatalf("call over the rate: %v (reason %q), want RESOURCE_EXHAUSTED / RATE_LIMITED", err, reasonOf(err))
+	}
+	if d := retryDelay(err); d < 900*time.Second || d > 1000*time.Second {
+		t.Fatalf("RetryInfo delay = %v, want about 1000s", d)
+	}
+	if err := lookup("payments"); status.Code(err) != codes.NotFound {
+		t.Fatalf("another consumer: %v, want its own burst", err)
+	}
+	// AdminService is not limited, even for a request naming the consumer.
+	admin := dedupv1.NewAdminServiceClient(srv.dial(t))
+	for range 3 {
+		_, err := admin.DeleteRecord(context.Background(), &dedupv1.DeleteRecordRequest{Consumer: "inventory", Key: "k"})
+		if status.Code(err) != codes.NotFound || reasonOf(err) != api.ReasonNotFound {
+			t.Fatalf("AdminService call: %v, want it to reach the handler (RECORD_NOT_FOUND)", err)
+		}
+	}
+}
+
+// blockingStore holds every Lookup until released.
+type blockingStore struct {
+	store.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingStore) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.Store.Lookup(ctx, consumer, key)
+}
+
+// TestInFlightBoundShedsAtOnce: with --max-inflight 2 and two calls held
+// inside the store, the next call is refused with OVERLOADED without
+// waiting, health still answers, and once the held calls finish calls are
+// accepted again.
+func TestInFlightBoundShedsAtOnce(t *testing.T) {
+	sq, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	st := &blockingStore{Store: sq, entered: make(chan struct{}, 2), release: make(chan struct{})}
+	cfg := testConfig()
+	cfg.MaxInFlight = 2
+	srv := startGuarded(t, cfg, st)
+	conn := srv.dial(t)
+	c := dedupv1.NewDedupServiceClient(conn)
+	lookup := func() error {
+		_, err := c.Lookup(context.Background(), &dedupv1.LookupRequest{Consumer: "c", Key: "k"})
+		return err
+	}
+
+	held := make(chan error, 2)
+	for range 2 {
+		go func() { held <- lookup() }()
+		<-st.entered
+	}
+	err = lookup()
+	if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != api.ReasonOverloaded {
+		t.Fatalf("call over the bound: %v (reason %q), want RESOURCE_EXHAUSTED / OVERLOADED", err, reasonOf(err))
+	}
+	if resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("health while overloaded: %v, %v; want an answer", resp, err)
+	}
+	close(st.release)
+	for range 2 {
+		if err := <-held; status.Code(err) != codes.NotFound {
+			t.Fatalf("held call: %v, want NOT_FOUND", err)
+		}
+	}
+	if err := lookup(); status.Code(err) != codes.NotFound {
+		t.Fatalf("after the held calls finished: %v, want NOT_FOUND", err)
+	}
+	if n := srv.guards.inflight.Running(); n != 0 {
+		t.Fatalf("%d calls counted in flight after all finished", n)
+	}
+}

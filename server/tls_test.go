@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// tlsFixture is a server CA and a client CA with files for the server.
+type tlsFixture struct {
+	serverCA, clientCA *testCA
+	dir                string
+	cert, key, ca      string
+}
+
+func newTLSFixture(t *testing.T) *tlsFixture {
+	f := &tlsFixture{serverCA: newTestCA(t, "server-ca"), clientCA: newTestCA(t, "client-ca"), dir: t.TempDir()}
+	c, k := f.serverCA.issue(t, "dedupd", true)
+	f.cert = writeTemp(t, f.dir, "server.pem", c)
+	f.key = writeTemp(t, f.dir, "server-key.pem", k)
+	f.ca = writeTemp(t, f.dir, "client-ca.pem", f.clientCA.pem)
+	return f
+}
+
+// clientCreds trusts the server CA and presents the given certificates.
+func (f *tlsFixture) clientCreds(certs ...tls.Certificate) grpc.DialOption {
+	roots := x509.NewCertPool()
+	roots.AddCert(f.serverCA.cert)
+	return grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots, Certificates: certs}))
+}
+
+func lookupErr(conn *grpc.ClientConn, ctx context.Context, consumer string, opts ...grpc.CallOption) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := dedupv1.NewDedupServiceClient(conn).Lookup(ctx, &dedupv1.LookupRequest{Consumer: consumer, Key: "k"}, opts...)
+	return err
+}
+
+// TestTLSHandshake: a client that trusts the server's CA gets in; one
+// that speaks plaintext, or does not trust the CA, does not.
+func TestTLSHandshake(t *testing.T) {
+	f := newTLSFixture(t)
+	cfg := testConfig()
+	cfg.TLSCert, cfg.TLSKey = f.cert, f.key
+	srv := startGuarded(t, cfg, nil)
+
+	if err := lookupErr(srv.dial(t, f.clientCreds()), context.Background(), "c"); status.Code(err) != codes.NotFound {
+		t.Fatalf("TLS client: %v, want NOT_FOUND from the handler", err)
+	}
+	plain := srv.dial(t, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err := lookupErr(plain, context.Background(), "c"); status.Code(err) != codes.Unavailable {
+		t.Fatalf("plaintext client: %v, want UNAVAILABLE (no handshake)", err)
+	}
+	untrusting := srv.dial(t, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: x509.NewCertPool()})))
+	if err := lookupErr(untrusting, context.Background(), "c"); status.Code(err) != codes.Unavailable {
+		t.Fatalf("client not trusting the CA: %v, want UNAVAILABLE", err)
+	}
+}
+
+// TestMutualTLSIdentity: with --tls-client-ca the handshake needs a client
+// certificate from that CA, and a certificate named in the auth file
+// stands for a token.
+func TestMutualTLSIdentity(t *testing.T) {
+	f := newTLSFixture(t)
+	cfg := testConfig()
+	cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA = f.cert, f.key, f.ca
+	cfg.AuthTokens = authFile(t, fmt.Sprintf(`tokens: [{sha256: %s, consumers: [payments]}]
+certificates:
+  - {subject: "CN=inventory-worker", consumers: [inventory]}
+  - {uri: "spiffe://test/ledger", consumers: [ledger]}
+`, sha256Hex(allToken)))
+	srv := startGuarded(t, cfg, nil)
+
+	cases := []struct {
+		name     string
+		creds    grpc.DialOption
+		token    string
+		consumer string
+		code     codes.Code
+	}{
+		{"no client certificate", f.clientCreds(), "", "inventory", codes.Unavailable},
+		{"certificate of another CA", f.clientCreds(f.serverCA.keyPair(t, "inventory-worker")), "", "inventory", codes.Unavailable},
+		{"subject stands for a token", f.clientCreds(f.clientCA.keyPair(t, "inventory-worker")), "", "inventory", codes.NotFound},
+		{"subject limited to its consumers", f.clientCreds(f.clientCA.keyPair(t, "inventory-worker")), "", "payments", codes.PermissionDenied},
+		{"URI SAN stands for a token", f.clientCreds(f.clientCA.keyPair(t, "anything", "spiffe://test/ledger")), "", "ledger", codes.NotFound},
+		{"verified but unlisted certificate", f.clientCreds(f.clientCA.keyPair(t, "stranger")), "", "inventory", codes.Unauthenticated},
+		{"a token wins over the certificate", f.clientCreds(f.clientCA.keyPair(t, "inventory-worker")), allToken, "payments", codes.NotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := lookupErr(srv.dial(t, tc.creds), withToken(tc.token), tc.consumer)
+			if status.Code(err) != tc.code {
+				t.Fatalf("got %v, want %v", err, tc.code)
+			}
+		})
+	}
+}
+
+// TestTLSReloadServesTheNewCertificate: after the files change and the
+// server reloads, new connections get the new certificate.
+func TestTLSReloadServesTheNewCertificate(t *testing.T) {
+	f := newTLSFixture(t)
+	cfg := testConfig()
+	cfg.TLSCert, cfg.TLSKey = f.cert, f.key
+	srv := startGuarded(t, cfg, nil)
+	servedCN := func() string {
+		var p peer.Peer
+		conn := srv.dial(t, f.clientCreds())
+		if err := lookupErr(conn, context.Background(), "c", grpc.Peer(&p)); status.Code(err) != codes.NotFound {
+			t.Fatalf("lookup: %v", err)
+		}
+		return p.AuthInfo.(credentials.TLSInfo).State.PeerCertificates[0].Subject.CommonName
+	}
+	if cn := servedCN(); cn != "dedupd" {
+		t.Fatalf("served %q, want dedupd", cn)
+	}
+	c, k := f.serverCA.issue(t, "dedupd-rotated", true)
+	rewrite(t, f.cert, string(c))
+	rewrite(t, f.key, string(k))
+	if err := srv.reload(); err != nil {
+		t.Fatal(err)
+	}
+	if cn := servedCN(); cn != "dedupd-rotated" {
+		t.Fatalf("after reload served %q, want dedupd-rotated", cn)
+	}
+	rewrite(t, f.key, "not a key")
+	if err := srv.reload(); err == nil {
+		t.Fatal("reload with a broken key succeeded")
+	}
+	if cn := servedCN(); cn != "dedupd-rotated" {
+		t.Fatalf("after a failed reload served %q, want the certificate in force", cn)
+	}
+}
