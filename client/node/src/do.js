@@ -8,8 +8,13 @@
 // jittered exponential backoff, never past the holder's lease (retryAfter),
 // up to maxWait seconds. signal aborts when the lease is lost.
 
+const crypto = require('node:crypto');
 const { seconds, toBuffer } = require('./client');
 const { AlreadyFinished, DedupError, InProgressTimeout, LeaseLost, Rejected } = require('./errors');
+
+// The reason of the release after fn threw anything but Terminal; the
+// message names the error. The Go and Python clients use the same.
+const RETRYABLE_REASON = 'RETRYABLE_ERROR';
 
 /** Throw from fn to refuse the work for good: the rejection is stored and replayed. */
 class Terminal extends Error {
@@ -36,8 +41,15 @@ async function doOnce(client, consumer, key, fn, {
 } = {}) {
   const deadline = Date.now() + maxWait * 1000;
   let backoff = initialBackoff;
+  // A unique owner lets do() recognise its own claim whose ACQUIRED reply
+  // was lost and retried into IN_PROGRESS (as the Go client does).
+  const me = `${truncate(owner, 200)}#${crypto.randomBytes(12).toString('hex')}`;
   for (;;) {
-    const resp = await client.claim(consumer, key, { digest, leaseTtl, owner });
+    const resp = await client.claim(consumer, key, { digest, leaseTtl, owner: me });
+    if (resp.outcome === 'OUTCOME_IN_PROGRESS' && resp.record.owner === me) {
+      resp.outcome = 'OUTCOME_ACQUIRED';
+      resp.fencingToken = resp.record.fencingToken;
+    }
     switch (resp.outcome) {
       case 'OUTCOME_ACQUIRED':
         return runClaimed(client, consumer, key, resp, fn, leaseTtl, heartbeatEvery || leaseTtl / 3);
@@ -74,8 +86,8 @@ async function runClaimed(client, consumer, key, claim, fn, leaseTtl, every) {
     }
     try {
       await client.reject(consumer, key, token, {
-        reason: String((err && err.name) || 'Error').slice(0, 128),
-        message: truncate(String((err && err.message) || err), 4096),
+        reason: RETRYABLE_REASON,
+        message: truncate(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 4096),
         retryable: true,
       });
     } catch (releaseErr) {

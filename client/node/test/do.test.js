@@ -70,7 +70,8 @@ describe('do', () => {
     await assert.rejects(dedupd.do(c, CONSUMER, key, recorder({ throws: new RangeError('db down') })), RangeError);
     const released = await c.lookup(CONSUMER, key);
     assert.equal(released.state, 'STATE_RELEASED');
-    assert.equal(released.rejection.reason, 'RangeError');
+    assert.equal(released.rejection.reason, 'RETRYABLE_ERROR');
+    assert.equal(released.rejection.message, 'RangeError: db down');
     assert.equal(released.rejection.retryable, true);
     const fn = recorder();
     const out = await dedupd.do(c, CONSUMER, key, fn);
@@ -110,6 +111,26 @@ describe('do', () => {
       assert.equal(err.record.owner, 'holder');
       return true;
     });
+  });
+
+  it('carries on with its own claim whose reply was lost', async () => {
+    const key = uniqueKey();
+    let claims = 0;
+    // Applies the first Claim but answers as a retry would: IN_PROGRESS.
+    const losesFirstReply = Object.create(c, {
+      claim: {
+        value: async (...args) => {
+          claims += 1;
+          if (claims === 1) await c.claim(...args);
+          return c.claim(...args);
+        },
+      },
+    });
+    const fn = recorder();
+    const out = await dedupd.do(losesFirstReply, CONSUMER, key, fn, { owner: 'w', maxWait: 0 });
+    assert.equal(out.replayed, false);
+    assert.deepEqual(fn.calls, [[1, 1]]);
+    assert.match(out.record.owner, /^w#[0-9a-f]{24}$/);
   });
 
   it('passes DigestMismatch through', async () => {

@@ -11,6 +11,7 @@ with jittered exponential backoff, never past the holder's lease
 
 import dataclasses
 import random
+import secrets
 import threading
 import time
 
@@ -19,6 +20,11 @@ from dedup.v1 import dedup_pb2
 from .client import seconds
 from .errors import (AlreadyFinished, DedupError, InProgressTimeout, LeaseLost,
                      Rejected)
+
+
+# The reason of the release after fn raised anything but Terminal; the
+# message names the exception. The Go and Node clients use the same.
+RETRYABLE_REASON = "RETRYABLE_ERROR"
 
 
 class Terminal(Exception):
@@ -55,8 +61,13 @@ def do(client, consumer, key, fn, *, digest=b"", lease_ttl=30.0, owner="", max_w
     """
     deadline = time.monotonic() + max_wait
     backoff = initial_backoff
+    # A unique owner lets do() recognise its own claim whose ACQUIRED reply
+    # was lost and retried into IN_PROGRESS (as the Go client does).
+    owner = f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
     while True:
         resp = client.claim(consumer, key, digest=digest, lease_ttl=lease_ttl, owner=owner)
+        if (resp.outcome == dedup_pb2.OUTCOME_IN_PROGRESS and resp.record.owner == owner):
+            resp.outcome, resp.fencing_token = dedup_pb2.OUTCOME_ACQUIRED, resp.record.fencing_token
         if resp.outcome == dedup_pb2.OUTCOME_ACQUIRED:
             return _run(client, consumer, key, resp, fn, lease_ttl,
                         heartbeat_every or lease_ttl / 3)
@@ -90,8 +101,8 @@ def _run(client, consumer, key, claim, fn, lease_ttl, heartbeat_every):
         raise Rejected(record, replayed=False) from t
     except BaseException as e:
         try:
-            client.reject(consumer, key, token, reason=type(e).__name__[:128],
-                          message=_truncate(str(e), 4096), retryable=True)
+            client.reject(consumer, key, token, reason=RETRYABLE_REASON,
+                          message=_truncate(f"{type(e).__name__}: {e}", 4096), retryable=True)
         except DedupError:
             pass  # the lease runs out anyway; fn's own error matters more
         raise

@@ -82,7 +82,8 @@ class DoTest(unittest.TestCase):
             dedupd.do(self.client, CONSUMER, key, Calls(raises=ConnectionError("db down")))
         released = self.client.lookup(CONSUMER, key)
         self.assertEqual(released.state, dedupd.STATE_RELEASED)
-        self.assertEqual(released.rejection.reason, "ConnectionError")
+        self.assertEqual(released.rejection.reason, "RETRYABLE_ERROR")
+        self.assertEqual(released.rejection.message, "ConnectionError: db down")
         self.assertTrue(released.rejection.retryable)
         fn = Calls()
         out = dedupd.do(self.client, CONSUMER, key, fn)
@@ -110,6 +111,30 @@ class DoTest(unittest.TestCase):
         with self.assertRaises(dedupd.InProgressTimeout) as cm:
             dedupd.do(self.client, CONSUMER, key, Calls(), max_wait=0.3)
         self.assertEqual(cm.exception.record.owner, "holder")
+
+    def test_own_claim_with_lost_reply_is_carried_on(self):
+        key = unique_key()
+
+        class LosesFirstReply:
+            """Applies the first Claim but answers as a retry would: IN_PROGRESS."""
+
+            def __init__(self, client):
+                self.client, self.claims = client, 0
+
+            def __getattr__(self, name):
+                return getattr(self.client, name)
+
+            def claim(self, *args, **kwargs):
+                self.claims += 1
+                if self.claims == 1:
+                    self.client.claim(*args, **kwargs)
+                return self.client.claim(*args, **kwargs)
+
+        fn = Calls()
+        out = dedupd.do(LosesFirstReply(self.client), CONSUMER, key, fn, owner="w", max_wait=0)
+        self.assertFalse(out.replayed)
+        self.assertEqual(fn.calls, [(1, 1)])
+        self.assertTrue(out.record.owner.startswith("w#"))
 
     def test_digest_mismatch(self):
         key = unique_key()
