@@ -130,7 +130,7 @@ func isLoopback(target string) bool {
 func (s settings) retryInterceptor() grpc.UnaryClientInterceptor {
 	return retry.UnaryClientInterceptor(
 		retry.WithCodes(codes.Unavailable),
-		retry.WithMax(s.retries),
+		retry.WithMax(s.retries+1), // the interceptor counts the first call too
 		retry.WithBackoff(s.backoff),
 	)
 }
