@@ -54,8 +54,11 @@ func run(addr, dbURL string, seed int, reconcile bool) error {
 	c := &stock.Consumer{DB: db, Dedup: dedup, Name: "inventory", LeaseTTL: 30 * time.Second}
 	if reconcile {
 		report, err := c.Reconciler().Run(ctx)
+		if err != nil {
+			return err
+		}
 		fmt.Printf("reconciled: %+v\n", report)
-		return err
+		return nil
 	}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
