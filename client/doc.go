@@ -1,0 +1,15 @@
+// Package client is the Go client of dedupd.
+//
+// It has three layers. Client wraps every DedupService RPC with Go types and
+// typed errors (ErrDigestMismatch, ErrLeaseLost, ... usable with errors.Is,
+// and *Error for the gRPC status, ErrorInfo reason and stored record). Do is
+// the two-phase pattern done for you: claim, run the caller's function with
+// the fencing token, keep the lease alive, then Complete or Reject, and
+// replay stored outcomes without running the function. Reconciler walks the
+// claims whose lease ran out and settles each one after checking the
+// caller's own system.
+//
+// Digest, DigestJSON and DigestProto implement the versioned digest spec of
+// docs/guarantees.md, which every dedupd client reproduces byte for byte;
+// testdata/digest-vectors.json holds the shared test vectors.
+package client

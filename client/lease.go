@@ -1,0 +1,80 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// leaseRef names one lease.
+type leaseRef struct {
+	consumer, key string
+	token         int64
+	ttl           time.Duration
+}
+
+// leaseKeeper extends a lease while fn runs.
+type leaseKeeper struct {
+	quit chan struct{}
+	done chan struct{}
+}
+
+// keepLease extends the lease every ExtendFraction of its length and calls
+// cancel with a cause matching ErrLeaseLost when the server says the lease
+// is gone, or when the lease ran out locally before an extension got
+// through (the server may not have said so yet, but another caller may
+// already hold the key).
+func (c *Client) keepLease(ctx context.Context, cancel context.CancelCauseFunc, ref leaseRef,
+	opt DoOptions, leaseEnd time.Time) *leaseKeeper {
+	k := &leaseKeeper{quit: make(chan struct{}), done: make(chan struct{})}
+	fraction := opt.ExtendFraction
+	if fraction <= 0 || fraction >= 1 {
+		fraction = 1.0 / 3
+	}
+	// ttl is the lease length as the claim's record showed it (the server
+	// default when opt.LeaseTTL is unset); extensions ask for opt.LeaseTTL,
+	// zero meaning that same default.
+	ttl := ref.ttl
+	every := max(time.Duration(float64(ttl)*fraction), time.Millisecond)
+	go func() {
+		defer close(k.done)
+		next := min(every, time.Until(leaseEnd)/2)
+		for {
+			select {
+			case <-k.quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(next):
+			}
+			start := time.Now()
+			callCtx, callCancel := context.WithDeadline(ctx, leaseEnd)
+			_, err := c.ExtendLease(callCtx, ref.consumer, ref.key, ref.token, opt.LeaseTTL)
+			callCancel()
+			switch {
+			case err == nil:
+				leaseEnd, next = start.Add(ttl), every
+			case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrAlreadyFinished), errors.Is(err, ErrNotFound):
+				cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+				return
+			case ctx.Err() != nil:
+				return
+			case !time.Now().Before(leaseEnd):
+				cancel(fmt.Errorf("%w: the lease ran out while it could not be extended: %w", ErrLeaseLost, err))
+				return
+			default:
+				// Transient: try again soon, well before the lease runs out.
+				next = max(min(every/4, time.Until(leaseEnd)/2), time.Millisecond)
+			}
+		}
+	}()
+	return k
+}
+
+// stop ends the keeper and waits for it, so that no extension is in flight
+// when the outcome is recorded.
+func (k *leaseKeeper) stop() {
+	close(k.quit)
+	<-k.done
+}

@@ -1,0 +1,120 @@
+'use strict';
+// Client: promise-returning wrappers over every DedupService RPC. Each
+// method resolves to the response (records as plain objects: camelCase
+// fields, enums as strings, int64 as numbers, bytes as Buffers) and rejects
+// with a DedupError subclass.
+
+const grpc = require('@grpc/grpc-js');
+const { DedupService } = require('./proto');
+const { fromServiceError } = require('./errors');
+
+// UNAVAILABLE means nothing was done, so gRPC retries it. Every
+// DedupService call is safe to repeat: Complete, Reject and ExtendLease
+// repeat to the same record, and a repeated Claim whose first answer was
+// lost at worst reports the caller's own claim as IN_PROGRESS until its
+// lease runs out.
+const RETRY_SERVICE_CONFIG = JSON.stringify({
+  methodConfig: [{
+    name: [{ service: 'dedup.v1.DedupService' }],
+    retryPolicy: {
+      maxAttempts: 4, initialBackoff: '0.05s', maxBackoff: '1s', backoffMultiplier: 2,
+      retryableStatusCodes: ['UNAVAILABLE'],
+    },
+  }],
+});
+
+/** A google.protobuf.Duration from seconds; undefined stays unset (the server default). */
+function duration(secs) {
+  if (secs === undefined || secs === null) return null;
+  const whole = Math.floor(secs);
+  return { seconds: whole, nanos: Math.round((secs - whole) * 1e9) };
+}
+
+/** Seconds in a Duration object. */
+function seconds(d) {
+  return d ? Number(d.seconds) + d.nanos / 1e9 : 0;
+}
+
+class Client {
+  /**
+   * new Client('127.0.0.1:7070') connects without TLS. Options: tls (true,
+   * or {rootCerts: Buffer}); token, sent as "authorization: Bearer <token>"
+   * (needs TLS: gRPC sends no call credentials in clear text); timeout,
+   * the per-call deadline in seconds (default 30, null for none);
+   * channelOptions, passed to grpc-js.
+   */
+  constructor(target, { tls = false, token = null, timeout = 30, channelOptions = {} } = {}) {
+    let creds = grpc.credentials.createInsecure();
+    if (tls || token) {
+      creds = grpc.credentials.createSsl(tls && tls.rootCerts ? tls.rootCerts : null);
+      if (token) {
+        const call = grpc.credentials.createFromMetadataGenerator((_, cb) => {
+          const md = new grpc.Metadata();
+          md.set('authorization', `Bearer ${token}`);
+          cb(null, md);
+        });
+        creds = grpc.credentials.combineChannelCredentials(creds, call);
+      }
+    }
+    this.timeout = timeout;
+    this.stub = new DedupService(target, creds, { 'grpc.service_config': RETRY_SERVICE_CONFIG, ...channelOptions });
+  }
+
+  close() {
+    this.stub.close();
+  }
+
+  call(method, request) {
+    const options = this.timeout == null ? {} : { deadline: new Date(Date.now() + this.timeout * 1000) };
+    return new Promise((resolve, reject) => {
+      this.stub[method](request, options, (err, resp) => (err ? reject(fromServiceError(err)) : resolve(resp)));
+    });
+  }
+
+  /** Resolves to the ClaimResponse {outcome, record, fencingToken, retryAfter}. leaseTtl in seconds. */
+  claim(consumer, key, { digest = Buffer.alloc(0), leaseTtl, owner = '' } = {}) {
+    return this.call('Claim', { consumer, key, digest, leaseTtl: duration(leaseTtl), owner });
+  }
+
+  /** Stores the result; resolves to the COMPLETED record. */
+  async complete(consumer, key, fencingToken, result = Buffer.alloc(0)) {
+    return (await this.call('Complete', { consumer, key, fencingToken, result: toBuffer(result) })).record;
+  }
+
+  /** Stores a terminal rejection, or with retryable releases the key; resolves to the record. */
+  async reject(consumer, key, fencingToken, { reason = '', message = '', detail = Buffer.alloc(0), retryable = false } = {}) {
+    return (await this.call('Reject', { consumer, key, fencingToken, reason, message, detail: toBuffer(detail), retryable })).record;
+  }
+
+  /** Resolves to the key's record; rejects with RecordNotFound if there is none. */
+  async lookup(consumer, key) {
+    return (await this.call('Lookup', { consumer, key })).record;
+  }
+
+  /** Pushes the lease out to leaseTtl seconds from now; resolves to the record. */
+  async extendLease(consumer, key, fencingToken, { leaseTtl } = {}) {
+    return (await this.call('ExtendLease', { consumer, key, fencingToken, leaseTtl: duration(leaseTtl) })).record;
+  }
+
+  /** One page of ListRecords: filters are ListRecordsRequest fields in camelCase. */
+  listRecords(consumer, filters = {}) {
+    return this.call('ListRecords', { consumer, ...filters });
+  }
+
+  /** Every record ListRecords lists, following the pages. */
+  async* iterRecords(consumer, filters = {}) {
+    let pageToken = filters.pageToken || '';
+    do {
+      const page = await this.listRecords(consumer, { ...filters, pageToken });
+      yield* page.records;
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+  }
+}
+
+function toBuffer(v) {
+  if (v === undefined || v === null) return Buffer.alloc(0);
+  return typeof v === 'string' ? Buffer.from(v, 'utf8') : Buffer.from(v);
+}
+
+module.exports = { Client, duration, seconds, toBuffer };

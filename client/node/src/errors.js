@@ -1,0 +1,95 @@
+'use strict';
+// Typed errors for dedupd calls, built from the server's google.rpc.Status
+// (trailing metadata "grpc-status-details-bin"): the ErrorInfo reason
+// (domain "dedup.v1") picks the class; the stored dedup.v1.Record, when the
+// server attached one, is err.record.
+
+const { status: Code } = require('@grpc/grpc-js');
+const { Record, Status, ErrorInfo, OBJECT_OPTIONS } = require('./proto');
+
+const ERROR_DOMAIN = 'dedup.v1';
+const RECORD_TYPE_URL = 'type.googleapis.com/dedup.v1.Record';
+const ERROR_INFO_TYPE_URL = 'type.googleapis.com/google.rpc.ErrorInfo';
+
+/**
+ * An error answered by dedupd (or by gRPC on the way). code is the gRPC
+ * status code (number), reason the ErrorInfo reason ('' when none, e.g.
+ * UNIMPLEMENTED), metadata the ErrorInfo metadata, record the stored record
+ * or null.
+ */
+class DedupError extends Error {
+  constructor(message, { code = null, reason = '', metadata = {}, record = null, cause } = {}) {
+    super(message, cause ? { cause } : undefined);
+    this.name = this.constructor.name;
+    this.code = code;
+    this.reason = reason;
+    this.metadata = metadata;
+    this.record = record;
+  }
+}
+
+/** Same key, other content: err.record is the stored record. */
+class DigestMismatch extends DedupError {}
+/** The fencing token is no longer current (taken over, or released). */
+class LeaseLost extends DedupError {}
+/** The key already has another terminal outcome. */
+class AlreadyFinished extends DedupError {}
+/** Lookup of a key with no live record. */
+class RecordNotFound extends DedupError {}
+/** A field broke the API's limits (metadata.field names it), or the request did not decode. */
+class InvalidRequest extends DedupError {}
+/** The server or its store could not be reached; nothing changed. */
+class Unavailable extends DedupError {}
+/** dedup.do() waited its bound while another caller held the key; err.record is the last seen. */
+class InProgressTimeout extends DedupError {}
+
+/**
+ * The key's outcome is a terminal rejection: fresh (fn threw Terminal;
+ * replayed false) or stored earlier (replayed true). err.rejection holds
+ * reason, message and detail.
+ */
+class Rejected extends DedupError {
+  constructor(record, replayed, cause) {
+    super(`rejected: ${record.rejection.reason}: ${record.rejection.message}`, { reason: 'REJECTED', record, cause });
+    this.replayed = replayed;
+    this.rejection = record.rejection;
+  }
+}
+
+const BY_REASON = {
+  DIGEST_MISMATCH: DigestMismatch,
+  LEASE_LOST: LeaseLost,
+  ALREADY_FINISHED: AlreadyFinished,
+  RECORD_NOT_FOUND: RecordNotFound,
+  INVALID_FIELD: InvalidRequest,
+  MALFORMED_REQUEST: InvalidRequest,
+  STORE_UNAVAILABLE: Unavailable,
+};
+
+/** Converts a @grpc/grpc-js ServiceError into the matching DedupError. */
+function fromServiceError(err) {
+  let reason = '';
+  let metadata = {};
+  let record = null;
+  const raw = err.metadata ? err.metadata.get('grpc-status-details-bin') : [];
+  for (const bytes of raw) {
+    const status = Status.decode(bytes);
+    for (const detail of status.details) {
+      if (detail.typeUrl === ERROR_INFO_TYPE_URL) {
+        const info = ErrorInfo.toObject(ErrorInfo.decode(detail.value), { defaults: true });
+        if (info.domain === ERROR_DOMAIN) ({ reason, metadata } = info);
+      } else if (detail.typeUrl === RECORD_TYPE_URL) {
+        record = Record.toObject(Record.decode(detail.value), OBJECT_OPTIONS);
+      }
+    }
+  }
+  let Class = BY_REASON[reason];
+  if (!Class) Class = err.code === Code.UNAVAILABLE ? Unavailable : DedupError;
+  const label = reason || Code[err.code] || 'ERROR';
+  return new Class(`${label}: ${err.details || err.message}`, { code: err.code, reason, metadata, record, cause: err });
+}
+
+module.exports = {
+  ERROR_DOMAIN, DedupError, DigestMismatch, LeaseLost, AlreadyFinished, RecordNotFound,
+  InvalidRequest, Unavailable, InProgressTimeout, Rejected, fromServiceError,
+};

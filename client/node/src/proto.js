@@ -1,0 +1,70 @@
+'use strict';
+// The dedup.v1 protos, loaded at run time from the repository's proto/
+// directory (the one source of truth; `npm pack` copies it in, see
+// package.json), once for gRPC (proto-loader) and once as protobufjs types
+// for the stored records that errors carry and for protobuf digests.
+
+const fs = require('node:fs');
+const path = require('node:path');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+const protobuf = require('protobufjs');
+
+/** The directory holding dedup/v1/*.proto: a packed copy, else the repo's. */
+function protoDir() {
+  const packed = path.join(__dirname, '..', 'proto');
+  if (fs.existsSync(path.join(packed, 'dedup', 'v1', 'dedup.proto'))) return packed;
+  return path.join(__dirname, '..', '..', '..', 'proto');
+}
+
+/** How messages look in JavaScript, for gRPC calls and decoded details alike. */
+const OBJECT_OPTIONS = { longs: Number, enums: String, bytes: Buffer, defaults: true, oneofs: true };
+
+const DEDUP_PROTO = path.join(protoDir(), 'dedup', 'v1', 'dedup.proto');
+
+const packageDefinition = protoLoader.loadSync(DEDUP_PROTO, {
+  keepCase: false,
+  includeDirs: [protoDir()],
+  ...OBJECT_OPTIONS,
+});
+const { DedupService } = grpc.loadPackageDefinition(packageDefinition).dedup.v1;
+
+/** protobufjs types of dedup.v1, e.g. root.lookupType('dedup.v1.ClaimRequest'). */
+const root = protobuf.loadSync(DEDUP_PROTO);
+
+// google.rpc.Status and ErrorInfo, wire-compatible with googleapis' protos,
+// declared here so that no googleapis package is needed. Any is a plain
+// message here on purpose: protobufjs would otherwise try to unpack it.
+const rpcRoot = protobuf.Root.fromJSON({
+  nested: {
+    dedupd_private: {
+      nested: {
+        Any: { fields: { typeUrl: { type: 'string', id: 1 }, value: { type: 'bytes', id: 2 } } },
+        Status: {
+          fields: {
+            code: { type: 'int32', id: 1 },
+            message: { type: 'string', id: 2 },
+            details: { rule: 'repeated', type: 'Any', id: 3 },
+          },
+        },
+        ErrorInfo: {
+          fields: {
+            reason: { type: 'string', id: 1 },
+            domain: { type: 'string', id: 2 },
+            metadata: { keyType: 'string', type: 'string', id: 3 },
+          },
+        },
+      },
+    },
+  },
+});
+
+module.exports = {
+  DedupService,
+  root,
+  Record: root.lookupType('dedup.v1.Record'),
+  Status: rpcRoot.lookupType('dedupd_private.Status'),
+  ErrorInfo: rpcRoot.lookupType('dedupd_private.ErrorInfo'),
+  OBJECT_OPTIONS,
+  protoDir,
+};

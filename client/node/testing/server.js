@@ -1,0 +1,66 @@
+'use strict';
+// A real dedupd for the tests: built from this repository and started on the
+// embedded SQLite store in a temporary directory, once per test file.
+// DEDUPD_BIN names a prebuilt binary to use instead of building one.
+
+const { execFileSync, spawn } = require('node:child_process');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+
+const REPO = path.resolve(__dirname, '..', '..', '..');
+
+async function startServer() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dedupd-node-'));
+  let bin = process.env.DEDUPD_BIN;
+  if (!bin) {
+    bin = path.join(dir, 'dedupd');
+    execFileSync('go', ['build', '-o', bin, './cmd/dedupd'], { cwd: REPO, stdio: 'inherit' });
+  }
+  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', path.join(dir, 'data')],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
+  const logs = [];
+  const addr = await new Promise((resolve, reject) => {
+    const lines = readline.createInterface({ input: proc.stderr });
+    lines.on('line', (line) => {
+      logs.push(line);
+      let entry;
+      try { entry = JSON.parse(line); } catch { return; }
+      if (entry.msg === 'dedupd serving') resolve(entry.listen);
+    });
+    proc.on('exit', (code) => reject(new Error(`dedupd exited (${code}) before serving:\n${logs.join('\n')}`)));
+  });
+  return {
+    addr,
+    logs,
+    async stop() {
+      const exited = new Promise((resolve) => proc.once('exit', resolve));
+      proc.kill('SIGTERM');
+      await exited;
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A key no other test uses, so tests share one server safely. */
+function uniqueKey(prefix = 'k') {
+  return `${prefix}-${crypto.randomUUID()}`;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Claims key until its current lease runs out and the claim acquires. */
+async function takeOver(client, consumer, key, { digest, leaseTtl = 30, owner = 'taker', bound = 20 } = {}) {
+  const deadline = Date.now() + bound * 1000;
+  for (;;) {
+    const resp = await client.claim(consumer, key, { digest, leaseTtl, owner });
+    if (resp.outcome !== 'OUTCOME_IN_PROGRESS') return resp;
+    if (Date.now() > deadline) throw new Error(`lease on ${key} never ran out`);
+    const after = Number(resp.retryAfter.seconds) * 1000 + resp.retryAfter.nanos / 1e6;
+    await sleep(Math.min(Math.max(after, 10), 500));
+  }
+}
+
+module.exports = { startServer, uniqueKey, sleep, takeOver };

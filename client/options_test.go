@@ -1,0 +1,178 @@
+package client_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/dedupd/dedupd/client"
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// fakeServer is an in-process DedupService that records what reached it
+// and fails the first failures calls with UNAVAILABLE.
+type fakeServer struct {
+	dedupv1.UnimplementedDedupServiceServer
+	calls    atomic.Int64
+	failures int64
+	auth     atomic.Value // string
+	peerCert atomic.Bool
+}
+
+func (f *fakeServer) Lookup(ctx context.Context, req *dedupv1.LookupRequest) (*dedupv1.LookupResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	f.auth.Store(strings.Join(md.Get("authorization"), ","))
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			f.peerCert.Store(len(info.State.PeerCertificates) > 0)
+		}
+	}
+	if f.calls.Add(1) <= f.failures {
+		return nil, status.Error(codes.Unavailable, "try again")
+	}
+	return &dedupv1.LookupResponse{Record: &dedupv1.Record{Key: req.GetKey()}}, nil
+}
+
+func serveFake(t *testing.T, f *fakeServer, opts ...grpc.ServerOption) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(opts...)
+	dedupv1.RegisterDedupServiceServer(s, f)
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
+func TestRetriesUnavailable(t *testing.T) {
+	tests := []struct {
+		name     string
+		retries  uint
+		failures int64
+		wantErr  error
+		calls    int64
+	}{
+		{"recovers", 3, 2, nil, 3},
+		{"gives up", 2, 10, client.ErrUnavailable, 3},
+		{"retries off", 0, 1, client.ErrUnavailable, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeServer{failures: tt.failures}
+			c := newClient(t, serveFake(t, f), client.WithRetries(tt.retries))
+			_, err := c.Lookup(testContext(t), "c", "k")
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) || f.calls.Load() != tt.calls {
+				t.Fatalf("Lookup = %v after %d calls; want %v after %d", err, f.calls.Load(), tt.wantErr, tt.calls)
+			}
+		})
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	f := &fakeServer{}
+	c := newClient(t, serveFake(t, f), client.WithBearerToken("s3cret"))
+	if _, err := c.Lookup(testContext(t), "c", "k"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.auth.Load(); got != "Bearer s3cret" {
+		t.Fatalf("server saw authorization %q", got)
+	}
+	if _, err := client.New("dedupd.example:7070", client.WithBearerToken("s3cret")); err == nil {
+		t.Fatal("New sent a bearer token in plaintext to a remote address")
+	}
+}
+
+// TestMutualTLS: LoadTLSConfig's configuration verifies the server and
+// presents the client certificate, and the token travels over TLS.
+func TestMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca, caKey := newCert(t, nil, nil, "test CA", dir, "ca")
+	newCert(t, ca, caKey, "127.0.0.1", dir, "server")
+	newCert(t, ca, caKey, "client", dir, "client")
+	serverCert, err := tls.LoadX509KeyPair(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	f := &fakeServer{}
+	addr := serveFake(t, f, grpc.Creds(credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{serverCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert,
+	})))
+
+	cfg, err := client.LoadTLSConfig(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, addr, client.WithTLS(cfg), client.WithBearerToken("t"))
+	if _, err := c.Lookup(testContext(t), "c", "k"); err != nil {
+		t.Fatal(err)
+	}
+	if !f.peerCert.Load() || f.auth.Load() != "Bearer t" {
+		t.Fatalf("server saw client cert %v, authorization %q", f.peerCert.Load(), f.auth.Load())
+	}
+	if _, err := client.LoadTLSConfig("", filepath.Join(dir, "client.pem"), ""); err == nil {
+		t.Fatal("LoadTLSConfig accepted a certificate without its key")
+	}
+}
+
+// newCert writes name.pem and name-key.pem, signed by parent (self-signed
+// CA when parent is nil).
+func newCert(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, cn, dir, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+	}
+	if ip := net.ParseIP(cn); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	}
+	if parent == nil {
+		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(filepath.Join(dir, name+"-key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}

@@ -1,0 +1,33 @@
+"""Python client of dedupd.
+
+    import dedupd
+    with dedupd.Client("127.0.0.1:7070") as c:
+        out = dedupd.do(c, "payments", "charge-42", charge,
+                        digest=dedupd.digest_json(request))
+
+Client wraps every DedupService RPC; do() runs the two-phase pattern;
+reconcile() settles claims whose lease ran out; digest_* compute the digest
+spec every dedupd client shares. Errors are DedupError subclasses carrying
+the server's ErrorInfo reason and the stored record.
+"""
+
+from dedup.v1.dedup_pb2 import (  # noqa: F401  (re-exported enums)
+    OUTCOME_ACQUIRED, OUTCOME_COMPLETED, OUTCOME_IN_PROGRESS, OUTCOME_REJECTED,
+    STATE_COMPLETED, STATE_PENDING, STATE_REJECTED, STATE_RELEASED)
+
+from .client import Client
+from .digest import (canonical_json, digest_bytes, digest_json, digest_json_text,
+                     digest_proto)
+from .do import Outcome, Terminal, do
+from .errors import (AlreadyFinished, DedupError, DigestMismatch, InProgressTimeout,
+                     InvalidRequest, LeaseLost, RecordNotFound, Rejected, Unavailable)
+from .reconcile import Complete, Reject, Release, Settled, reconcile
+
+__all__ = [
+    "Client", "do", "Outcome", "Terminal", "reconcile", "Complete", "Reject", "Release",
+    "Settled", "canonical_json", "digest_bytes", "digest_json", "digest_json_text",
+    "digest_proto", "DedupError", "DigestMismatch", "LeaseLost", "AlreadyFinished",
+    "RecordNotFound", "InvalidRequest", "Unavailable", "InProgressTimeout", "Rejected",
+    "OUTCOME_ACQUIRED", "OUTCOME_IN_PROGRESS", "OUTCOME_COMPLETED", "OUTCOME_REJECTED",
+    "STATE_PENDING", "STATE_COMPLETED", "STATE_REJECTED", "STATE_RELEASED",
+]

@@ -1,0 +1,142 @@
+"""Client: thin typed wrappers over every DedupService RPC.
+
+Each method returns the response's protobuf message (dedup.v1.Record, or the
+whole ClaimResponse / ListRecordsResponse) and raises a DedupError subclass
+instead of grpc.RpcError.
+"""
+
+import datetime
+import json
+
+import grpc
+from google.protobuf import duration_pb2
+
+from dedup.v1 import dedup_pb2, dedup_pb2_grpc
+
+from .errors import from_rpc_error
+
+_SERVICE = "dedup.v1.DedupService"
+
+# UNAVAILABLE means nothing was done (the server never saw the call, or the
+# store refused it before writing), so gRPC retries it. Every DedupService
+# call is safe to repeat: Complete, Reject and ExtendLease repeat to the same
+# record, and a repeated Claim whose first answer was lost at worst reports
+# the caller's own claim as IN_PROGRESS until its lease runs out.
+_RETRY_SERVICE_CONFIG = json.dumps({
+    "methodConfig": [{
+        "name": [{"service": _SERVICE}],
+        "retryPolicy": {
+            "maxAttempts": 4,
+            "initialBackoff": "0.05s",
+            "maxBackoff": "1s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE"],
+        },
+    }],
+})
+
+
+def duration(value):
+    """A google.protobuf.Duration from seconds (int/float) or a timedelta;
+    None stays None (the server's default)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    d = duration_pb2.Duration()
+    d.FromNanoseconds(int(round(value * 1e9)))
+    return d
+
+
+def seconds(d):
+    """Seconds in a google.protobuf.Duration, as a float."""
+    return d.seconds + d.nanos / 1e9
+
+
+class Client:
+    """A connection to one dedupd.
+
+    Client("127.0.0.1:7070") connects without TLS. tls=True (or
+    root_certificates=PEM bytes) uses TLS; token adds "authorization: Bearer
+    <token>" to every call (TLS is then required, as gRPC refuses to send
+    call credentials in clear text). channel= wraps an existing grpc.Channel
+    instead. timeout is the per-call deadline in seconds (None: none).
+    """
+
+    def __init__(self, target=None, *, tls=False, root_certificates=None, token=None,
+                 channel=None, timeout=30.0, options=()):
+        if channel is None:
+            if target is None:
+                raise ValueError("Client needs a target or a channel")
+            opts = [("grpc.service_config", _RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)]
+            opts.extend(options)
+            if tls or root_certificates or token:
+                creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+                if token:
+                    creds = grpc.composite_channel_credentials(
+                        creds, grpc.access_token_call_credentials(token))
+                channel = grpc.secure_channel(target, creds, options=opts)
+            else:
+                channel = grpc.insecure_channel(target, options=opts)
+        self.channel = channel
+        self.timeout = timeout
+        self._stub = dedup_pb2_grpc.DedupServiceStub(channel)
+
+    def close(self):
+        self.channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, method, request):
+        try:
+            return getattr(self._stub, method)(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from err
+
+    def claim(self, consumer, key, digest=b"", lease_ttl=None, owner=""):
+        """Claims (consumer, key); returns the ClaimResponse (outcome, record,
+        fencing_token, retry_after). lease_ttl is seconds or a timedelta."""
+        return self._call("Claim", dedup_pb2.ClaimRequest(
+            consumer=consumer, key=key, digest=digest, lease_ttl=duration(lease_ttl), owner=owner))
+
+    def complete(self, consumer, key, fencing_token, result=b""):
+        """Stores the result; returns the COMPLETED record."""
+        return self._call("Complete", dedup_pb2.CompleteRequest(
+            consumer=consumer, key=key, fencing_token=fencing_token, result=result)).record
+
+    def reject(self, consumer, key, fencing_token, reason="", message="", detail=b"",
+               retryable=False):
+        """Stores a terminal rejection, or with retryable=True releases the
+        key for a retry; returns the REJECTED or RELEASED record."""
+        return self._call("Reject", dedup_pb2.RejectRequest(
+            consumer=consumer, key=key, fencing_token=fencing_token, reason=reason,
+            message=message, detail=detail, retryable=retryable)).record
+
+    def lookup(self, consumer, key):
+        """Returns the key's record; raises RecordNotFound if it has none."""
+        return self._call("Lookup", dedup_pb2.LookupRequest(consumer=consumer, key=key)).record
+
+    def extend_lease(self, consumer, key, fencing_token, lease_ttl=None):
+        """Pushes the lease out to lease_ttl from now; returns the record."""
+        return self._call("ExtendLease", dedup_pb2.ExtendLeaseRequest(
+            consumer=consumer, key=key, fencing_token=fencing_token,
+            lease_ttl=duration(lease_ttl))).record
+
+    def list_records(self, consumer, **filters):
+        """One page of ListRecords; filters are ListRecordsRequest fields
+        (states, key_prefix, lease_expired, page_size, page_token, ...)."""
+        return self._call("ListRecords", dedup_pb2.ListRecordsRequest(consumer=consumer, **filters))
+
+    def iter_records(self, consumer, **filters):
+        """Yields every record ListRecords lists, following the pages."""
+        token = filters.pop("page_token", "")
+        while True:
+            page = self.list_records(consumer, page_token=token, **filters)
+            yield from page.records
+            token = page.next_page_token
+            if not token:
+                return

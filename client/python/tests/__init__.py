@@ -1,0 +1,1 @@
+"""Tests of the Python client against a real dedupd (see server.py)."""
