@@ -74,7 +74,7 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate chain to serve TLS with; reloaded on SIGHUP")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM CA certificates; when set, clients must present a certificate they signed (mutual TLS)")
-	f.IntVar(&cfg.MaxMessageBytes, "max-message-bytes", 0, "largest request message accepted, in bytes; 0 means max(4 MiB, --max-result-bytes + 64 KiB)")
+	f.IntVar(&cfg.MaxMessageBytes, "max-message-bytes", 0, "largest request message accepted, in bytes; 0 means room for the largest result a policy may allow (16 MiB + 64 KiB)")
 	f.Float64Var(&cfg.RateLimit, "rate-limit", 0, "calls per second each consumer may make; 0 turns the limit off")
 	f.IntVar(&cfg.RateBurst, "rate-burst", 0, "calls a consumer may make at once above --rate-limit; 0 means ceil(--rate-limit)")
 	f.IntVar(&cfg.MaxInFlight, "max-inflight", 1024, "calls running at once; more are refused at once with RESOURCE_EXHAUSTED (OVERLOADED)")
