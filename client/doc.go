@@ -12,4 +12,11 @@
 // Digest, DigestJSON and DigestProto implement the versioned digest spec of
 // docs/guarantees.md, which every dedupd client reproduces byte for byte;
 // testdata/digest-vectors.json holds the shared test vectors.
+//
+// Against a dedupd with --auth-tokens, pass WithBearerToken, and for TLS
+// WithTLS with a configuration from LoadTLSConfig (a client certificate
+// listed in the auth file stands for a token under mutual TLS). The
+// package reads no environment variable: credentials come from the
+// caller, who may take them from wherever it keeps secrets. Refusals are
+// ErrUnauthenticated and ErrPermissionDenied.
 package client

@@ -35,6 +35,14 @@ var (
 	// ErrUnavailable: the server or its store could not be reached, even
 	// after the client's retries.
 	ErrUnavailable = errors.New("dedup: unavailable")
+	// ErrUnauthenticated: the call carried no credential, or one the
+	// server does not know (reason UNAUTHENTICATED): check WithBearerToken
+	// or the client certificate.
+	ErrUnauthenticated = errors.New("dedup: unauthenticated")
+	// ErrPermissionDenied: the credential is known but does not cover the
+	// call's consumer, or is not an admin one for AdminService (reason
+	// PERMISSION_DENIED).
+	ErrPermissionDenied = errors.New("dedup: permission denied")
 	// ErrInProgressTimeout: Do waited for another holder of the key for as
 	// long as it was allowed to. The error is an *InProgressError.
 	ErrInProgressTimeout = errors.New("dedup: still in progress after waiting")
@@ -52,6 +60,8 @@ var reasonErrors = map[string]error{
 	"INVALID_FIELD":     ErrInvalidArgument,
 	"MALFORMED_REQUEST": ErrInvalidArgument,
 	"STORE_UNAVAILABLE": ErrUnavailable,
+	"UNAUTHENTICATED":   ErrUnauthenticated,
+	"PERMISSION_DENIED": ErrPermissionDenied,
 }
 
 // Error is a call refused by the server (or by gRPC on its way there). It
@@ -93,6 +103,10 @@ func (e *Error) Is(target error) bool {
 		return target == ErrUnavailable
 	case codes.InvalidArgument:
 		return target == ErrInvalidArgument
+	case codes.Unauthenticated:
+		return target == ErrUnauthenticated
+	case codes.PermissionDenied:
+		return target == ErrPermissionDenied
 	case codes.Canceled:
 		return target == context.Canceled
 	case codes.DeadlineExceeded:

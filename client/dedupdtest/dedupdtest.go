@@ -60,6 +60,10 @@ var Backends = []Backend{
 	}},
 }
 
+// Embedded is the SQLite backend, for tests whose subject does not depend
+// on the store (authentication, TLS).
+var Embedded = Backends[0]
+
 // ForEach runs test once per backend, as a subtest named after it, with a
 // fresh dedupd started with the extra flags.
 func ForEach(t *testing.T, flags []string, test func(t *testing.T, addr string)) {

@@ -138,10 +138,16 @@ func (s *server) ctl(t *testing.T, args ...string) result {
 
 func runCtl(t *testing.T, addr string, args ...string) result {
 	t.Helper()
+	return runCtlEnv(t, addr, nil, args...)
+}
+
+// runCtlEnv is runCtl with extra environment variables (KEY=value).
+func runCtlEnv(t *testing.T, addr string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ctlBin, args...)
-	cmd.Env = append(ctlEnv(), "DEDUPCTL_SERVER="+addr)
+	cmd.Env = append(append(ctlEnv(), "DEDUPCTL_SERVER="+addr), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

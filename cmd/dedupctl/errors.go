@@ -69,30 +69,37 @@ func isCobraUsage(err error) bool {
 
 // describeError is the one line printed after "dedupctl: " for an error. A
 // gRPC error shows the ErrorInfo reason of dedupd (RECORD_NOT_FOUND: ...),
-// or, without one, the gRPC code and what to check.
+// or, without one, the gRPC code and what to check. A refused credential
+// gets a hint where to put a better one, whether dedupd's auth or a proxy
+// in front of it refused.
 func describeError(err error, server string) string {
 	s, ok := status.FromError(err)
 	if !ok {
 		return err.Error()
 	}
-	if info := errorInfo(s); info != nil {
-		return info.GetReason() + ": " + s.Message() + subject(info.GetMetadata(), s.Message())
-	}
 	msg := s.Message()
+	line := codeName(s.Code()) + ": " + msg
+	if info := errorInfo(s); info != nil {
+		line = info.GetReason() + ": " + msg + subject(info.GetMetadata(), msg)
+	}
 	switch s.Code() {
 	case codes.Unavailable:
 		if strings.Contains(msg, "connection refused") {
 			return fmt.Sprintf("cannot reach dedupd at %s: connection refused (is it running? set --server or DEDUPCTL_SERVER)", server)
 		}
+		if strings.Contains(msg, "server preface") && !strings.HasSuffix(server, "(TLS)") {
+			// A TLS server closes a plaintext connection without a word.
+			return fmt.Sprintf("cannot reach dedupd at %s: %s (does it serve TLS? use --tls or --tls-ca)", server, msg)
+		}
 		return fmt.Sprintf("cannot reach dedupd at %s: %s", server, msg)
 	case codes.Unauthenticated:
-		return fmt.Sprintf("UNAUTHENTICATED: %s (pass an admin token with --token or DEDUPCTL_TOKEN)", msg)
+		return line + " (pass a token with --token or DEDUPCTL_TOKEN, or a listed client certificate with --tls-cert/--tls-key)"
 	case codes.PermissionDenied:
-		return fmt.Sprintf("PERMISSION_DENIED: %s (the token is not an admin token)", msg)
+		return line + " (admin commands need an admin token; records and reconcile a token that covers the consumer)"
 	case codes.Unimplemented:
 		return fmt.Sprintf("UNIMPLEMENTED: the dedupd at %s does not serve this call: %s", server, msg)
 	}
-	return codeName(s.Code()) + ": " + msg
+	return line
 }
 
 // errorInfo is the status's google.rpc.ErrorInfo, or nil.

@@ -2,6 +2,8 @@
 // reads events as JSON lines on stdin ({"event_id":"E42","item":"widget",
 // "qty":3}) and takes stock for each exactly once, or with -reconcile
 // settles the events whose claim was abandoned. See README.md beside it.
+// Against a dedupd with --auth-tokens, put the token in DEDUPD_TOKEN; -tls-ca
+// (and -tls-cert/-tls-key for mutual TLS) connect with TLS.
 package main
 
 import (
@@ -25,13 +27,40 @@ func main() {
 	dbURL := flag.String("database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "the consumer's own PostgreSQL")
 	seed := flag.Int("seed", -1, "set the stock of item widget to this first")
 	reconcile := flag.Bool("reconcile", false, "settle abandoned claims instead of reading events")
+	tlsCA := flag.String("tls-ca", "", "PEM CA of dedupd's certificate: connect with TLS")
+	tlsCert := flag.String("tls-cert", "", "PEM client certificate for mutual TLS (with -tls-key)")
+	tlsKey := flag.String("tls-key", "", "PEM key of -tls-cert")
 	flag.Parse()
-	if err := run(*addr, *dbURL, *seed, *reconcile); err != nil {
+	// The library takes credentials as options only; reading the token
+	// from the environment is the program's choice (it keeps the token out
+	// of the process list).
+	opts, err := dedupOptions(os.Getenv("DEDUPD_TOKEN"), *tlsCA, *tlsCert, *tlsKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := run(*addr, *dbURL, *seed, *reconcile, opts); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr, dbURL string, seed int, reconcile bool) error {
+// dedupOptions are the client options for a token (DEDUPD_TOKEN) and the
+// TLS flags.
+func dedupOptions(token, caFile, certFile, keyFile string) ([]client.Option, error) {
+	var opts []client.Option
+	if token != "" {
+		opts = append(opts, client.WithBearerToken(token))
+	}
+	if caFile != "" || certFile != "" {
+		cfg, err := client.LoadTLSConfig(caFile, certFile, keyFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, client.WithTLS(cfg))
+	}
+	return opts, nil
+}
+
+func run(addr, dbURL string, seed int, reconcile bool, opts []client.Option) error {
 	ctx := context.Background()
 	db, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
@@ -46,7 +75,7 @@ func run(addr, dbURL string, seed int, reconcile bool) error {
 			return err
 		}
 	}
-	dedup, err := client.New(addr)
+	dedup, err := client.New(addr, opts...)
 	if err != nil {
 		return err
 	}

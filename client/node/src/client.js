@@ -4,6 +4,7 @@
 // fields, enums as strings, int64 as numbers, bytes as Buffers) and rejects
 // with a DedupError subclass.
 
+const net = require('node:net');
 const grpc = require('@grpc/grpc-js');
 const { DedupService } = require('./proto');
 const { fromServiceError } = require('./errors');
@@ -35,27 +36,53 @@ function seconds(d) {
   return d ? Number(d.seconds) + d.nanos / 1e9 : 0;
 }
 
+/** The environment variable a Client takes its token from when none is given. */
+const TOKEN_ENV = 'DEDUPD_TOKEN';
+
+/** Whether a gRPC target names this machine only, where a plaintext token crosses no network. */
+function isLoopback(target) {
+  if (/^unix(-abstract)?:/.test(target)) return true;
+  let rest = target.replace(/^(dns:\/\/\/|ipv4:|ipv6:|dns:)/, '');
+  let host = rest;
+  if (rest.startsWith('[')) host = rest.slice(1, rest.indexOf(']'));
+  else if (rest.split(':').length === 2) [host] = rest.split(':');
+  if (host === 'localhost') return true;
+  if (net.isIPv4(host)) return host.startsWith('127.');
+  if (net.isIPv6(host)) return host === '::1' || host === '0:0:0:0:0:0:0:1';
+  return false;
+}
+
+/** Channel credentials for the tls option (see Client). */
+function transportCredentials(tls) {
+  if (!tls) return grpc.credentials.createInsecure();
+  const { rootCerts = null, certChain = null, privateKey = null } = tls === true ? {} : tls;
+  if (!certChain !== !privateKey) throw new TypeError('a client certificate needs both certChain and privateKey');
+  return grpc.credentials.createSsl(rootCerts, privateKey, certChain);
+}
+
 class Client {
   /**
-   * new Client('127.0.0.1:7070') connects without TLS. Options: tls (true,
-   * or {rootCerts: Buffer}); token, sent as "authorization: Bearer <token>"
-   * (needs TLS: gRPC sends no call credentials in clear text); timeout,
-   * the per-call deadline in seconds (default 30, null for none);
-   * channelOptions, passed to grpc-js.
+   * new Client('127.0.0.1:7070') connects without TLS. Options:
+   * - tls: true (system roots), or {rootCerts, certChain, privateKey}
+   *   (PEM Buffers: the CA that signed the server's certificate, and a
+   *   client certificate and its key for mutual TLS);
+   * - token: sent as "authorization: Bearer <token>" with every call; when
+   *   undefined the DEDUPD_TOKEN environment variable is used if set
+   *   (token: '' or null sends none). Without TLS a token is sent only to a
+   *   loopback target; for any other the constructor throws;
+   * - timeout: the per-call deadline in seconds (default 30, null for none);
+   * - channelOptions: passed to grpc-js.
    */
-  constructor(target, { tls = false, token = null, timeout = 30, channelOptions = {} } = {}) {
-    let creds = grpc.credentials.createInsecure();
-    if (tls || token) {
-      creds = grpc.credentials.createSsl(tls && tls.rootCerts ? tls.rootCerts : null);
-      if (token) {
-        const call = grpc.credentials.createFromMetadataGenerator((_, cb) => {
-          const md = new grpc.Metadata();
-          md.set('authorization', `Bearer ${token}`);
-          cb(null, md);
-        });
-        creds = grpc.credentials.combineChannelCredentials(creds, call);
-      }
+  constructor(target, { tls = false, token = process.env[TOKEN_ENV], timeout = 30, channelOptions = {} } = {}) {
+    const creds = transportCredentials(tls);
+    if (token && !tls && !isLoopback(target)) {
+      throw new TypeError(`refusing to send a bearer token in plaintext to ${target}: pass tls`);
     }
+    // Per-call metadata rather than call credentials: grpc-js composes call
+    // credentials only with TLS, and a plaintext token is allowed to
+    // loopback (checked above). Kept off the instance's enumerable fields
+    // so that logging a Client never shows the token.
+    Object.defineProperty(this, 'metadata', { value: bearerMetadata(token), enumerable: false });
     this.timeout = timeout;
     this.stub = new DedupService(target, creds, { 'grpc.service_config': RETRY_SERVICE_CONFIG, ...channelOptions });
   }
@@ -67,7 +94,8 @@ class Client {
   call(method, request) {
     const options = this.timeout == null ? {} : { deadline: new Date(Date.now() + this.timeout * 1000) };
     return new Promise((resolve, reject) => {
-      this.stub[method](request, options, (err, resp) => (err ? reject(fromServiceError(err)) : resolve(resp)));
+      this.stub[method](request, this.metadata.clone(), options,
+        (err, resp) => (err ? reject(fromServiceError(err)) : resolve(resp)));
     });
   }
 
@@ -112,9 +140,15 @@ class Client {
   }
 }
 
+function bearerMetadata(token) {
+  const md = new grpc.Metadata();
+  if (token) md.set('authorization', `Bearer ${token}`);
+  return md;
+}
+
 function toBuffer(v) {
   if (v === undefined || v === null) return Buffer.alloc(0);
   return typeof v === 'string' ? Buffer.from(v, 'utf8') : Buffer.from(v);
 }
 
-module.exports = { Client, duration, seconds, toBuffer };
+module.exports = { Client, TOKEN_ENV, isLoopback, duration, seconds, toBuffer };

@@ -40,6 +40,10 @@ class RecordNotFound extends DedupError {}
 class InvalidRequest extends DedupError {}
 /** The server or its store could not be reached; nothing changed. */
 class Unavailable extends DedupError {}
+/** No credential, or one dedupd does not know: check the token (token option or DEDUPD_TOKEN) or the client certificate. */
+class Unauthenticated extends DedupError {}
+/** A known credential that does not cover the call's consumer. */
+class PermissionDenied extends DedupError {}
 /** dedup.do() waited its bound while another caller held the key; err.record is the last seen. */
 class InProgressTimeout extends DedupError {}
 
@@ -64,6 +68,16 @@ const BY_REASON = {
   INVALID_FIELD: InvalidRequest,
   MALFORMED_REQUEST: InvalidRequest,
   STORE_UNAVAILABLE: Unavailable,
+  UNAUTHENTICATED: Unauthenticated,
+  PERMISSION_DENIED: PermissionDenied,
+};
+
+// Codes whose meaning does not depend on who answered (dedupd or a proxy in
+// front of it), for errors without a dedupd ErrorInfo.
+const BY_CODE = {
+  [Code.UNAVAILABLE]: Unavailable,
+  [Code.UNAUTHENTICATED]: Unauthenticated,
+  [Code.PERMISSION_DENIED]: PermissionDenied,
 };
 
 /** Converts a @grpc/grpc-js ServiceError into the matching DedupError. */
@@ -84,12 +98,13 @@ function fromServiceError(err) {
     }
   }
   let Class = BY_REASON[reason];
-  if (!Class) Class = err.code === Code.UNAVAILABLE ? Unavailable : DedupError;
+  if (!Class) Class = BY_CODE[err.code] || DedupError;
   const label = reason || Code[err.code] || 'ERROR';
   return new Class(`${label}: ${err.details || err.message}`, { code: err.code, reason, metadata, record, cause: err });
 }
 
 module.exports = {
   ERROR_DOMAIN, DedupError, DigestMismatch, LeaseLost, AlreadyFinished, RecordNotFound,
-  InvalidRequest, Unavailable, InProgressTimeout, Rejected, fromServiceError,
+  InvalidRequest, Unavailable, Unauthenticated, PermissionDenied, InProgressTimeout, Rejected,
+  fromServiceError,
 };

@@ -2,6 +2,9 @@
 // A real dedupd for the tests: built from this repository and started on the
 // embedded SQLite store in a temporary directory, once per test file.
 // DEDUPD_BIN names a prebuilt binary to use instead of building one.
+// makePKI() makes a throwaway CA, server and client certificate with the
+// repository's Go helper (client/dedupdtest/testpki), and authFile() writes
+// an --auth-tokens file, for the tests of tokens and TLS.
 
 const { execFileSync, spawn } = require('node:child_process');
 const crypto = require('node:crypto');
@@ -12,14 +15,15 @@ const readline = require('node:readline');
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 
-async function startServer() {
+/** Starts dedupd serve on a free loopback port; extraArgs are more flags. */
+async function startServer(extraArgs = []) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dedupd-node-'));
   let bin = process.env.DEDUPD_BIN;
   if (!bin) {
     bin = path.join(dir, 'dedupd');
     execFileSync('go', ['build', '-o', bin, './cmd/dedupd'], { cwd: REPO, stdio: 'inherit' });
   }
-  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', path.join(dir, 'data')],
+  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', path.join(dir, 'data'), ...extraArgs],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   const logs = [];
   const addr = await new Promise((resolve, reject) => {
@@ -44,6 +48,32 @@ async function startServer() {
   };
 }
 
+/**
+ * Writes a CA, a server certificate for 127.0.0.1 and a client certificate
+ * into dir; returns their paths and the client certificate's subject
+ * ({ca, server_cert, server_key, client_cert, client_key, client_subject}).
+ */
+function makePKI(dir) {
+  const out = execFileSync('go', ['run', './client/dedupdtest/testpki', dir], { cwd: REPO, encoding: 'utf8' });
+  return JSON.parse(out);
+}
+
+/**
+ * Writes an --auth-tokens file into dir; tokens are {token, consumers,
+ * admin}. Only the tokens' SHA-256 goes in it.
+ */
+function authFile(dir, tokens, certSubject = null, certConsumers = []) {
+  const doc = {
+    tokens: tokens.map(({ token, consumers = [], admin = false }) => ({
+      sha256: crypto.createHash('sha256').update(token).digest('hex'), consumers, admin,
+    })),
+  };
+  if (certSubject) doc.certificates = [{ subject: certSubject, consumers: certConsumers }];
+  const file = path.join(dir, 'auth.json'); // JSON is YAML
+  fs.writeFileSync(file, JSON.stringify(doc));
+  return file;
+}
+
 /** A key no other test uses, so tests share one server safely. */
 function uniqueKey(prefix = 'k') {
   return `${prefix}-${crypto.randomUUID()}`;
@@ -63,4 +93,4 @@ async function takeOver(client, consumer, key, { digest, leaseTtl = 30, owner = 
   }
 }
 
-module.exports = { startServer, uniqueKey, sleep, takeOver };
+module.exports = { startServer, makePKI, authFile, uniqueKey, sleep, takeOver };

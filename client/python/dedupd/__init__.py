@@ -20,14 +20,16 @@ from .digest import (canonical_json, digest_bytes, digest_json, digest_json_text
                      digest_proto)
 from .do import Outcome, Terminal, do
 from .errors import (AlreadyFinished, DedupError, DigestMismatch, InProgressTimeout,
-                     InvalidRequest, LeaseLost, RecordNotFound, Rejected, Unavailable)
+                     InvalidRequest, LeaseLost, PermissionDenied, RecordNotFound, Rejected,
+                     Unauthenticated, Unavailable)
 from .reconcile import Complete, Reject, Release, Settled, reconcile
 
 __all__ = [
     "Client", "do", "Outcome", "Terminal", "reconcile", "Complete", "Reject", "Release",
     "Settled", "canonical_json", "digest_bytes", "digest_json", "digest_json_text",
     "digest_proto", "DedupError", "DigestMismatch", "LeaseLost", "AlreadyFinished",
-    "RecordNotFound", "InvalidRequest", "Unavailable", "InProgressTimeout", "Rejected",
+    "RecordNotFound", "InvalidRequest", "Unavailable", "Unauthenticated", "PermissionDenied",
+    "InProgressTimeout", "Rejected",
     "OUTCOME_ACQUIRED", "OUTCOME_IN_PROGRESS", "OUTCOME_COMPLETED", "OUTCOME_REJECTED",
     "STATE_PENDING", "STATE_COMPLETED", "STATE_REJECTED", "STATE_RELEASED",
 ]

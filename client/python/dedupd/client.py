@@ -6,7 +6,9 @@ instead of grpc.RpcError.
 """
 
 import datetime
+import ipaddress
 import json
+import os
 
 import grpc
 from google.protobuf import duration_pb2
@@ -53,34 +55,80 @@ def seconds(d):
     return d.seconds + d.nanos / 1e9
 
 
+TOKEN_ENV = "DEDUPD_TOKEN"
+
+
+def _is_loopback(target):
+    """Whether a gRPC target names this machine only, where a token sent in
+    plaintext crosses no network."""
+    if target.startswith(("unix:", "unix-abstract:")):
+        return True
+    for scheme in ("dns:///", "ipv4:", "ipv6:", "dns:"):
+        if target.startswith(scheme):
+            target = target[len(scheme):]
+            break
+    host = target
+    if target.startswith("["):
+        host = target[1:target.find("]")]
+    elif target.count(":") == 1:
+        host = target.rsplit(":", 1)[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class Client:
     """A connection to one dedupd.
 
-    Client("127.0.0.1:7070") connects without TLS. tls=True (or
-    root_certificates=PEM bytes) uses TLS; token adds "authorization: Bearer
-    <token>" to every call (TLS is then required, as gRPC refuses to send
-    call credentials in clear text). channel= wraps an existing grpc.Channel
-    instead. timeout is the per-call deadline in seconds (None: none).
+    Client("127.0.0.1:7070") connects without TLS. TLS is on with tls=True
+    (system roots), root_certificates=PEM bytes of the CA that signed the
+    server's certificate, or certificate_chain + private_key (PEM bytes of a
+    client certificate, for mutual TLS). token is sent as "authorization:
+    Bearer <token>" with every call; when it is None the DEDUPD_TOKEN
+    environment variable is used if set (token="" sends none). A token is
+    sent in plaintext only to a loopback target; to any other without TLS
+    the constructor raises ValueError. channel= wraps an existing
+    grpc.Channel instead (the token is still added to each call). timeout
+    is the per-call deadline in seconds (None: none).
     """
 
-    def __init__(self, target=None, *, tls=False, root_certificates=None, token=None,
+    def __init__(self, target=None, *, tls=False, root_certificates=None,
+                 certificate_chain=None, private_key=None, token=None,
                  channel=None, timeout=30.0, options=()):
+        if token is None:
+            token = os.environ.get(TOKEN_ENV) or None
+        if (certificate_chain is None) != (private_key is None):
+            raise ValueError("a client certificate needs both certificate_chain and private_key")
         if channel is None:
             if target is None:
                 raise ValueError("Client needs a target or a channel")
             opts = [("grpc.service_config", _RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)]
             opts.extend(options)
-            if tls or root_certificates or token:
-                creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-                if token:
-                    creds = grpc.composite_channel_credentials(
-                        creds, grpc.access_token_call_credentials(token))
+            if tls or root_certificates or certificate_chain:
+                creds = grpc.ssl_channel_credentials(
+                    root_certificates=root_certificates, private_key=private_key,
+                    certificate_chain=certificate_chain)
                 channel = grpc.secure_channel(target, creds, options=opts)
             else:
+                if token and not _is_loopback(target):
+                    raise ValueError(
+                        f"refusing to send a bearer token in plaintext to {target}: "
+                        "pass tls=True or root_certificates")
                 channel = grpc.insecure_channel(target, options=opts)
         self.channel = channel
         self.timeout = timeout
+        # Per-call metadata rather than call credentials: gRPC sends call
+        # credentials only over TLS, and a plaintext token is allowed to
+        # loopback (checked above).
+        self._metadata = (("authorization", "Bearer " + token),) if token else None
         self._stub = dedup_pb2_grpc.DedupServiceStub(channel)
+
+    def __repr__(self):
+        # Never shows the token.
+        return f"<dedupd.Client channel={self.channel!r}>"
 
     def close(self):
         self.channel.close()
@@ -93,7 +141,7 @@ class Client:
 
     def _call(self, method, request):
         try:
-            return getattr(self._stub, method)(request, timeout=self.timeout)
+            return getattr(self._stub, method)(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from err
 

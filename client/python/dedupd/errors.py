@@ -25,6 +25,8 @@ REASON_DIGEST_MISMATCH = "DIGEST_MISMATCH"
 REASON_ALREADY_FINISHED = "ALREADY_FINISHED"
 REASON_LEASE_LOST = "LEASE_LOST"
 REASON_STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
+REASON_UNAUTHENTICATED = "UNAUTHENTICATED"
+REASON_PERMISSION_DENIED = "PERMISSION_DENIED"
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _RECORD_TYPE_URL = "type.googleapis.com/dedup.v1.Record"
@@ -118,6 +120,16 @@ class Unavailable(DedupError):
     """The server or its store could not be reached; nothing changed."""
 
 
+class Unauthenticated(DedupError):
+    """No credential, or one dedupd does not know (UNAUTHENTICATED): check
+    the token (token= or DEDUPD_TOKEN) or the client certificate."""
+
+
+class PermissionDenied(DedupError):
+    """A known credential that does not cover the call's consumer
+    (PERMISSION_DENIED)."""
+
+
 class InProgressTimeout(DedupError):
     """do() waited its bound while another caller held the key. record is the
     last record seen."""
@@ -144,6 +156,16 @@ _BY_REASON = {
     REASON_INVALID_FIELD: InvalidRequest,
     REASON_MALFORMED_REQUEST: InvalidRequest,
     REASON_STORE_UNAVAILABLE: Unavailable,
+    REASON_UNAUTHENTICATED: Unauthenticated,
+    REASON_PERMISSION_DENIED: PermissionDenied,
+}
+
+# Codes whose meaning does not depend on who answered (dedupd or a proxy in
+# front of it), for errors without a dedupd ErrorInfo.
+_BY_CODE = {
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
 }
 
 
@@ -166,5 +188,5 @@ def from_rpc_error(err):
                 record = dedup_pb2.Record.FromString(detail.value)
     cls = _BY_REASON.get(reason)
     if cls is None:
-        cls = Unavailable if code == grpc.StatusCode.UNAVAILABLE else DedupError
+        cls = _BY_CODE.get(code, DedupError)
     return cls(message or "", code=code, reason=reason, metadata=metadata, record=record)

@@ -2,9 +2,13 @@
 started on the embedded SQLite store in a temporary directory.
 
 DEDUPD_BIN names a prebuilt binary to use instead of building one.
+make_pki() makes a throwaway CA, server and client certificate with the
+repository's Go helper (client/dedupdtest/testpki), and auth_file() writes
+an --auth-tokens file, for the tests of tokens and TLS.
 """
 
 import atexit
+import hashlib
 import json
 import os
 import shutil
@@ -17,18 +21,35 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 
 _server = None
 _lock = threading.Lock()
+_build_lock = threading.Lock()
+
+
+_binary = None
+
+
+def _dedupd_binary():
+    """DEDUPD_BIN, or dedupd built once for the run."""
+    global _binary
+    with _build_lock:
+        if _binary is None:
+            _binary = os.environ.get("DEDUPD_BIN")
+            if not _binary:
+                build_dir = tempfile.mkdtemp(prefix="dedupd-py-bin-")
+                atexit.register(shutil.rmtree, build_dir, True)
+                _binary = os.path.join(build_dir, "dedupd")
+                subprocess.run(["go", "build", "-o", _binary, "./cmd/dedupd"], cwd=REPO, check=True)
+        return _binary
 
 
 class Server:
-    def __init__(self):
+    """dedupd serve on a free loopback port; extra_args are more flags."""
+
+    def __init__(self, extra_args=()):
+        binary = _dedupd_binary()
         self.dir = tempfile.mkdtemp(prefix="dedupd-py-")
-        binary = os.environ.get("DEDUPD_BIN")
-        if not binary:
-            binary = os.path.join(self.dir, "dedupd")
-            subprocess.run(["go", "build", "-o", binary, "./cmd/dedupd"], cwd=REPO, check=True)
         self.proc = subprocess.Popen(
             [binary, "serve", "--listen", "127.0.0.1:0", "--log-format", "json",
-             "--data-dir", os.path.join(self.dir, "data")],
+             "--data-dir", os.path.join(self.dir, "data"), *extra_args],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         self.logs = []
         self.addr = self._wait_serving()
@@ -68,6 +89,31 @@ def server():
             _server = Server()
             atexit.register(_server.stop)
         return _server
+
+
+def make_pki(directory):
+    """Writes a CA, a server certificate for 127.0.0.1 and a client
+    certificate into directory; returns their paths and the client
+    certificate's subject (keys ca, server_cert, server_key, client_cert,
+    client_key, client_subject)."""
+    out = subprocess.run(["go", "run", "./client/dedupdtest/testpki", directory],
+                         cwd=REPO, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def auth_file(directory, tokens, cert_subject=None, cert_consumers=()):
+    """Writes an --auth-tokens file; tokens are (token, consumers, admin)
+    triples. Only the tokens' SHA-256 goes in it."""
+    doc = {"tokens": [
+        {"sha256": hashlib.sha256(tok.encode()).hexdigest(), "consumers": list(consumers),
+         "admin": admin}
+        for tok, consumers, admin in tokens]}
+    if cert_subject:
+        doc["certificates"] = [{"subject": cert_subject, "consumers": list(cert_consumers)}]
+    path = os.path.join(directory, "auth.json")  # JSON is YAML
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
 
 
 def unique_key(prefix="k"):
