@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -179,6 +181,10 @@ func TestConnPlaintextToken(t *testing.T) {
 }
 
 func TestConnOptionErrors(t *testing.T) {
+	notPEM := filepath.Join(t.TempDir(), "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		o    connOptions
@@ -187,6 +193,8 @@ func TestConnOptionErrors(t *testing.T) {
 		{"token in the clear to another host", connOptions{server: "dedupd.example:7070", token: "tok-XYZZY"}, "--token would be sent in the clear"},
 		{"cert without key", connOptions{server: "127.0.0.1:1", tlsCert: "c.pem"}, "--tls-cert and --tls-key go together"},
 		{"missing CA file", connOptions{server: "127.0.0.1:1", tlsCA: "/nonexistent/ca.pem"}, "--tls-ca"},
+		{"CA file without a certificate", connOptions{server: "127.0.0.1:1", tlsCA: notPEM}, "no PEM certificate in " + notPEM},
+		{"unreadable key pair", connOptions{server: "127.0.0.1:1", tlsCert: notPEM, tlsKey: notPEM}, "--tls-cert"},
 		{"empty server", connOptions{}, "--server is empty"},
 	}
 	for _, tt := range tests {
