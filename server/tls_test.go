@@ -29,7 +29,7 @@ type tlsFixture struct {
 
 func newTLSFixture(t *testing.T) *tlsFixture {
 	t.Helper()
-	f := &tlsFixture{serverCA: newCA(t, "server-ca"), clientCA: newCA(t, "client-ca"), dir: t.TempDir()}
+	f := &tlsFixture{serverCA: testpki.TestCA(t, "server-ca"), clientCA: testpki.TestCA(t, "client-ca"), dir: t.TempDir()}
 	leaf, err := f.serverCA.Server("dedupd", "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
@@ -41,15 +41,6 @@ func newTLSFixture(t *testing.T) *tlsFixture {
 		t.Fatal(err)
 	}
 	return f
-}
-
-func newCA(t *testing.T, name string) *testpki.CA {
-	t.Helper()
-	ca, err := testpki.NewCA(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ca
 }
 
 // clientCreds trusts the server CA and presents the given certificates.

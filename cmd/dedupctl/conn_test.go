@@ -37,10 +37,7 @@ type testPKI struct {
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
 	dir := t.TempDir()
-	ca, err := testpki.NewCA("test CA")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testpki.TestCA(t, "test CA")
 	server, err := ca.Server("dedupd.test", "dedupd.test")
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -75,6 +76,16 @@ func NewCA(commonName string) (*CA, error) {
 	ca := &CA{Cert: cert, CertPEM: encodePEM("CERTIFICATE", der), key: key}
 	ca.serial.Store(1)
 	return ca, nil
+}
+
+// TestCA is NewCA for a test: it fails t on error.
+func TestCA(t testing.TB, commonName string) *CA {
+	t.Helper()
+	ca, err := NewCA(commonName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
 }
 
 // Pool is a certificate pool holding only the CA.

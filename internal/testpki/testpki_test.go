@@ -9,20 +9,11 @@ import (
 	"github.com/dedupd/dedupd/internal/testpki"
 )
 
-func newCA(t *testing.T, name string) *testpki.CA {
-	t.Helper()
-	ca, err := testpki.NewCA(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ca
-}
-
 // TestServerCertificate: a server certificate verifies against its CA for
 // each of its hosts and for server authentication only, and not against
 // another CA or for a host it does not name.
 func TestServerCertificate(t *testing.T) {
-	ca, other := newCA(t, "ca"), newCA(t, "other")
+	ca, other := testpki.TestCA(t, "ca"), testpki.TestCA(t, "other")
 	leaf, err := ca.Server("dedupd", "localhost", "127.0.0.1", "::1")
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +49,7 @@ func TestServerCertificate(t *testing.T) {
 // TestClientCertificate: a client certificate carries its subject and URI
 // SANs and verifies for client authentication.
 func TestClientCertificate(t *testing.T) {
-	ca := newCA(t, "ca")
+	ca := testpki.TestCA(t, "ca")
 	subject := pkix.Name{CommonName: "worker", Organization: []string{"tests"}}
 	leaf, err := ca.Client(subject, "spiffe://test/ledger")
 	if err != nil {
@@ -82,7 +73,7 @@ func TestClientCertificate(t *testing.T) {
 // TestFilesAndKeyPair: what WriteFiles and WriteCert write loads back with
 // crypto/tls, and every certificate of a CA has its own serial number.
 func TestFilesAndKeyPair(t *testing.T) {
-	ca := newCA(t, "ca")
+	ca := testpki.TestCA(t, "ca")
 	dir := t.TempDir()
 	caFile, err := ca.WriteCert(dir, "ca")
 	if err != nil {
