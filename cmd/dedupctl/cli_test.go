@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -34,16 +33,9 @@ import (
 var ctlBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dedupctl-test-")
-	if err != nil {
+	var err error
+	if ctlBin, err = dedupdtest.Build("github.com/dedupd/dedupd/cmd/dedupctl"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctlBin = filepath.Join(dir, "dedupctl")
-	build := exec.Command("go", "build", "-o", ctlBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building dedupctl:", err)
 		os.Exit(1)
 	}
 	dedupdtest.Main(m)
