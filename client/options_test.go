@@ -2,22 +2,14 @@ package client_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -27,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dedupd/dedupd/client"
+	"github.com/dedupd/dedupd/client/dedupdtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -108,22 +101,23 @@ func TestBearerToken(t *testing.T) {
 // TestMutualTLS: LoadTLSConfig's configuration verifies the server and
 // presents the client certificate, and the token travels over TLS.
 func TestMutualTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca, caKey := newCert(t, nil, nil, "test CA", dir, "ca")
-	newCert(t, ca, caKey, "127.0.0.1", dir, "server")
-	newCert(t, ca, caKey, "client", dir, "client")
-	serverCert, err := tls.LoadX509KeyPair(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem"))
+	pki := dedupdtest.TestPKI(t)
+	serverCert, err := tls.LoadX509KeyPair(pki.ServerCert, pki.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(pki.CA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	pool.AppendCertsFromPEM(caPEM)
 	f := &fakeServer{}
 	addr := serveFake(t, f, grpc.Creds(credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{serverCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert,
 	})))
 
-	cfg, err := client.LoadTLSConfig(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem"))
+	cfg, err := client.LoadTLSConfig(pki.CA, pki.ClientCert, pki.ClientKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,45 +128,7 @@ func TestMutualTLS(t *testing.T) {
 	if !f.peerCert.Load() || f.auth.Load() != "Bearer t" {
 		t.Fatalf("server saw client cert %v, authorization %q", f.peerCert.Load(), f.auth.Load())
 	}
-	if _, err := client.LoadTLSConfig("", filepath.Join(dir, "client.pem"), ""); err == nil {
+	if _, err := client.LoadTLSConfig("", pki.ClientCert, ""); err == nil {
 		t.Fatal("LoadTLSConfig accepted a certificate without its key")
 	}
-}
-
-// newCert writes name.pem and name-key.pem, signed by parent (self-signed
-// CA when parent is nil).
-func newCert(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, cn, dir, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-	}
-	if ip := net.ParseIP(cn); ip != nil {
-		tmpl.IPAddresses = []net.IP{ip}
-	}
-	if parent == nil {
-		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
-		parent, parentKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(filepath.Join(dir, name+"-key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
 }

@@ -168,6 +168,16 @@ func TestAuthReloadSwapsRulesWithoutDroppingCalls(t *testing.T) {
 	}
 }
 
+// writeTemp writes data to a file in dir and returns its path.
+func writeTemp(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // rewrite replaces a file atomically, as an operator's tooling should.
 func rewrite(t *testing.T, path, content string) {
 	t.Helper()

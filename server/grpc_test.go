@@ -64,29 +64,3 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 		t.Fatalf("after two panics the server answered %v, want INVALID_ARGUMENT", err)
 	}
 }
-
-func TestConfigValidateBoundsPolicyFlags(t *testing.T) {
-	valid := Config{
-		Listen: "127.0.0.1:0", DataDir: "d",
-		Policy:       store.Policy{DefaultLeaseTTL: time.Second, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour},
-		Limits:       api.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: api.MaxResultBytesCeiling},
-		ReapInterval: time.Second, ReapBatch: 10, ShutdownTimeout: time.Second,
-		MaxInFlight: 1, HealthInterval: time.Second,
-	}
-	if err := valid.Validate(); err != nil {
-		t.Fatalf("valid config refused: %v", err)
-	}
-	cases := map[string]func(*Config){
-		"result limit above the ceiling": func(c *Config) { c.Limits.MaxResultBytes = api.MaxResultBytesCeiling + 1 },
-		"negative policy cache ttl":      func(c *Config) { c.PolicyCacheTTL = -time.Second },
-	}
-	for name, mutate := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := valid
-			mutate(&c)
-			if err := c.Validate(); err == nil {
-				t.Fatal("Validate accepted it")
-			}
-		})
-	}
-}

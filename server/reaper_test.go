@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -61,25 +62,27 @@ func TestConfigValidateRefusesUnworkableValues(t *testing.T) {
 		t.Fatalf("valid config refused: %v", err)
 	}
 	cases := map[string]func(*Config){
-		"no listen":            func(c *Config) { c.Listen = "" },
-		"no store":             func(c *Config) { c.DataDir = "" },
-		"zero lease":           func(c *Config) { c.Policy.DefaultLeaseTTL = 0 },
-		"default above max":    func(c *Config) { c.Limits.MaxLeaseTTL = time.Millisecond },
-		"zero completed ttl":   func(c *Config) { c.Policy.CompletedTTL = 0 },
-		"zero rejected ttl":    func(c *Config) { c.Policy.RejectedTTL = 0 },
-		"zero released ttl":    func(c *Config) { c.Policy.ReleasedTTL = 0 },
-		"zero result limit":    func(c *Config) { c.Limits.MaxResultBytes = 0 },
-		"negative reap period": func(c *Config) { c.ReapInterval = -time.Second },
-		"zero reap batch":      func(c *Config) { c.ReapBatch = 0 },
-		"no auth on all addrs": func(c *Config) { c.Listen = "0.0.0.0:7070" },
-		"no auth on host name": func(c *Config) { c.Listen = "dedupd.internal:7070" },
-		"no auth on any host":  func(c *Config) { c.Listen = ":7070" },
-		"cert without key":     func(c *Config) { c.TLSCert = "cert.pem" },
-		"client CA alone":      func(c *Config) { c.TLSClientCA = "ca.pem" },
-		"tiny message limit":   func(c *Config) { c.MaxMessageBytes = 1024 },
-		"negative rate":        func(c *Config) { c.RateLimit = -1 },
-		"zero inflight":        func(c *Config) { c.MaxInFlight = 0 },
-		"zero health interval": func(c *Config) { c.HealthInterval = 0 },
+		"no listen":                      func(c *Config) { c.Listen = "" },
+		"no store":                       func(c *Config) { c.DataDir = "" },
+		"zero lease":                     func(c *Config) { c.Policy.DefaultLeaseTTL = 0 },
+		"default above max":              func(c *Config) { c.Limits.MaxLeaseTTL = time.Millisecond },
+		"zero completed ttl":             func(c *Config) { c.Policy.CompletedTTL = 0 },
+		"zero rejected ttl":              func(c *Config) { c.Policy.RejectedTTL = 0 },
+		"zero released ttl":              func(c *Config) { c.Policy.ReleasedTTL = 0 },
+		"zero result limit":              func(c *Config) { c.Limits.MaxResultBytes = 0 },
+		"negative reap period":           func(c *Config) { c.ReapInterval = -time.Second },
+		"zero reap batch":                func(c *Config) { c.ReapBatch = 0 },
+		"no auth on all addrs":           func(c *Config) { c.Listen = "0.0.0.0:7070" },
+		"no auth on host name":           func(c *Config) { c.Listen = "dedupd.internal:7070" },
+		"no auth on any host":            func(c *Config) { c.Listen = ":7070" },
+		"cert without key":               func(c *Config) { c.TLSCert = "cert.pem" },
+		"client CA alone":                func(c *Config) { c.TLSClientCA = "ca.pem" },
+		"tiny message limit":             func(c *Config) { c.MaxMessageBytes = 1024 },
+		"negative rate":                  func(c *Config) { c.RateLimit = -1 },
+		"zero inflight":                  func(c *Config) { c.MaxInFlight = 0 },
+		"zero health interval":           func(c *Config) { c.HealthInterval = 0 },
+		"result limit above the ceiling": func(c *Config) { c.Limits.MaxResultBytes = api.MaxResultBytesCeiling + 1 },
+		"negative policy cache ttl":      func(c *Config) { c.PolicyCacheTTL = -time.Second },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

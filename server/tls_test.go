@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
 	"testing"
 	"time"
@@ -15,30 +16,50 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/dedupd/dedupd/internal/testpki"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
 // tlsFixture is a server CA and a client CA with files for the server.
 type tlsFixture struct {
-	serverCA, clientCA *testCA
+	serverCA, clientCA *testpki.CA
 	dir                string
 	cert, key, ca      string
 }
 
 func newTLSFixture(t *testing.T) *tlsFixture {
-	f := &tlsFixture{serverCA: newTestCA(t, "server-ca"), clientCA: newTestCA(t, "client-ca"), dir: t.TempDir()}
-	c, k := f.serverCA.issue(t, "dedupd", true)
-	f.cert = writeTemp(t, f.dir, "server.pem", c)
-	f.key = writeTemp(t, f.dir, "server-key.pem", k)
-	f.ca = writeTemp(t, f.dir, "client-ca.pem", f.clientCA.pem)
+	t.Helper()
+	f := &tlsFixture{serverCA: testpki.TestCA(t, "server-ca"), clientCA: testpki.TestCA(t, "client-ca"), dir: t.TempDir()}
+	leaf, err := f.serverCA.Server("dedupd", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.cert, f.key, err = leaf.WriteFiles(f.dir, "server"); err != nil {
+		t.Fatal(err)
+	}
+	if f.ca, err = f.clientCA.WriteCert(f.dir, "client-ca"); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
 // clientCreds trusts the server CA and presents the given certificates.
 func (f *tlsFixture) clientCreds(certs ...tls.Certificate) grpc.DialOption {
-	roots := x509.NewCertPool()
-	roots.AddCert(f.serverCA.cert)
-	return grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots, Certificates: certs}))
+	return grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: f.serverCA.Pool(), Certificates: certs}))
+}
+
+// clientCert is a client certificate of ca for cn with the URI SANs.
+func clientCert(t *testing.T, ca *testpki.CA, cn string, uris ...string) tls.Certificate {
+	t.Helper()
+	leaf, err := ca.Client(pkix.Name{CommonName: cn}, uris...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := leaf.TLSCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
 }
 
 func lookupErr(conn *grpc.ClientConn, ctx context.Context, consumer string, opts ...grpc.CallOption) error {
@@ -91,12 +112,12 @@ certificates:
 		code     codes.Code
 	}{
 		{"no client certificate", f.clientCreds(), "", "inventory", codes.Unavailable},
-		{"certificate of another CA", f.clientCreds(f.serverCA.keyPair(t, "inventory-worker")), "", "inventory", codes.Unavailable},
-		{"subject stands for a token", f.clientCreds(f.clientCA.keyPair(t, "inventory-worker")), "", "inventory", codes.NotFound},
-		{"subject limited to its consumers", f.clientCreds(f.clientCA.keyPair(t, "inventory-worker")), "", "payments", codes.PermissionDenied},
-		{"URI SAN stands for a token", f.clientCreds(f.clientCA.keyPair(t, "anything", "spiffe://test/ledger")), "", "ledger", codes.NotFound},
-		{"verified but unlisted certificate", f.clientCreds(f.clientCA.keyPair(t, "stranger")), "", "inventory", codes.Unauthenticated},
-		{"a token wins over the certificate", f.clientCreds(f.clientCA.keyPair(t, "inventory-worker")), allToken, "payments", codes.NotFound},
+		{"certificate of another CA", f.clientCreds(clientCert(t, f.serverCA, "inventory-worker")), "", "inventory", codes.Unavailable},
+		{"subject stands for a token", f.clientCreds(clientCert(t, f.clientCA, "inventory-worker")), "", "inventory", codes.NotFound},
+		{"subject limited to its consumers", f.clientCreds(clientCert(t, f.clientCA, "inventory-worker")), "", "payments", codes.PermissionDenied},
+		{"URI SAN stands for a token", f.clientCreds(clientCert(t, f.clientCA, "anything", "spiffe://test/ledger")), "", "ledger", codes.NotFound},
+		{"verified but unlisted certificate", f.clientCreds(clientCert(t, f.clientCA, "stranger")), "", "inventory", codes.Unauthenticated},
+		{"a token wins over the certificate", f.clientCreds(clientCert(t, f.clientCA, "inventory-worker")), allToken, "payments", codes.NotFound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,9 +147,12 @@ func TestTLSReloadServesTheNewCertificate(t *testing.T) {
 	if cn := servedCN(); cn != "dedupd" {
 		t.Fatalf("served %q, want dedupd", cn)
 	}
-	c, k := f.serverCA.issue(t, "dedupd-rotated", true)
-	rewrite(t, f.cert, string(c))
-	rewrite(t, f.key, string(k))
+	rotated, err := f.serverCA.Server("dedupd-rotated", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrite(t, f.cert, string(rotated.CertPEM))
+	rewrite(t, f.key, string(rotated.KeyPEM))
 	if err := srv.reload(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,19 +26,29 @@ var binary string
 // Main builds dedupd, then runs the tests with pgtest.Main (which gives
 // each test a fresh PostgreSQL schema). Call it from TestMain.
 func Main(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dedupdtest-")
-	if err != nil {
+	var err error
+	if binary, err = Build("github.com/dedupd/dedupd/cmd/dedupd"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "dedupd")
-	build := exec.Command("go", "build", "-o", binary, "github.com/dedupd/dedupd/cmd/dedupd")
+	pgtest.Main(m)
+}
+
+// Build builds the command pkg (an import path) into a new temporary
+// directory and returns the binary's path, for tests that run other
+// commands of the repository (dedupctl) beside dedupd.
+func Build(pkg string) (string, error) {
+	dir, err := os.MkdirTemp("", "dedupdtest-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, path.Base(pkg))
+	build := exec.Command("go", "build", "-o", bin, pkg)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building dedupd:", err)
-		os.Exit(1)
+		return "", fmt.Errorf("building %s: %w", pkg, err)
 	}
-	pgtest.Main(m)
+	return bin, nil
 }
 
 // Backend selects a store for Start.

@@ -1,21 +1,15 @@
 package dedupdtest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/dedupd/dedupd/internal/testpki"
 )
 
 // PKI is a throwaway certificate authority made at test time, with a
@@ -46,46 +40,29 @@ const (
 
 // NewPKI makes a CA, a server and a client certificate in dir.
 func NewPKI(dir string) (*PKI, error) {
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA("dedupd test CA")
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dedupd test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	p := &PKI{Dir: dir}
+	if p.CA, err = ca.WriteCert(dir, "ca"); err != nil {
+		return nil, err
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	server, err := ca.Server("localhost", "localhost", "127.0.0.1", "::1")
 	if err != nil {
 		return nil, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
+	if p.ServerCert, p.ServerKey, err = server.WriteFiles(dir, "server"); err != nil {
+		return nil, err
+	}
+	client, err := ca.Client(pkix.Name{CommonName: ClientCommonName, Organization: []string{ClientOrganization}})
 	if err != nil {
 		return nil, err
 	}
-	p := &PKI{Dir: dir, CA: filepath.Join(dir, "ca.pem")}
-	if err := writePEM(p.CA, "CERTIFICATE", caDER); err != nil {
+	if p.ClientCert, p.ClientKey, err = client.WriteFiles(dir, "client"); err != nil {
 		return nil, err
 	}
-	server := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if p.ServerCert, p.ServerKey, err = issue(dir, "server", server, ca, caKey); err != nil {
-		return nil, err
-	}
-	client := &x509.Certificate{
-		SerialNumber: big.NewInt(3),
-		Subject:      pkix.Name{CommonName: ClientCommonName, Organization: []string{ClientOrganization}},
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if p.ClientCert, p.ClientKey, err = issue(dir, "client", client, ca, caKey); err != nil {
-		return nil, err
-	}
-	p.ClientSubject = client.Subject.String()
+	p.ClientSubject = client.Cert.Subject.String()
 	return p, nil
 }
 
@@ -107,33 +84,6 @@ func (p *PKI) TLSFlags(mutual bool) []string {
 		flags = append(flags, "--tls-client-ca", p.CA)
 	}
 	return flags
-}
-
-// issue signs tmpl with the CA and writes name.pem and name-key.pem.
-func issue(dir, name string, tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certFile, keyFile string, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	tmpl.NotBefore, tmpl.NotAfter = ca.NotBefore, ca.NotAfter
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return "", "", err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return "", "", err
-	}
-	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
-	if err := writePEM(certFile, "CERTIFICATE", der); err != nil {
-		return "", "", err
-	}
-	return certFile, keyFile, writePEM(keyFile, "PRIVATE KEY", keyDER)
-}
-
-func writePEM(path, kind string, der []byte) error {
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600)
 }
 
 // TokenSHA256 is the hex SHA-256 of a token, as the auth file stores it.

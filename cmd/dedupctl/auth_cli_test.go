@@ -60,7 +60,7 @@ func runAuthCases(t *testing.T, addr string, cases []authCase) {
 // read its consumer's records but not another's nor call admin commands.
 func TestCLIAuthTokens(t *testing.T) {
 	auth := dedupdtest.AuthFile(t, ctlTokens, "")
-	s := startDedupd(t, []string{"--data-dir", t.TempDir(), "--auth-tokens", auth})
+	s := startDedupd(t, "--auth-tokens", auth)
 	runAuthCases(t, s.addr, []authCase{
 		{name: "flag", args: []string{"--token", ctlAdminToken, "stats"}},
 		{name: "env", env: []string{"DEDUPCTL_TOKEN=" + ctlAdminToken}, args: []string{"stats"}},
@@ -88,7 +88,7 @@ func TestCLIAuthTokens(t *testing.T) {
 func TestCLITLS(t *testing.T) {
 	pki := dedupdtest.TestPKI(t)
 	auth := dedupdtest.AuthFile(t, ctlTokens, "")
-	s := startDedupd(t, append([]string{"--data-dir", t.TempDir(), "--auth-tokens", auth}, pki.TLSFlags(false)...))
+	s := startDedupd(t, append([]string{"--auth-tokens", auth}, pki.TLSFlags(false)...)...)
 	runAuthCases(t, s.addr, []authCase{
 		{name: "CA and token", args: []string{"--tls-ca", pki.CA, "--token", ctlAdminToken, "stats"}},
 		{name: "CA from env", env: []string{"DEDUPCTL_TLS_CA=" + pki.CA, "DEDUPCTL_TOKEN=" + ctlShopToken},
@@ -110,7 +110,7 @@ func TestCLITLS(t *testing.T) {
 func TestCLIMutualTLS(t *testing.T) {
 	pki := dedupdtest.TestPKI(t)
 	auth := dedupdtest.AuthFile(t, ctlTokens, pki.ClientSubject, "shop")
-	s := startDedupd(t, append([]string{"--data-dir", t.TempDir(), "--auth-tokens", auth}, pki.TLSFlags(true)...))
+	s := startDedupd(t, append([]string{"--auth-tokens", auth}, pki.TLSFlags(true)...)...)
 	cert := []string{"--tls-ca", pki.CA, "--tls-cert", pki.ClientCert, "--tls-key", pki.ClientKey}
 	with := func(args ...string) []string { return append(append([]string{}, cert...), args...) }
 	runAuthCases(t, s.addr, []authCase{

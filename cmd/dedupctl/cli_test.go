@@ -6,16 +6,14 @@ package main
 // Ctrl-C) run the same command code in-process with a chosen stdio.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,30 +24,28 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/client/dedupdtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
-// The binaries under test, built once in TestMain.
-var dedupdBin, ctlBin string
+// ctlBin is the dedupctl binary under test, built once in TestMain;
+// dedupdtest builds dedupd.
+var ctlBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dedupctl-test-")
-	if err != nil {
+	var err error
+	if ctlBin, err = dedupdtest.Build("github.com/dedupd/dedupd/cmd/dedupctl"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	dedupdBin, ctlBin = filepath.Join(dir, "dedupd"), filepath.Join(dir, "dedupctl")
-	for pkg, out := range map[string]string{"../dedupd": dedupdBin, ".": ctlBin} {
-		build := exec.Command("go", "build", "-o", out, pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", pkg, err)
-			os.Exit(1)
-		}
-	}
-	pgtest.Main(m)
+	dedupdtest.Main(m)
 }
+
+// serveFlags are the dedupd flags of every CLI test: policies read afresh
+// on each call and no reaper, so what a test changes or seeds is what
+// dedupctl shows; no fsync per embedded commit, for speed (PostgreSQL
+// ignores it).
+var serveFlags = []string{"--policy-cache-ttl", "0", "--reap-interval", "0", "--embedded-sync", "normal"}
 
 // server is a running dedupd and a client for seeding it.
 type server struct {
@@ -57,41 +53,8 @@ type server struct {
 	client dedupv1.DedupServiceClient
 }
 
-// startDedupd starts `dedupd serve` on a free port with the given store
-// flags and waits for its "dedupd serving" log line. It is killed at
-// cleanup.
-func startDedupd(t *testing.T, storeFlags []string) *server {
+func newServer(t *testing.T, addr string) *server {
 	t.Helper()
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json",
-		"--policy-cache-ttl", "0", "--reap-interval", "0"}, storeFlags...)
-	cmd := exec.Command(dedupdBin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addrCh := make(chan string, 1)
-	var logs bytes.Buffer // written only by the goroutine until addrCh
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var entry struct{ Msg, Listen string }
-			if json.Unmarshal(sc.Bytes(), &entry) == nil && entry.Msg == "dedupd serving" {
-				addrCh <- entry.Listen
-				io.Copy(io.Discard, stderr)
-				return
-			}
-			logs.WriteString(sc.Text() + "\n")
-		}
-		close(addrCh)
-	}()
-	addr, ok := <-addrCh
-	if !ok {
-		t.Fatalf("dedupd exited before serving; logs:\n%s", logs.String())
-	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -100,24 +63,16 @@ func startDedupd(t *testing.T, storeFlags []string) *server {
 	return &server{addr: addr, client: dedupv1.NewDedupServiceClient(conn)}
 }
 
+// startDedupd starts dedupd on the embedded store with serveFlags and the
+// extra flags; it is stopped at cleanup.
+func startDedupd(t *testing.T, flags ...string) *server {
+	t.Helper()
+	return newServer(t, dedupdtest.Start(t, dedupdtest.Embedded, append(slices.Clone(serveFlags), flags...)...))
+}
+
 // forEachBackend runs test against a fresh dedupd on each store.
 func forEachBackend(t *testing.T, test func(t *testing.T, s *server)) {
-	backends := []struct {
-		name  string
-		flags func(t *testing.T) []string
-	}{
-		{"sqlite", func(t *testing.T) []string { return []string{"--data-dir", t.TempDir(), "--embedded-sync", "normal"} }},
-		{"postgres", func(t *testing.T) []string {
-			url := pgtest.URL(t)
-			if out, err := exec.Command(dedupdBin, "migrate", "--database-url", url).CombinedOutput(); err != nil {
-				t.Fatalf("dedupd migrate: %v\n%s", err, out)
-			}
-			return []string{"--database-url", url}
-		}},
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { test(t, startDedupd(t, b.flags(t))) })
-	}
+	dedupdtest.ForEach(t, serveFlags, func(t *testing.T, addr string) { test(t, newServer(t, addr)) })
 }
 
 // result is what one dedupctl run printed and its exit status.

@@ -3,15 +3,15 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/dedupd/dedupd/client"
 )
 
 // connOptions are the global flags that decide how dedupctl reaches
@@ -75,29 +75,18 @@ func (o *connOptions) dial() (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-// tlsConfig is the client TLS configuration from the --tls-* flags.
+// tlsConfig is the client TLS configuration from the --tls-* flags: the
+// Go client's, with the server name dedupctl may override.
 func (o *connOptions) tlsConfig() (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.tlsServerName}
-	if o.tlsCA != "" {
-		pem, err := os.ReadFile(o.tlsCA)
-		if err != nil {
-			return nil, usagef("--tls-ca: %v", err)
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, usagef("--tls-ca %s: no PEM certificate in it", o.tlsCA)
-		}
-	}
+	// Checked before any file is read, so the message names the flags.
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return nil, usagef("--tls-cert and --tls-key go together")
 	}
-	if o.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
-		if err != nil {
-			return nil, usagef("--tls-cert/--tls-key: %v", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
+	cfg, err := client.LoadTLSConfig(o.tlsCA, o.tlsCert, o.tlsKey)
+	if err != nil {
+		return nil, usagef("--tls-ca/--tls-cert/--tls-key: %v", err)
 	}
+	cfg.ServerName = o.tlsServerName
 	return cfg, nil
 }
 

@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,10 +21,13 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+
+	"github.com/dedupd/dedupd/internal/testpki"
 )
 
-// testPKI is a CA with a server certificate for "dedupd.test" and a client
-// certificate, written as PEM files.
+// testPKI is a CA with a server certificate for "dedupd.test" (not for
+// the loopback address the test dials, so --tls-server-name matters) and a
+// client certificate for "operator", written as PEM files.
 type testPKI struct {
 	caFile, clientCert, clientKey string
 	serverCert                    tls.Certificate
@@ -39,49 +37,26 @@ type testPKI struct {
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
 	dir := t.TempDir()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	ca := testpki.TestCA(t, "test CA")
+	server, err := ca.Server("dedupd.test", "dedupd.test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, _ := x509.ParseCertificate(caDER)
-	p := &testPKI{pool: x509.NewCertPool()}
-	p.pool.AddCert(ca)
-	p.caFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)
-	issue := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string) ([]byte, *ecdsa.PrivateKey) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der, key
-	}
-	serverDER, serverKey := issue(2, "dedupd.test", x509.ExtKeyUsageServerAuth, []string{"dedupd.test"})
-	p.serverCert = tls.Certificate{Certificate: [][]byte{serverDER}, PrivateKey: serverKey}
-	clientDER, clientKey := issue(3, "operator", x509.ExtKeyUsageClientAuth, nil)
-	p.clientCert = writePEM(t, dir, "client.pem", "CERTIFICATE", clientDER)
-	keyDER, _ := x509.MarshalECPrivateKey(clientKey)
-	p.clientKey = writePEM(t, dir, "client-key.pem", "EC PRIVATE KEY", keyDER)
-	return p
-}
-
-func writePEM(t *testing.T, dir, name, kind string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+	client, err := ca.Client(pkix.Name{CommonName: "operator"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	p := &testPKI{pool: ca.Pool()}
+	if p.serverCert, err = server.TLSCertificate(); err != nil {
+		t.Fatal(err)
+	}
+	if p.caFile, err = ca.WriteCert(dir, "ca"); err != nil {
+		t.Fatal(err)
+	}
+	if p.clientCert, p.clientKey, err = client.WriteFiles(dir, "client"); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // seenCall is what the test server saw of one call.
@@ -203,6 +178,10 @@ func TestConnPlaintextToken(t *testing.T) {
 }
 
 func TestConnOptionErrors(t *testing.T) {
+	notPEM := filepath.Join(t.TempDir(), "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		o    connOptions
@@ -211,6 +190,8 @@ func TestConnOptionErrors(t *testing.T) {
 		{"token in the clear to another host", connOptions{server: "dedupd.example:7070", token: "tok-XYZZY"}, "--token would be sent in the clear"},
 		{"cert without key", connOptions{server: "127.0.0.1:1", tlsCert: "c.pem"}, "--tls-cert and --tls-key go together"},
 		{"missing CA file", connOptions{server: "127.0.0.1:1", tlsCA: "/nonexistent/ca.pem"}, "--tls-ca"},
+		{"CA file without a certificate", connOptions{server: "127.0.0.1:1", tlsCA: notPEM}, "no PEM certificate in " + notPEM},
+		{"unreadable key pair", connOptions{server: "127.0.0.1:1", tlsCert: notPEM, tlsKey: notPEM}, "--tls-cert"},
 		{"empty server", connOptions{}, "--server is empty"},
 	}
 	for _, tt := range tests {

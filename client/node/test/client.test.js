@@ -2,25 +2,17 @@
 // Client against a real dedupd: every Claim outcome and every typed error.
 
 const assert = require('node:assert/strict');
-const { before, after, describe, it } = require('node:test');
+const { describe, it } = require('node:test');
 const { status: Code } = require('@grpc/grpc-js');
 
 const dedupd = require('../src');
-const { startServer, uniqueKey, takeOver } = require('../testing/server');
+const { withClient, uniqueKey, takeOver } = require('../testing/server');
 
 const CONSUMER = 'node-client';
 
 describe('Client', () => {
-  let server;
   let c;
-  before(async () => {
-    server = await startServer();
-    c = new dedupd.Client(server.addr);
-  });
-  after(async () => {
-    c.close();
-    await server.stop();
-  });
+  withClient((client) => { c = client; });
 
   it('acquires, reports in progress, then replays the completion', async () => {
     const key = uniqueKey();

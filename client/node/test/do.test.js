@@ -3,10 +3,10 @@
 // out, heartbeat and lose the lease.
 
 const assert = require('node:assert/strict');
-const { before, after, describe, it } = require('node:test');
+const { describe, it } = require('node:test');
 
 const dedupd = require('../src');
-const { startServer, uniqueKey, sleep, takeOver } = require('../testing/server');
+const { withClient, uniqueKey, sleep, takeOver } = require('../testing/server');
 
 const CONSUMER = 'node-do';
 
@@ -22,16 +22,8 @@ function recorder({ result = 'done', throws } = {}) {
 }
 
 describe('do', () => {
-  let server;
   let c;
-  before(async () => {
-    server = await startServer();
-    c = new dedupd.Client(server.addr);
-  });
-  after(async () => {
-    c.close();
-    await server.stop();
-  });
+  withClient((client) => { c = client; });
 
   it('runs fn once, then replays its result', async () => {
     const key = uniqueKey();

@@ -3,10 +3,10 @@
 // crashed are found, taken over and settled as the caller's system says.
 
 const assert = require('node:assert/strict');
-const { before, after, describe, it } = require('node:test');
+const { describe, it } = require('node:test');
 
 const dedupd = require('../src');
-const { startServer, uniqueKey, sleep } = require('../testing/server');
+const { withClient, uniqueKey, sleep } = require('../testing/server');
 
 /** Waits until ListRecords lists every key as an expired claim. */
 async function waitExpired(c, consumer, keys, bound = 20) {
@@ -21,16 +21,8 @@ async function waitExpired(c, consumer, keys, bound = 20) {
 }
 
 describe('reconcile', () => {
-  let server;
   let c;
-  before(async () => {
-    server = await startServer();
-    c = new dedupd.Client(server.addr);
-  });
-  after(async () => {
-    c.close();
-    await server.stop();
-  });
+  withClient((client) => { c = client; });
 
   it('settles crashed claims as the caller decides', async () => {
     const consumer = `node-reconcile-${uniqueKey('c').slice(-12)}`;

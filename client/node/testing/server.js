@@ -4,7 +4,8 @@
 // DEDUPD_BIN names a prebuilt binary to use instead of building one.
 // makePKI() makes a throwaway CA, server and client certificate with the
 // repository's Go helper (client/dedupdtest/testpki), and authFile() writes
-// an --auth-tokens file, for the tests of tokens and TLS.
+// an --auth-tokens file, for the tests of tokens and TLS. withClient() gives
+// a describe block one Client on its own dedupd.
 
 const { execFileSync, spawn } = require('node:child_process');
 const crypto = require('node:crypto');
@@ -12,6 +13,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
+const { before, after } = require('node:test');
+
+const { Client } = require('../src');
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 
@@ -93,4 +97,23 @@ async function takeOver(client, consumer, key, { digest, leaseTtl = 30, owner = 
   }
 }
 
-module.exports = { startServer, makePKI, authFile, uniqueKey, sleep, takeOver };
+/**
+ * Registers before/after hooks on the enclosing describe block: a dedupd
+ * and a Client on it for the block's tests, handed to onReady, and both
+ * closed after them.
+ */
+function withClient(onReady) {
+  let server;
+  let client;
+  before(async () => {
+    server = await startServer();
+    client = new Client(server.addr);
+    onReady(client);
+  });
+  after(async () => {
+    client.close();
+    await server.stop();
+  });
+}
+
+module.exports = { withClient, startServer, makePKI, authFile, uniqueKey, sleep, takeOver };

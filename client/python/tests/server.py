@@ -4,7 +4,8 @@ started on the embedded SQLite store in a temporary directory.
 DEDUPD_BIN names a prebuilt binary to use instead of building one.
 make_pki() makes a throwaway CA, server and client certificate with the
 repository's Go helper (client/dedupdtest/testpki), and auth_file() writes
-an --auth-tokens file, for the tests of tokens and TLS.
+an --auth-tokens file, for the tests of tokens and TLS. ClientTestCase
+gives a test class one dedupd.Client on the run's server.
 """
 
 import atexit
@@ -15,7 +16,10 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import unittest
 import uuid
+
+import dedupd
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
@@ -89,6 +93,19 @@ def server():
             _server = Server()
             atexit.register(_server.stop)
         return _server
+
+
+class ClientTestCase(unittest.TestCase):
+    """Test cases whose tests share cls.client, a dedupd.Client on the run's
+    server, closed after the last of them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.client = dedupd.Client(server().addr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
 
 
 def make_pki(directory):

@@ -8,7 +8,7 @@ import grpc
 import dedupd
 from dedupd.client import seconds
 
-from .server import server, unique_key
+from .server import ClientTestCase, unique_key
 
 CONSUMER = "py-client"
 
@@ -25,15 +25,7 @@ def take_over(client, consumer, key, digest=b"", lease_ttl=30.0, owner="taker", 
         time.sleep(min(max(seconds(resp.retry_after), 0.01), 0.5))
 
 
-class ClientTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.client = dedupd.Client(server().addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.client.close()
-
+class ClientTest(ClientTestCase):
     def test_acquire_then_in_progress_then_completed_replay(self):
         c, key, digest = self.client, unique_key(), dedupd.digest_bytes(b"body")
         first = c.claim(CONSUMER, key, digest=digest, lease_ttl=30, owner="w1")

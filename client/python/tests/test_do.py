@@ -7,7 +7,7 @@ import unittest
 
 import dedupd
 
-from .server import server, unique_key
+from .server import ClientTestCase, unique_key
 from .test_client import take_over
 
 CONSUMER = "py-do"
@@ -42,15 +42,7 @@ class SeesInProgress:
         return resp
 
 
-class DoTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.client = dedupd.Client(server().addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.client.close()
-
+class DoTest(ClientTestCase):
     def test_runs_once_then_replays(self):
         key, fn = unique_key(), Calls(result="stored")
         first = dedupd.do(self.client, CONSUMER, key, fn, digest=dedupd.digest_bytes(b"a"))

@@ -6,7 +6,7 @@ import unittest
 
 import dedupd
 
-from .server import server, unique_key
+from .server import ClientTestCase, unique_key
 
 CONSUMER = "py-reconcile"
 
@@ -23,15 +23,7 @@ def wait_expired(client, consumer, keys, bound=20.0):
         time.sleep(0.05)
 
 
-class ReconcileTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.client = dedupd.Client(server().addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.client.close()
-
+class ReconcileTest(ClientTestCase):
     def test_crashed_claims_are_settled(self):
         c = self.client
         consumer = f"{CONSUMER}-{unique_key('c')[-12:]}"

@@ -160,17 +160,8 @@ func testRacePurgeAgainstOtherConsumers(t *testing.T, s store.Store) {
 	var purged atomic.Int64
 	concurrently(writers+1, func(i int) {
 		if i == writers {
-			for {
-				n, err := s.PurgeBatch(t.Context(), store.PurgeParams{Consumer: "victim", Limit: 10})
-				if err != nil {
-					t.Errorf("PurgeBatch: %v", err)
-					return
-				}
-				if n == 0 {
-					return
-				}
-				purged.Add(int64(n))
-			}
+			purgeUntilEmpty(t, s, store.PurgeParams{Consumer: "victim", Limit: 10}, &purged)
+			return
 		}
 		for j := range perWriter {
 			p := claimP(fmt.Sprintf("k%03d", j))
@@ -208,17 +199,7 @@ func testRacePurgeAgainstPurge(t *testing.T, s store.Store) {
 	makeIn(t, s, "billing", "k000", store.Completed)
 	var purged atomic.Int64
 	concurrently(purgers, func(int) {
-		for {
-			n, err := s.PurgeBatch(t.Context(), store.PurgeParams{Consumer: consumer, Limit: 7})
-			if err != nil {
-				t.Errorf("PurgeBatch: %v", err)
-				return
-			}
-			if n == 0 {
-				return
-			}
-			purged.Add(int64(n))
-		}
+		purgeUntilEmpty(t, s, store.PurgeParams{Consumer: consumer, Limit: 7}, &purged)
 	})
 	if purged.Load() != records {
 		t.Errorf("concurrent purges deleted %d in all, want %d", purged.Load(), records)
@@ -227,4 +208,21 @@ func testRacePurgeAgainstPurge(t *testing.T, s store.Store) {
 		t.Errorf("CountPurge after = %d, %v; want 0", n, err)
 	}
 	lookup(t, s, "billing", "k000")
+}
+
+// purgeUntilEmpty calls PurgeBatch with p until a batch deletes nothing,
+// adding what each deleted to purged. It runs beside other goroutines, so
+// a failure is reported with t.Errorf and ends only this caller.
+func purgeUntilEmpty(t *testing.T, s store.Store, p store.PurgeParams, purged *atomic.Int64) {
+	for {
+		n, err := s.PurgeBatch(t.Context(), p)
+		if err != nil {
+			t.Errorf("PurgeBatch: %v", err)
+			return
+		}
+		if n == 0 {
+			return
+		}
+		purged.Add(int64(n))
+	}
 }
