@@ -10,8 +10,8 @@ import (
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
-// TestReconciler needs ListRecords, whose server side lands with issue 3:
-// until then dedupd answers UNIMPLEMENTED and this test fails.
+// TestReconciler settles expired claims listed through ListRecords on a
+// real dedupd.
 func TestReconciler(t *testing.T) {
 	dedupdtest.ForEach(t, nil, func(t *testing.T, addr string) {
 		c, ctx := newClient(t, addr), testContext(t)

@@ -155,8 +155,7 @@ func TestConflictAndRejection(t *testing.T) {
 
 // TestReconcile settles a claim abandoned after its effect (completed from
 // the consumer's own table) and one abandoned before it (released, so the
-// redelivery takes the stock). It needs ListRecords from issue 3: until
-// that lands dedupd answers UNIMPLEMENTED and this test fails.
+// redelivery takes the stock).
 func TestReconcile(t *testing.T) {
 	c, ctx := setup(t)
 	c.Hooks = stock.Hooks{AfterEffect: crashOnce()}
