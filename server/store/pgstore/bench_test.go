@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pgstore"
 )
 
 // BenchmarkClaimNew measures claims of fresh keys, the fast path: one INSERT
@@ -18,9 +19,18 @@ import (
 //
 //	go test -run '^$' -bench ClaimNew -benchtime 5s ./server/store/pgstore/
 func BenchmarkClaimNew(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts pgstore.Options
+	}{{"group", pgstore.Options{}}, {"single", pgstore.Options{MaxBatch: 1}}} {
+		b.Run(mode.name, func(b *testing.B) { benchmarkClaimNew(b, mode.opts) })
+	}
+}
+
+func benchmarkClaimNew(b *testing.B, opts pgstore.Options) {
 	for _, clients := range []int{1, 32} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			s := newStore(b)
+			s := newStoreWith(b, opts)
 			ctx := context.Background()
 			var next atomic.Int64
 			claimNext := func() {

@@ -44,6 +44,9 @@ const maxMigrateRetries = 10
 // Store is a store.Store backed by a pgx connection pool.
 type Store struct {
 	pool *pgxpool.Pool
+	// batch groups concurrent fresh claims into one statement; nil when
+	// group commit is off.
+	batch *committer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -53,12 +56,17 @@ var _ store.Store = (*Store)(nil)
 // connects lazily, so Open succeeds while the database is down; calls then
 // fail with store.ErrUnavailable until it is back.
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
-	return open(ctx, databaseURL, nil)
+	return open(ctx, databaseURL, Options{}, nil)
 }
 
-// open is Open with a hook to adjust the pool configuration (tests add a
-// query tracer).
-func open(ctx context.Context, databaseURL string, configure func(*pgxpool.Config)) (*Store, error) {
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, databaseURL string, opts Options) (*Store, error) {
+	return open(ctx, databaseURL, opts, nil)
+}
+
+// open is OpenWith with a hook to adjust the pool configuration (tests add
+// a query tracer).
+func open(ctx context.Context, databaseURL string, opts Options, configure func(*pgxpool.Config)) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parsing database URL: %w", err)
@@ -75,11 +83,19 @@ func open(ctx context.Context, databaseURL string, configure func(*pgxpool.Confi
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: creating connection pool: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool}
+	if n := opts.maxBatch(); n > 1 {
+		s.batch = startCommitter(s, n)
+	}
+	return s, nil
 }
 
-// Close closes the pool, waiting for connections in use to be returned.
+// Close stops group commit once its batches in flight are answered, then
+// closes the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
+	if s.batch != nil {
+		s.batch.close()
+	}
 	s.pool.Close()
 	return nil
 }

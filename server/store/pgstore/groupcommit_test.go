@@ -1,0 +1,179 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pgstore"
+)
+
+// answer is what a claim returned, without the times the database chose, so
+// that answers from two stores can be compared.
+type answer struct {
+	outcome  store.Outcome
+	token    int64
+	attempts int64
+	state    store.State
+	err      string
+}
+
+func answerOf(res store.ClaimResult, err error) answer {
+	if err != nil {
+		var conflict *store.ConflictError
+		if errors.As(err, &conflict) {
+			return answer{err: conflict.Err.Error(), token: conflict.Record.FencingToken, state: conflict.Record.State}
+		}
+		return answer{err: err.Error()}
+	}
+	r := res.Record
+	return answer{outcome: res.Outcome, token: r.FencingToken, attempts: r.Attempts, state: r.State}
+}
+
+// seedBatchKeys gives a store a pending key and a completed one.
+func seedBatchKeys(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Claim(ctx, claimParams("pending")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Claim(ctx, claimParams("done"))
+	if err == nil {
+		_, err = s.Complete(ctx, store.CompleteParams{Consumer: "billing", Key: "done",
+			FencingToken: res.Record.FencingToken, Result: []byte("ok"), Policy: policy})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A batch answers every caller as the same claims made one at a time, in
+// batch order, would be answered: a key named twice is acquired once, a
+// different digest is refused with the batch-mate's record, existing keys
+// take the ordinary path, and a caller who gave up writes nothing.
+func TestGroupCommitBatchAnswersAsOneAtATime(t *testing.T) {
+	otherDigest := claimParams("a")
+	otherDigest.Digest = []byte("other")
+	claims := []store.ClaimParams{
+		claimParams("a"), claimParams("a"), otherDigest, claimParams("pending"),
+		claimParams("done"), claimParams("b"), claimParams("cancelled"), claimParams("b"),
+	}
+	const cancelled = 6
+
+	var log statementLog
+	batched := newTracedStore(t, &log)
+	seedBatchKeys(t, batched)
+	log.take()
+	ctxs := make([]context.Context, len(claims))
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	ctxs[cancelled] = gone
+	results, errs := pgstore.ClaimBatch(batched, ctxs, claims)
+
+	inserts := 0
+	for _, sql := range log.take() {
+		if strings.HasPrefix(sql, "INSERT") {
+			inserts++
+			if !strings.Contains(sql, "unnest") {
+				t.Errorf("batch insert is not the multi-row statement: %s", sql)
+			}
+		}
+	}
+	if inserts != 1 {
+		t.Errorf("batch sent %d INSERTs, want 1", inserts)
+	}
+
+	alone := newStoreWith(t, pgstore.Options{MaxBatch: 1})
+	seedBatchKeys(t, alone)
+	for i, p := range claims {
+		got := answerOf(results[i], errs[i])
+		if i == cancelled {
+			if !errors.Is(errs[i], context.Canceled) {
+				t.Errorf("cancelled caller got %+v, want context.Canceled", got)
+			}
+			continue
+		}
+		want := answerOf(alone.Claim(context.Background(), p))
+		if got != want {
+			t.Errorf("claim %d (%s): batched %+v, alone %+v", i, p.Key, got, want)
+		}
+	}
+	if _, err := batched.Lookup(context.Background(), "billing", "cancelled"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("cancelled caller's key: Lookup = %v, want ErrNotFound", err)
+	}
+}
+
+// Many callers through the real batching path, on a few shared keys mixed
+// with fresh ones and with callers who gave up before calling: each shared
+// key is acquired exactly once, every fresh key is acquired, and nothing of
+// a caller who gave up is written.
+func TestGroupCommitRace(t *testing.T) {
+	s := newStore(t)
+	const (
+		callers = 32
+		rounds  = 8
+		shared  = 3
+	)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	var acquired [shared]atomic.Int32
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				key := fmt.Sprintf("fresh-%d-%d", c, r)
+				ctx := context.Background()
+				switch {
+				case (c+r)%4 == 0:
+					key = fmt.Sprintf("shared-%d", (c+r)%shared)
+				case (c+r)%4 == 1:
+					key, ctx = "gone-"+key, gone
+				}
+				res, err := s.Claim(ctx, claimParams(key))
+				switch {
+				case ctx == gone:
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("claim with a cancelled context: %v, %v", res.Outcome, err)
+					}
+				case err != nil:
+					t.Errorf("claim %s: %v", key, err)
+				case strings.HasPrefix(key, "shared-"):
+					if res.Outcome == store.Acquired {
+						acquired[(c+r)%shared].Add(1)
+					} else if res.Outcome != store.InProgress {
+						t.Errorf("claim %s: %v", key, res.Outcome)
+					}
+				case res.Outcome != store.Acquired || res.Record.FencingToken != 1:
+					t.Errorf("fresh claim %s: %v token %d", key, res.Outcome, res.Record.FencingToken)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range acquired {
+		if n := acquired[i].Load(); n != 1 {
+			t.Errorf("shared-%d acquired %d times, want once", i, n)
+		}
+	}
+	for c := range callers {
+		for r := range rounds {
+			if (c+r)%4 != 1 {
+				continue
+			}
+			key := fmt.Sprintf("gone-fresh-%d-%d", c, r)
+			if _, err := s.Lookup(context.Background(), "billing", key); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s was claimed by a caller who gave up: Lookup = %v", key, err)
+			}
+		}
+	}
+}
