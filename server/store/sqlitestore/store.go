@@ -92,6 +92,17 @@ func ParseSync(s string) (Sync, error) {
 // Options tune the store; the zero value is the safe default.
 type Options struct {
 	Sync Sync
+	// MaxBatch is the most writes committed together in one transaction
+	// (group commit; see groupcommit.go). Zero means DefaultMaxBatch; one
+	// turns group commit off, so every write is its own transaction.
+	MaxBatch int
+}
+
+func (o Options) maxBatch() int {
+	if o.MaxBatch <= 0 {
+		return DefaultMaxBatch
+	}
+	return o.MaxBatch
 }
 
 // Store is the embedded store.Store. Its methods are safe for concurrent use.
@@ -131,7 +142,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 	}()
 
 	dbPath := filepath.Join(dir, dbFileName)
-	if s.w, s.applied, err = openWriter(ctx, dbPath, opts.Sync); err != nil {
+	if s.w, s.applied, err = openWriter(ctx, dbPath, opts.Sync, opts.maxBatch()); err != nil {
 		return nil, err
 	}
 	if s.r, err = openReader(ctx, dbPath); err != nil {
