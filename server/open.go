@@ -16,14 +16,22 @@ import (
 // schema changes there are an operator's decision.
 func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		st, err := sqlitestore.Open(ctx, cfg.DataDir, cfg.Embedded)
+		opts := cfg.Embedded
+		if !cfg.GroupCommit {
+			opts.MaxBatch = 1
+		}
+		st, err := sqlitestore.Open(ctx, cfg.DataDir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("opening embedded store: %w", err)
 		}
 		log.Info("embedded store open", "data_dir", cfg.DataDir)
 		return st, nil
 	}
-	st, err := pgstore.Open(ctx, cfg.DatabaseURL)
+	var opts pgstore.Options
+	if !cfg.GroupCommit {
+		opts.MaxBatch = 1
+	}
+	st, err := pgstore.OpenWith(ctx, cfg.DatabaseURL, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening database: %w", err)
 	}

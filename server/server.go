@@ -30,6 +30,10 @@ type Config struct {
 	DataDir     string
 	// Embedded tunes the embedded store.
 	Embedded sqlitestore.Options
+	// GroupCommit writes concurrent calls together: fresh claims in one
+	// multi-row INSERT on PostgreSQL, all writes in one transaction (one
+	// fsync) on the embedded store. Answers are the same either way.
+	GroupCommit bool
 	// Policy holds the lease default and the retention of every consumer.
 	Policy store.Policy
 	Limits api.Limits

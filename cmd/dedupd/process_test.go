@@ -177,6 +177,16 @@ var backends = []backend{
 	}},
 }
 
+// Every backend again with group commit off: batching must not change what
+// a client sees.
+func init() {
+	for _, b := range backends[:len(backends):len(backends)] {
+		backends = append(backends, backend{b.name + "-no-group-commit", func(t testing.TB) []string {
+			return append(b.prepare(t), "--group-commit=false")
+		}})
+	}
+}
+
 func forEachBackend(t *testing.T, test func(t *testing.T, flags []string)) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) { test(t, b.prepare(t)) })
