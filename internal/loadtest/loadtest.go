@@ -156,28 +156,28 @@ func runScenario(ctx context.Context, cfg Config, name string, svc *service, bas
 type operation func(ctx context.Context, i int64) error
 
 // measure runs op from cfg.Concurrency callers until the count is reached
-// or the duration is up, and summarises it.
+// or the duration is up, and summarises it. The end of the duration stops
+// callers from starting operations; those in flight finish, so that none is
+// cut off and miscounted.
 func measure(ctx context.Context, cfg Config, label string, op operation) Measurement {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if cfg.Count <= 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeout(ctx, cfg.Duration)
-		defer stop()
-	}
 	var (
 		next, errs atomic.Int64
 		firstErr   atomic.Value
 		wg         sync.WaitGroup
 		hists      = make([]histogram, cfg.Concurrency)
+		stop       atomic.Bool
 	)
+	if cfg.Count <= 0 {
+		timer := time.AfterFunc(cfg.Duration, func() { stop.Store(true) })
+		defer timer.Stop()
+	}
 	start := time.Now()
 	stopProgress := progress(cfg.Progress, label, start, &next, &errs)
 	for c := range cfg.Concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
+			for !stop.Load() && ctx.Err() == nil {
 				i := next.Add(1)
 				if cfg.Count > 0 && i > cfg.Count {
 					next.Add(-1)
@@ -186,7 +186,7 @@ func measure(ctx context.Context, cfg Config, label string, op operation) Measur
 				t0 := time.Now()
 				err := op(ctx, i)
 				if err != nil && ctx.Err() != nil {
-					// Cut off by the end of the run, not a failure.
+					// The run was cancelled: not the operation's failure.
 					next.Add(-1)
 					return
 				}

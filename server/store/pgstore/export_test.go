@@ -26,12 +26,12 @@ func ClaimBatch(s *Store, ctxs []context.Context, ps []store.ClaimParams) ([]sto
 		if err != nil {
 			panic(err)
 		}
-		batch[i] = &freshClaim{ctx: ctxs[i], p: p, args: args, done: make(chan struct{})}
+		batch[i] = &freshClaim{ctx: ctxs[i], p: p, args: args, wake: make(chan struct{})}
 	}
-	s.batch.commit(dropCancelled(append([]*freshClaim(nil), batch...)))
+	s.batch.commit(dropCancelled(batch), nil)
 	results, errs := make([]store.ClaimResult, len(ps)), make([]error, len(ps))
 	for i, fc := range batch {
-		<-fc.done
+		<-fc.wake
 		if fc.err != nil && ctxs[i].Err() != nil {
 			errs[i] = fc.err
 			continue

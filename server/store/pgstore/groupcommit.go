@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,7 +43,7 @@ const (
 	// committers is how many batches may be in flight at once: while one
 	// commits, the next collects. More would only split the queue into
 	// smaller batches.
-	committers = 4
+	committers = 2
 )
 
 // Options tune a Store; the zero value is the default.
@@ -65,96 +66,128 @@ type freshClaim struct {
 	ctx  context.Context
 	p    store.ClaimParams
 	args freshArgs
-	// Set by the committer before done is closed.
+	// lead is set, under committer.mu, when this caller is made the
+	// leader of a batch that was queued: it writes lead, itself included.
+	lead []*freshClaim
+	// Set by the batch's leader before wake is closed.
 	rec      store.Record
 	inserted bool
 	err      error
-	done     chan struct{}
+	// wake is closed when the claim is answered or its caller made leader.
+	wake chan struct{}
 }
 
-// committer writes batches of fresh claims; see the comment at the top.
+// committer groups fresh claims; see the comment at the top. There is no
+// goroutine of its own: a caller arriving while fewer than maxInFlight
+// batches are being written writes its claim at once (a batch of one);
+// otherwise it queues. A leader that has written its batch takes the queue
+// as the next batch and makes that batch's first caller its leader, whose
+// goroutine has to wake up for its answer anyway. So the queue is never
+// left without a leader coming, and no batch waits on a scheduler handoff
+// to a goroutine of the store's.
 type committer struct {
-	s        *Store
-	maxBatch int
-	queue    chan *freshClaim
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	s           *Store
+	maxBatch    int
+	maxInFlight int
+
+	mu       sync.Mutex
+	queue    []*freshClaim // guarded by mu; non-empty only when inFlight == maxInFlight
+	inFlight int           // guarded by mu
+	closed   bool          // guarded by mu
+	leaders  sync.WaitGroup
 }
 
 func startCommitter(s *Store, maxBatch int) *committer {
-	c := &committer{s: s, maxBatch: maxBatch, queue: make(chan *freshClaim), stop: make(chan struct{})}
-	c.wg.Add(committers)
-	for range committers {
-		go c.run()
-	}
-	return c
+	return &committer{s: s, maxBatch: maxBatch, maxInFlight: committers}
 }
 
-// close stops the committers once their batches in flight are answered.
-// Claims that arrive afterwards find the store unavailable.
+// close waits for the batches in flight, and those queued behind them, to
+// be answered. Claims that arrive afterwards find the store unavailable.
 func (c *committer) close() {
-	close(c.stop)
-	c.wg.Wait()
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.leaders.Wait()
 }
 
-// insert hands a fresh claim to a committer and waits for its answer. A
-// caller whose context ends while waiting gets the context's error; if its
-// claim was already in a statement, the claim may have landed, the same
+// insert writes a fresh claim, in a batch with others when a batch is
+// already being written, and returns its answer. A caller whose context
+// ends while its claim is queued withdraws it and gets the context's error,
+// nothing written. Once its claim is in a statement the caller still gets
+// the context's error at once, and the claim may have landed: the same
 // window as a single INSERT cancelled mid-flight (see store.Store).
 func (c *committer) insert(ctx context.Context, p store.ClaimParams, args freshArgs) (store.Record, bool, error) {
-	fc := &freshClaim{ctx: ctx, p: p, args: args, done: make(chan struct{})}
-	select {
-	case c.queue <- fc:
-	case <-c.stop:
+	fc := &freshClaim{ctx: ctx, p: p, args: args, wake: make(chan struct{})}
+	c.mu.Lock()
+	switch {
+	case c.closed:
+		c.mu.Unlock()
 		return store.Record{}, false, errClosed
-	case <-ctx.Done():
-		return store.Record{}, false, ctx.Err()
-	}
-	select {
-	case <-fc.done:
+	case c.inFlight < c.maxInFlight:
+		c.inFlight++
+		c.leaders.Add(1)
+		c.mu.Unlock()
+		c.lead(fc, []*freshClaim{fc})
 		return fc.rec, fc.inserted, fc.err
+	}
+	c.queue = append(c.queue, fc)
+	c.mu.Unlock()
+	select {
+	case <-fc.wake:
 	case <-ctx.Done():
-		return store.Record{}, false, ctx.Err()
+		if !c.mustLead(fc) {
+			return store.Record{}, false, ctx.Err()
+		}
 	}
+	if fc.lead != nil {
+		c.lead(fc, fc.lead)
+	}
+	return fc.rec, fc.inserted, fc.err
 }
 
-func (c *committer) run() {
-	defer c.wg.Done()
-	for {
-		var first *freshClaim
-		select {
-		case first = <-c.queue:
-		case <-c.stop:
-			return
-		}
-		c.commit(dropCancelled(c.collect(first)))
+// mustLead is called by a caller who is giving up. It withdraws the claim
+// if it is still queued and reports false; or reports whether the caller
+// has been made a leader, whom the batch then waits for.
+func (c *committer) mustLead(fc *freshClaim) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(c.queue, fc); i >= 0 {
+		c.queue = slices.Delete(c.queue, i, i+1)
+		return false
 	}
+	return fc.lead != nil
 }
 
-// collect takes first and the claims already waiting behind it.
-func (c *committer) collect(first *freshClaim) []*freshClaim {
-	batch := []*freshClaim{first}
-	for len(batch) < c.maxBatch {
-		select {
-		case fc := <-c.queue:
-			batch = append(batch, fc)
-			continue
-		default:
-		}
-		break
+// lead writes batch, led by leader, then hands the queue to its next
+// leader, or, when nothing is queued, gives its place in flight up.
+func (c *committer) lead(leader *freshClaim, batch []*freshClaim) {
+	c.commit(dropCancelled(batch), leader)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		c.inFlight--
+		c.leaders.Done()
+		return
 	}
-	return batch
+	n := min(len(c.queue), c.maxBatch)
+	next := slices.Clone(c.queue[:n])
+	c.queue = slices.Delete(c.queue, 0, n)
+	next[0].lead = next
+	close(next[0].wake)
 }
 
 // dropCancelled answers, and leaves out of the batch, the claims whose
 // callers have given up: they were told so, and nothing of theirs may be
-// written.
+// written. A leader who gave up is still a leader; only its claim is
+// dropped.
 func dropCancelled(batch []*freshClaim) []*freshClaim {
-	live := batch[:0]
+	live := make([]*freshClaim, 0, len(batch))
 	for _, fc := range batch {
-		if fc.ctx.Err() != nil {
-			fc.err = fc.ctx.Err()
-			close(fc.done)
+		if err := fc.ctx.Err(); err != nil {
+			fc.err = err
+			if fc.lead == nil {
+				close(fc.wake)
+			}
 			continue
 		}
 		live = append(live, fc)
@@ -162,8 +195,9 @@ func dropCancelled(batch []*freshClaim) []*freshClaim {
 	return live
 }
 
-// commit writes a batch and answers every claim in it.
-func (c *committer) commit(batch []*freshClaim) {
+// commit writes a batch and answers every claim in it but the leader's,
+// which its caller reads on return.
+func (c *committer) commit(batch []*freshClaim, leader *freshClaim) {
 	if len(batch) == 0 {
 		return
 	}
@@ -171,7 +205,9 @@ func (c *committer) commit(batch []*freshClaim) {
 	defer cancel()
 	defer func() {
 		for _, fc := range batch {
-			close(fc.done)
+			if fc != leader {
+				close(fc.wake)
+			}
 		}
 	}()
 	if len(batch) == 1 {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
@@ -138,9 +140,20 @@ func TestGroupCommitRace(t *testing.T) {
 					key = fmt.Sprintf("shared-%d", (c+r)%shared)
 				case (c+r)%4 == 1:
 					key, ctx = "gone-"+key, gone
+				case (c+r)%4 == 2:
+					// Gives up at some point of its claim: queued, leading,
+					// or in a statement.
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(rand.N(2000))*time.Microsecond)
+					defer cancel()
+					key = "hasty-" + key
 				}
 				res, err := s.Claim(ctx, claimParams(key))
 				switch {
+				case strings.HasPrefix(key, "hasty-"):
+					if err != nil && !errors.Is(err, context.DeadlineExceeded) || err == nil && res.Outcome != store.Acquired {
+						t.Errorf("claim %s that gave up: %v, %v", key, res.Outcome, err)
+					}
 				case ctx == gone:
 					if !errors.Is(err, context.Canceled) {
 						t.Errorf("claim with a cancelled context: %v, %v", res.Outcome, err)
@@ -160,6 +173,10 @@ func TestGroupCommitRace(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// Nobody who gave up left the batches without a leader.
+	if res, err := s.Claim(context.Background(), claimParams("after")); err != nil || res.Outcome != store.Acquired {
+		t.Errorf("claim after the race: %v, %v", res.Outcome, err)
+	}
 	for i := range acquired {
 		if n := acquired[i].Load(); n != 1 {
 			t.Errorf("shared-%d acquired %d times, want once", i, n)
