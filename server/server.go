@@ -34,6 +34,12 @@ type Config struct {
 	// multi-row INSERT on PostgreSQL, all writes in one transaction (one
 	// fsync) on the embedded store. Answers are the same either way.
 	GroupCommit bool
+	// ReplayCacheBytes bounds the in-process cache of finished records
+	// that answers their replays; zero turns it off. ReplayCacheTTL is how
+	// long an entry is trusted: how late a record deleted through another
+	// server may still be replayed by this one.
+	ReplayCacheBytes int64
+	ReplayCacheTTL   time.Duration
 	// Policy holds the lease default and the retention of every consumer.
 	Policy store.Policy
 	Limits api.Limits
@@ -61,6 +67,8 @@ func (c Config) Validate() error {
 		{c.Limits.MaxResultBytes > 0, "--max-result-bytes must be positive"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
+		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
+		{c.ReplayCacheBytes == 0 || c.ReplayCacheTTL > 0, "--replay-cache-ttl must be positive"},
 	}
 	for _, check := range checks {
 		if !check.ok {

@@ -48,6 +48,8 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 	f.StringVar(&cfg.DataDir, "data-dir", "dedupd-data", "directory of the embedded store (used when --database-url is empty)")
 	f.StringVar(&embeddedSync, "embedded-sync", "full", "embedded store durability: full (fsync each commit; survives power loss) or normal (survives a process crash only; about 3x the write rate)")
 	f.BoolVar(&cfg.GroupCommit, "group-commit", true, "write concurrent calls together (one multi-row INSERT on PostgreSQL, one transaction and fsync on the embedded store); answers are the same either way")
+	f.Int64Var(&cfg.ReplayCacheBytes, "replay-cache-bytes", 32<<20, "memory for finished records kept to answer their replays without the database; 0 turns the cache off")
+	f.DurationVar(&cfg.ReplayCacheTTL, "replay-cache-ttl", 10*time.Second, "longest a cached record is trusted: how late a record deleted through another dedupd sharing the database may still be replayed here")
 	f.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL or CockroachDB URL, e.g. postgres://user@host:5432/db")
 	f.DurationVar(&cfg.Policy.DefaultLeaseTTL, "default-lease-ttl", 30*time.Second, "lease of a claim that names none")
 	f.DurationVar(&cfg.Limits.MaxLeaseTTL, "max-lease-ttl", time.Hour, "longest lease a claim may ask for")
