@@ -57,8 +57,9 @@ func (s *Store) insertFreshClaim(ctx context.Context, p store.ClaimParams) (stor
 	if err != nil {
 		return store.Record{}, false, err
 	}
-	if s.batch != nil {
-		return s.batch.insert(ctx, p, args)
+	if s.fresh != nil {
+		r, err := s.fresh.do(ctx, freshClaim{p: p, args: args})
+		return r.rec, r.inserted, err
 	}
 	return s.insertOne(ctx, args)
 }
@@ -96,19 +97,19 @@ func (s *Store) insertOne(ctx context.Context, a freshArgs) (store.Record, bool,
 
 // Complete stores the result of the current lease holder.
 func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
-	d, err := s.readModifyWrite(ctx, "complete", p.Consumer, p.Key, p)
+	d, err := s.finishKey(ctx, "complete", p.Consumer, p.Key, p)
 	return d.Record, err
 }
 
 // Reject stores a rejection, or releases the key for a retryable one.
 func (s *Store) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
-	d, err := s.readModifyWrite(ctx, "reject", p.Consumer, p.Key, p)
+	d, err := s.finishKey(ctx, "reject", p.Consumer, p.Key, p)
 	return d.Record, err
 }
 
 // ExtendLease renews the current lease from the database's now.
 func (s *Store) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
-	d, err := s.readModifyWrite(ctx, "extend lease", p.Consumer, p.Key, p)
+	d, err := s.finishKey(ctx, "extend lease", p.Consumer, p.Key, p)
 	return d.Record, err
 }
 

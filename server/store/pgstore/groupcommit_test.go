@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -193,4 +195,121 @@ func TestGroupCommitRace(t *testing.T) {
 			}
 		}
 	}
+}
+
+// finishAnswer is what a finishing call returned, without the times.
+func finishAnswer(rec store.Record, err error) answer {
+	if err != nil {
+		return answerOf(store.ClaimResult{}, err)
+	}
+	a := answer{token: rec.FencingToken, attempts: rec.Attempts, state: rec.State}
+	if rec.Rejection != nil {
+		a.err = "rejection " + rec.Rejection.Reason
+	}
+	if rec.Result != nil {
+		a.err += " result " + string(rec.Result)
+	}
+	return a
+}
+
+// seedFinishKeys claims keys p1..p4 (token 1 each) and completes "done".
+func seedFinishKeys(t *testing.T, s store.Store) {
+	t.Helper()
+	for _, key := range []string{"p1", "p2", "p3", "p4", "done"} {
+		if _, err := s.Claim(context.Background(), claimParams(key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Complete(context.Background(), completeParams("done", 1, "stored")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func completeParams(key string, token int64, result string) store.CompleteParams {
+	return store.CompleteParams{Consumer: "billing", Key: key, FencingToken: token, Result: []byte(result), Policy: policy}
+}
+
+// A batch of Completes, Rejects and ExtendLeases answers each as the same
+// calls made one at a time, in batch order: the first write to a key wins
+// and the rest of the batch sees it, stale tokens and finished keys are
+// refused, and what is stored is what was answered.
+func TestGroupCommitFinishesAnswerAsOneAtATime(t *testing.T) {
+	reject := func(key string, token int64, retryable bool) store.RejectParams {
+		return store.RejectParams{Consumer: "billing", Key: key, FencingToken: token, Policy: policy,
+			Rejection: store.Rejection{Reason: "NO", Detail: []byte{1}, Retryable: retryable}}
+	}
+	cmds := []store.Command{
+		completeParams("p1", 1, "r1"),
+		completeParams("p1", 1, "other"), // same key, later in the batch
+		reject("p2", 1, false),
+		store.ExtendLeaseParams{Consumer: "billing", Key: "p3", FencingToken: 1, LeaseTTL: time.Hour, Policy: policy},
+		completeParams("p4", 2, "stale token"),
+		reject("p4", 1, true),
+		completeParams("done", 1, "stored"), // a repeat: no write
+		completeParams("done", 1, "different"),
+		completeParams("absent", 1, "r"),
+	}
+	var log statementLog
+	batched := newTracedStore(t, &log)
+	seedFinishKeys(t, batched)
+	log.take()
+	recs, errs := pgstore.FinishBatch(batched, cmds)
+	// One read and one write for the batch. Only the keys named twice take
+	// the ordinary path: p1's second Complete is refused after a read,
+	// p4's Reject (after a refused Complete) is written on its own.
+	var updates, batchUpdates int
+	sqls := log.take()
+	for _, sql := range sqls {
+		if strings.HasPrefix(sql, "UPDATE") {
+			updates++
+			if strings.Contains(sql, "unnest") {
+				batchUpdates++
+			}
+		}
+	}
+	if updates != 2 || batchUpdates != 1 {
+		t.Errorf("batch sent %d UPDATEs (%d multi-row), want one multi-row UPDATE and one single: %q", updates, batchUpdates, sqls)
+	}
+
+	alone := newStoreWith(t, pgstore.Options{MaxBatch: 1})
+	seedFinishKeys(t, alone)
+	ctx := context.Background()
+	for i, cmd := range cmds {
+		var want store.Record
+		var err error
+		switch p := cmd.(type) {
+		case store.CompleteParams:
+			want, err = alone.Complete(ctx, p)
+		case store.RejectParams:
+			want, err = alone.Reject(ctx, p)
+		case store.ExtendLeaseParams:
+			want, err = alone.ExtendLease(ctx, p)
+		}
+		if got, want := finishAnswer(recs[i], errs[i]), finishAnswer(want, err); got != want {
+			t.Errorf("call %d (%T): batched %+v, alone %+v", i, cmd, got, want)
+		}
+	}
+	for _, key := range []string{"p1", "p2", "p3", "p4", "done"} {
+		got, err := batched.Lookup(ctx, "billing", key)
+		want, errA := alone.Lookup(ctx, "billing", key)
+		if finishAnswer(got, err) != finishAnswer(want, errA) {
+			t.Errorf("%s stored: batched %+v, alone %+v", key, got, want)
+		}
+		if i := slices.IndexFunc(cmds, func(c store.Command) bool { return keyOfFinish(c) == key }); i >= 0 && errs[i] == nil &&
+			!reflect.DeepEqual(got, recs[i]) && key != "p1" {
+			t.Errorf("%s: the batch answered %+v but stored %+v", key, recs[i], got)
+		}
+	}
+}
+
+func keyOfFinish(cmd store.Command) string {
+	switch p := cmd.(type) {
+	case store.CompleteParams:
+		return p.Key
+	case store.RejectParams:
+		return p.Key
+	case store.ExtendLeaseParams:
+		return p.Key
+	}
+	return ""
 }

@@ -44,9 +44,11 @@ const maxMigrateRetries = 10
 // Store is a store.Store backed by a pgx connection pool.
 type Store struct {
 	pool *pgxpool.Pool
-	// batch groups concurrent fresh claims into one statement; nil when
-	// group commit is off.
-	batch *committer
+	// fresh and finish group concurrent fresh claims, and concurrent
+	// Completes, Rejects and ExtendLeases, into one statement each batch;
+	// nil when group commit is off.
+	fresh  *freshBatcher
+	finish *finishBatcher
 }
 
 var _ store.Store = (*Store)(nil)
@@ -85,7 +87,8 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 	}
 	s := &Store{pool: pool}
 	if n := opts.maxBatch(); n > 1 {
-		s.batch = startCommitter(s, n)
+		s.fresh = s.newFreshBatcher(n)
+		s.finish = s.newFinishBatcher(n)
 	}
 	return s, nil
 }
@@ -93,8 +96,9 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 // Close stops group commit once its batches in flight are answered, then
 // closes the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
-	if s.batch != nil {
-		s.batch.close()
+	if s.fresh != nil {
+		s.fresh.close()
+		s.finish.close()
 	}
 	s.pool.Close()
 	return nil
