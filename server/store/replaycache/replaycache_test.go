@@ -46,7 +46,7 @@ func claimP(key string) store.ClaimParams {
 	return store.ClaimParams{Consumer: "c", Key: key, Digest: []byte("d"), Owner: "w", Policy: policy}
 }
 
-func newCached(t *testing.T, opts replaycache.Options) (*replaycache.Store, *counting, *clock) {
+func newCached(t testing.TB, opts replaycache.Options) (*replaycache.Store, *counting, *clock) {
 	t.Helper()
 	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 	if err != nil {
@@ -61,7 +61,7 @@ func newCached(t *testing.T, opts replaycache.Options) (*replaycache.Store, *cou
 }
 
 // finish claims key and completes it, or rejects it terminally.
-func finish(t *testing.T, s store.Store, key string, reject bool) store.Record {
+func finish(t testing.TB, s store.Store, key string, reject bool) store.Record {
 	t.Helper()
 	ctx := context.Background()
 	res, err := s.Claim(ctx, claimP(key))
