@@ -48,3 +48,10 @@ func TestQuantilesMatchSortedSamples(t *testing.T) {
 		t.Errorf("n %d max %d, want %d and %d", h.n, h.max, len(samples), samples[len(samples)-1])
 	}
 }
+
+func BenchmarkHistogramRecord(b *testing.B) {
+	var h histogram
+	for i := 0; b.Loop(); i++ {
+		h.record(time.Duration(i%50000) * time.Microsecond)
+	}
+}
