@@ -60,6 +60,7 @@ throughput over the baseline's for each scenario.`,
 	f.IntVarP(&cfg.Concurrency, "concurrency", "c", 32, "concurrent callers")
 	f.DurationVarP(&cfg.Duration, "duration", "d", 10*time.Second, "how long each scenario runs on each side")
 	f.Int64VarP(&cfg.Count, "count", "n", 0, "operations per scenario and side, instead of --duration")
+	f.Float64Var(&cfg.Rate, "rate", 0, "pace operations to this many per second in total (latency then counts from when each was due); 0 runs flat out")
 	f.IntVar(&cfg.ReplayKeys, "replay-keys", 1000, "completed keys the replay scenario cycles through")
 	f.IntVar(&cfg.ContendedKeys, "contended-keys", 8, "keys the contended scenario shares among all callers")
 	f.IntVar(&cfg.ResultBytes, "result-bytes", 64, "size of each stored result")

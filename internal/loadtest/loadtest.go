@@ -44,6 +44,11 @@ type Config struct {
 	// Count, when positive, runs exactly this many operations per scenario
 	// on each side instead.
 	Count int64
+	// Rate, when positive, paces the operations to this many per second
+	// in total (an open loop): operation i is due at i/Rate after the
+	// start, and its latency is counted from when it was due, so a service
+	// that falls behind is charged for the wait too.
+	Rate float64
 	// ReplayKeys is how many completed keys replay claims cycle through.
 	ReplayKeys int
 	// ContendedKeys is how many keys the contended scenario shares.
@@ -116,7 +121,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		defer base.close()
 	}
 	report := Report{RunID: runID, Addr: cfg.Addr, Concurrency: cfg.Concurrency,
-		Duration: cfg.Duration, Count: cfg.Count, Baseline: base != nil}
+		Duration: cfg.Duration, Count: cfg.Count, Rate: cfg.Rate, Baseline: base != nil}
 	for _, name := range cfg.Scenarios {
 		sr, err := runScenario(ctx, cfg, name, svc, base)
 		if err != nil {
@@ -184,6 +189,12 @@ func measure(ctx context.Context, cfg Config, label string, op operation) Measur
 					return
 				}
 				t0 := time.Now()
+				if cfg.Rate > 0 {
+					t0 = start.Add(time.Duration(float64(i-1) / cfg.Rate * float64(time.Second)))
+					if wait := time.Until(t0); wait > 0 {
+						time.Sleep(wait)
+					}
+				}
 				err := op(ctx, i)
 				if err != nil && ctx.Err() != nil {
 					// The run was cancelled: not the operation's failure.

@@ -137,3 +137,22 @@ func TestConfigRefusesUnknownScenario(t *testing.T) {
 		t.Errorf("unknown scenario: %v", err)
 	}
 }
+
+// A paced run makes its count of operations and says so in the report.
+func TestRunPaced(t *testing.T) {
+	addr, _ := startService(t)
+	report, err := Run(context.Background(), Config{Addr: addr, Scenarios: []string{"claim-new"},
+		Concurrency: 4, Count: 50, Rate: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := report.Scenarios[0].Service
+	if m.Ops != 50 || m.Errors != 0 || report.Rate != 1000 {
+		t.Errorf("paced run: %+v, rate %v", m, report.Rate)
+	}
+	var table bytes.Buffer
+	report.WriteTable(&table)
+	if !strings.Contains(table.String(), "paced to 1000 ops/s") {
+		t.Errorf("table does not say the run was paced:\n%s", table.String())
+	}
+}

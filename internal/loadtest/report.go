@@ -18,6 +18,7 @@ type Report struct {
 	Concurrency int              `json:"concurrency"`
 	Duration    time.Duration    `json:"-"`
 	Count       int64            `json:"count,omitempty"`
+	Rate        float64          `json:"rate,omitempty"`
 	Baseline    bool             `json:"baseline"`
 	Scenarios   []ScenarioReport `json:"scenarios"`
 	// ServerPeakRSSBytes is the dedupd process's peak resident memory
@@ -98,6 +99,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "\n%d callers", r.Concurrency)
+	if r.Rate > 0 {
+		fmt.Fprintf(w, " paced to %.0f ops/s", r.Rate)
+	}
 	if r.Count > 0 {
 		fmt.Fprintf(w, ", %d ops per scenario and side", r.Count)
 	} else {
