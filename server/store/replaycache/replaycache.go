@@ -19,7 +19,9 @@
 //     than this server's clock says, and a record that close to expiry is
 //     not cached at all.
 //
-// Everything else goes to the wrapped store unchanged.
+// Everything else goes to the wrapped store unchanged. Records handed out
+// from the cache share their byte slices between callers, which must not
+// modify them (no caller in dedupd does).
 package replaycache
 
 import (
@@ -133,6 +135,11 @@ func (s *Store) Invalidate(consumer, key string) { s.cache.remove(consumer, key)
 // InvalidateAll forgets everything. Whatever deletes records in bulk through
 // this server (a purge) must call it after the delete has committed.
 func (s *Store) InvalidateAll() { s.cache.clear() }
+
+// Unwrap returns the wrapped store, for callers that need more than
+// store.Store from it. Deleting records through it bypasses the cache: call
+// Invalidate or InvalidateAll afterwards.
+func (s *Store) Unwrap() store.Store { return s.Store }
 
 // Stats reports the cache's hits and misses so far, and its size.
 func (s *Store) Stats() Stats { return s.cache.stats() }

@@ -119,6 +119,9 @@ func TestClaimsOfFinishedKeysAreAnsweredFromMemory(t *testing.T) {
 			t.Errorf("%s: Lookup = %+v, %v after %d store lookups", tc.key, rec, err, inner.lookups.Load())
 		}
 	}
+	if s.Unwrap() != store.Store(inner) {
+		t.Error("Unwrap does not return the wrapped store")
+	}
 	if st := s.Stats(); st.Hits < 12 || st.Entries != 2 {
 		t.Errorf("stats %+v, want at least 12 hits and 2 entries", st)
 	}
