@@ -13,6 +13,11 @@
 // always use. See readModifyWrite for why that is not a SERIALIZABLE
 // transaction.
 //
+// With group commit on (the default; Options.MaxBatch), concurrent fresh
+// claims share one multi-row INSERT and concurrent Completes, Rejects and
+// ExtendLeases one read and one compare-and-set UPDATE (groupcommit.go),
+// with the same answers as one at a time.
+//
 // The SQL keeps to what both databases run with the same meaning (see
 // records.go). Open does not migrate: the server runs Migrate, or refuses to
 // serve while PendingMigrations reports any.
