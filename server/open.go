@@ -7,23 +7,42 @@ import (
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
+	"github.com/dedupd/dedupd/server/store/replaycache"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
-// OpenStore opens the store the configuration selects. The embedded store
+// OpenStore opens the store the configuration selects, behind the replay
+// cache when it is on.
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
+	st, err := openBackend(ctx, cfg, log)
+	if err != nil || cfg.ReplayCacheBytes <= 0 {
+		return st, err
+	}
+	return replaycache.New(st, replaycache.Options{MaxBytes: cfg.ReplayCacheBytes, TTL: cfg.ReplayCacheTTL}), nil
+}
+
+// openBackend opens the store the configuration selects. The embedded store
 // migrates itself; a shared database must already be at the head of its
 // migrations (`dedupd migrate`), because several servers may share it and
 // schema changes there are an operator's decision.
-func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
+func openBackend(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
-		st, err := sqlitestore.Open(ctx, cfg.DataDir, cfg.Embedded)
+		opts := cfg.Embedded
+		if !cfg.GroupCommit {
+			opts.MaxBatch = 1
+		}
+		st, err := sqlitestore.Open(ctx, cfg.DataDir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("opening embedded store: %w", err)
 		}
 		log.Info("embedded store open", "data_dir", cfg.DataDir)
 		return st, nil
 	}
-	st, err := pgstore.Open(ctx, cfg.DatabaseURL)
+	var opts pgstore.Options
+	if !cfg.GroupCommit {
+		opts.MaxBatch = 1
+	}
+	st, err := pgstore.OpenWith(ctx, cfg.DatabaseURL, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening database: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
+	"github.com/dedupd/dedupd/server/store/replaycache"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -32,6 +33,16 @@ type Config struct {
 	DataDir     string
 	// Embedded tunes the embedded store.
 	Embedded sqlitestore.Options
+	// GroupCommit writes concurrent calls together: fresh claims in one
+	// multi-row INSERT on PostgreSQL, all writes in one transaction (one
+	// fsync) on the embedded store. Answers are the same either way.
+	GroupCommit bool
+	// ReplayCacheBytes bounds the in-process cache of finished records
+	// that answers their replays; zero turns it off. ReplayCacheTTL is how
+	// long an entry is trusted: how late a record deleted through another
+	// server may still be replayed by this one.
+	ReplayCacheBytes int64
+	ReplayCacheTTL   time.Duration
 	// Policy holds the lease default and the retention of every consumer.
 	Policy store.Policy
 	Limits api.Limits
@@ -102,6 +113,8 @@ func (c Config) Validate() error {
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
 		{c.HealthInterval > 0, "--health-interval must be positive"},
+		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
+		{c.ReplayCacheBytes == 0 || c.ReplayCacheTTL > 0, "--replay-cache-ttl must be positive"},
 	}
 	for _, check := range checks {
 		if !check.ok {
@@ -129,7 +142,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	if pg, ok := st.(*pgstore.Store); ok {
+	backend := st
+	if cached, ok := st.(*replaycache.Store); ok {
+		backend = cached.Unwrap()
+	}
+	if pg, ok := backend.(*pgstore.Store); ok {
 		pg.OnRetry(m.StoreRetry)
 	}
 	observed := m.ObserveStore(st)

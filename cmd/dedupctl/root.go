@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dedupd/dedupd/internal/loadtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -84,7 +85,8 @@ Exit status: 0 success, 1 the server refused or could not be reached,
 	flags.DurationVar(&a.timeout, "timeout", 30*time.Second, "deadline of each call to dedupd; 0 for none")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newPolicyCommand(a), newRecordsCommand(a), newPurgeCommand(a),
-		newStatsCommand(a), newReconcileCommand(a), newCompletionCommand())
+		newStatsCommand(a), newReconcileCommand(a), newCompletionCommand(),
+		loadtest.NewCommand(a.dial, func() string { return a.output }))
 	return root
 }
 

@@ -14,6 +14,12 @@ import (
 // transaction otherwise.
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
 	rec, inserted, err := s.insertFreshClaim(ctx, p)
+	return s.finishClaim(ctx, p, rec, inserted, err)
+}
+
+// finishClaim answers a claim once its fresh insert is done: the inserted
+// record, or, when the key had one, the read-modify-write path.
+func (s *Store) finishClaim(ctx context.Context, p store.ClaimParams, rec store.Record, inserted bool, err error) (store.ClaimResult, error) {
 	if err != nil {
 		return store.ClaimResult{}, err
 	}
@@ -32,24 +38,54 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 // database adds them to its own clock.
 var offsetOrigin = time.Unix(0, 0)
 
+// freshArgs is the record store.Apply decides for a key that has none, in
+// the form the insert statements take: the lease and the retention as
+// durations from the database's now.
+type freshArgs struct {
+	consumer, key, state, owner string
+	digest                      []byte
+	token, attempts             int64
+	lease, life                 time.Duration
+}
+
 // insertFreshClaim inserts the record store.Apply decides for a key that has
 // none, and reports false, changing nothing, when the key has a record
-// (live or expired: Apply must see it).
+// (live or expired: Apply must see it). With group commit on, the insert
+// may share a statement with other callers' claims.
 func (s *Store) insertFreshClaim(ctx context.Context, p store.ClaimParams) (store.Record, bool, error) {
-	d, err := store.Apply(nil, p, offsetOrigin)
+	args, err := freshArgsFor(p)
 	if err != nil {
 		return store.Record{}, false, err
 	}
-	r := d.Record
-	args := []any{
-		r.Consumer, r.Key, string(r.State), notNull(r.Digest), r.FencingToken, r.Attempts, r.Owner,
-		r.LeaseExpiresAt.Sub(r.CreatedAt), r.ExpiresAt.Sub(r.CreatedAt),
+	if s.fresh != nil {
+		r, err := s.fresh.do(ctx, freshClaim{p: p, args: args})
+		return r.rec, r.inserted, err
 	}
+	return s.insertOne(ctx, args)
+}
+
+// freshArgsFor asks store.Apply for the record of a claim of a free key.
+func freshArgsFor(p store.ClaimParams) (freshArgs, error) {
+	d, err := store.Apply(nil, p, offsetOrigin)
+	if err != nil {
+		return freshArgs{}, err
+	}
+	r := d.Record
+	return freshArgs{
+		consumer: r.Consumer, key: r.Key, state: string(r.State), owner: r.Owner,
+		digest: notNull(r.Digest), token: r.FencingToken, attempts: r.Attempts,
+		lease: r.LeaseExpiresAt.Sub(r.CreatedAt), life: r.ExpiresAt.Sub(r.CreatedAt),
+	}, nil
+}
+
+// insertOne inserts one fresh claim with the single-row statement.
+func (s *Store) insertOne(ctx context.Context, a freshArgs) (store.Record, bool, error) {
 	var rec store.Record
 	inserted := false
-	err = s.withRetry(ctx, "claim", func(ctx context.Context) error {
+	err := s.withRetry(ctx, "claim", func(ctx context.Context) error {
 		var err error
-		rec, err = scanRecord(s.pool.QueryRow(ctx, insertFreshClaimSQL, args...))
+		rec, err = scanRecord(s.pool.QueryRow(ctx, insertFreshClaimSQL,
+			a.consumer, a.key, a.state, a.digest, a.token, a.attempts, a.owner, a.lease, a.life))
 		inserted = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -61,19 +97,19 @@ func (s *Store) insertFreshClaim(ctx context.Context, p store.ClaimParams) (stor
 
 // Complete stores the result of the current lease holder.
 func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
-	d, err := s.readModifyWrite(ctx, "complete", p.Consumer, p.Key, p)
+	d, err := s.finishKey(ctx, "complete", p.Consumer, p.Key, p)
 	return d.Record, err
 }
 
 // Reject stores a rejection, or releases the key for a retryable one.
 func (s *Store) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
-	d, err := s.readModifyWrite(ctx, "reject", p.Consumer, p.Key, p)
+	d, err := s.finishKey(ctx, "reject", p.Consumer, p.Key, p)
 	return d.Record, err
 }
 
 // ExtendLease renews the current lease from the database's now.
 func (s *Store) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
-	d, err := s.readModifyWrite(ctx, "extend lease", p.Consumer, p.Key, p)
+	d, err := s.finishKey(ctx, "extend lease", p.Consumer, p.Key, p)
 	return d.Record, err
 }
 

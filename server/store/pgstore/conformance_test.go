@@ -4,9 +4,22 @@ import (
 	"testing"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
+// The suite runs with group commit on (the default) and off: batching must
+// never change an answer.
 func TestConformance(t *testing.T) {
-	storetest.RunAll(t, func(t *testing.T) store.Store { return newStore(t) })
+	for _, mode := range []struct {
+		name string
+		opts pgstore.Options
+	}{
+		{"GroupCommit", pgstore.Options{}},
+		{"NoGroupCommit", pgstore.Options{MaxBatch: 1}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			storetest.RunAll(t, func(t *testing.T) store.Store { return newStoreWith(t, mode.opts) })
+		})
+	}
 }

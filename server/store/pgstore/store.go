@@ -13,6 +13,11 @@
 // always use. See readModifyWrite for why that is not a SERIALIZABLE
 // transaction.
 //
+// With group commit on (the default; Options.MaxBatch), concurrent fresh
+// claims share one multi-row INSERT and concurrent Completes, Rejects and
+// ExtendLeases one read and one compare-and-set UPDATE (groupcommit.go),
+// with the same answers as one at a time.
+//
 // The SQL keeps to what both databases run with the same meaning (see
 // records.go). Open does not migrate: the server runs Migrate, or refuses to
 // serve while PendingMigrations reports any.
@@ -46,6 +51,11 @@ type Store struct {
 	pool *pgxpool.Pool
 	// onRetry, when set, is told of every retried attempt (for metrics).
 	onRetry func(op string)
+	// fresh and finish group concurrent fresh claims, and concurrent
+	// Completes, Rejects and ExtendLeases, into one statement each batch;
+	// nil when group commit is off.
+	fresh  *freshBatcher
+	finish *finishBatcher
 }
 
 // OnRetry makes the store call f with the operation's name each time it
@@ -61,12 +71,17 @@ var _ store.Store = (*Store)(nil)
 // connects lazily, so Open succeeds while the database is down; calls then
 // fail with store.ErrUnavailable until it is back.
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
-	return open(ctx, databaseURL, nil)
+	return open(ctx, databaseURL, Options{}, nil)
 }
 
-// open is Open with a hook to adjust the pool configuration (tests add a
-// query tracer).
-func open(ctx context.Context, databaseURL string, configure func(*pgxpool.Config)) (*Store, error) {
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, databaseURL string, opts Options) (*Store, error) {
+	return open(ctx, databaseURL, opts, nil)
+}
+
+// open is OpenWith with a hook to adjust the pool configuration (tests add
+// a query tracer).
+func open(ctx context.Context, databaseURL string, opts Options, configure func(*pgxpool.Config)) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parsing database URL: %w", err)
@@ -83,11 +98,21 @@ func open(ctx context.Context, databaseURL string, configure func(*pgxpool.Confi
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: creating connection pool: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool}
+	if n := opts.maxBatch(); n > 1 {
+		s.fresh = s.newFreshBatcher(n)
+		s.finish = s.newFinishBatcher(n)
+	}
+	return s, nil
 }
 
-// Close closes the pool, waiting for connections in use to be returned.
+// Close stops group commit once its batches in flight are answered, then
+// closes the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
+	if s.fresh != nil {
+		s.fresh.close()
+		s.finish.close()
+	}
 	s.pool.Close()
 	return nil
 }

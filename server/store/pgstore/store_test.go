@@ -32,6 +32,17 @@ func newStore(t testing.TB) *pgstore.Store {
 	return migrated(t, openStore(t, pgtest.URL(t)))
 }
 
+// newStoreWith opens a migrated store with options on a fresh schema.
+func newStoreWith(t testing.TB, opts pgstore.Options) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.OpenWith(context.Background(), pgtest.URL(t), opts)
+	if err != nil {
+		t.Fatalf("OpenWith: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return migrated(t, s)
+}
+
 func openStore(t testing.TB, url string) *pgstore.Store {
 	t.Helper()
 	s, err := pgstore.Open(context.Background(), url)
@@ -53,7 +64,7 @@ func migrated(t testing.TB, s *pgstore.Store) *pgstore.Store {
 // newTracedStore is newStore with a query tracer on every connection.
 func newTracedStore(t testing.TB, tracer pgx.QueryTracer) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.OpenTraced(context.Background(), pgtest.URL(t), tracer)
+	s, err := pgstore.OpenTraced(context.Background(), pgtest.URL(t), pgstore.Options{}, tracer)
 	if err != nil {
 		t.Fatal(err)
 	}

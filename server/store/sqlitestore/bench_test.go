@@ -25,16 +25,22 @@ func setCallers(b *testing.B) {
 //
 //	go test -run '^$' -bench Cycle -benchtime 3s ./server/store/sqlitestore/
 func BenchmarkCycle(b *testing.B) {
-	for _, sync := range []string{"full", "normal"} {
-		b.Run("sync="+sync, func(b *testing.B) {
-			mode, err := sqlitestore.ParseSync(sync)
-			if err != nil {
-				b.Fatal(err)
+	for _, batch := range []int{0, 1} {
+		for _, sync := range []string{"full", "normal"} {
+			name := "group/sync=" + sync
+			if batch == 1 {
+				name = "single/sync=" + sync
 			}
-			s := openStoreWith(b, b.TempDir(), sqlitestore.Options{Sync: mode})
-			b.Cleanup(func() { s.Close() })
-			benchmarkCycle(b, s)
-		})
+			b.Run(name, func(b *testing.B) {
+				mode, err := sqlitestore.ParseSync(sync)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := openStoreWith(b, b.TempDir(), sqlitestore.Options{Sync: mode, MaxBatch: batch})
+				b.Cleanup(func() { s.Close() })
+				benchmarkCycle(b, s)
+			})
+		}
 	}
 }
 

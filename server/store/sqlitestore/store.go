@@ -57,14 +57,17 @@ type Sync int
 const (
 	// SyncFull, the default, fsyncs the WAL on every commit: an acknowledged
 	// Complete survives a power loss or kernel crash. An fsync costs about
-	// 0.5 ms on the development machines; claim+complete cycles at 32 callers
-	// ran at 1,324/s (go test -bench Cycle ./server/store/sqlitestore/).
+	// 0.5 ms on the development machines; without group commit,
+	// claim+complete cycles at 32 callers ran at 1,324/s, with it (one
+	// fsync per group of queued writes) several thousand (go test -bench
+	// Cycle ./server/store/sqlitestore/; docs/performance.md).
 	SyncFull Sync = iota
 	// SyncNormal writes the WAL without fsyncing it on commit: an
 	// acknowledged write survives a crash of the process (kill -9, OOM
 	// kill), but a power loss may take the last commits since the latest
 	// checkpoint with it; the database stays consistent either way. About
-	// three times the commit rate (3,877 cycles/s in the same benchmark).
+	// three times the commit rate without group commit (3,877 cycles/s in
+	// the same benchmark), much less of a gain with it.
 	// Losing an acknowledged Complete means a redelivery runs its effect
 	// again, so choose it only where the machine's power is not the risk.
 	SyncNormal
@@ -92,6 +95,17 @@ func ParseSync(s string) (Sync, error) {
 // Options tune the store; the zero value is the safe default.
 type Options struct {
 	Sync Sync
+	// MaxBatch is the most writes committed together in one transaction
+	// (group commit; see groupcommit.go). Zero means DefaultMaxBatch; one
+	// turns group commit off, so every write is its own transaction.
+	MaxBatch int
+}
+
+func (o Options) maxBatch() int {
+	if o.MaxBatch <= 0 {
+		return DefaultMaxBatch
+	}
+	return o.MaxBatch
 }
 
 // Store is the embedded store.Store. Its methods are safe for concurrent use.
@@ -131,7 +145,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 	}()
 
 	dbPath := filepath.Join(dir, dbFileName)
-	if s.w, s.applied, err = openWriter(ctx, dbPath, opts.Sync); err != nil {
+	if s.w, s.applied, err = openWriter(ctx, dbPath, opts.Sync, opts.maxBatch()); err != nil {
 		return nil, err
 	}
 	if s.r, err = openReader(ctx, dbPath); err != nil {

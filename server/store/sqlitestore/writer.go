@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dedupd/dedupd/migrations"
@@ -17,13 +18,17 @@ import (
 // slot, a channel rather than a mutex so that a waiting caller can give up
 // when its context ends, and so that waiters are served in arrival order.
 //
-// Each command is one IMMEDIATE transaction: read the row, let store.Apply
-// decide, write the result. Group commit would keep this shape: a caller
-// holding the slot would run several queued commands inside one
-// transaction.
+// Each command reads the row, lets store.Apply decide and writes the
+// result inside an IMMEDIATE transaction: its own, or, with group commit,
+// one shared with the commands queued beside it (see groupcommit.go).
 type writer struct {
 	slot   chan struct{}
 	closed bool // guarded by slot
+
+	// maxBatch is the most commands per transaction; 1 is no group commit.
+	maxBatch int
+	queueMu  sync.Mutex
+	queue    []*command // guarded by queueMu
 
 	db   *sql.DB
 	conn *sql.Conn
@@ -36,10 +41,10 @@ type writer struct {
 
 // openWriter opens the write connection, switches the database to WAL and
 // applies pending migrations. It returns the migrations it applied.
-func openWriter(ctx context.Context, path string, sync Sync) (_ *writer, _ []migrations.Migration, err error) {
+func openWriter(ctx context.Context, path string, durability Sync, maxBatch int) (_ *writer, _ []migrations.Migration, err error) {
 	params := url.Values{}
 	params.Set("_journal_mode", "WAL")
-	params.Set("_synchronous", sync.pragma())
+	params.Set("_synchronous", durability.pragma())
 	// Commands begin IMMEDIATE explicitly; this covers any transaction
 	// started through database/sql, which would otherwise be DEFERRED.
 	params.Set("_txlock", "immediate")
@@ -53,7 +58,7 @@ func openWriter(ctx context.Context, path string, sync Sync) (_ *writer, _ []mig
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	w := &writer{slot: make(chan struct{}, 1), db: db}
+	w := &writer{slot: make(chan struct{}, 1), db: db, maxBatch: maxBatch}
 	defer func() {
 		if err != nil {
 			w.close()
@@ -139,6 +144,9 @@ func (w *writer) release() { <-w.slot }
 
 // apply runs one command in its own transaction.
 func (w *writer) apply(ctx context.Context, consumer, key string, cmd store.Command) (store.Decision, error) {
+	if w.maxBatch > 1 {
+		return w.applyGrouped(ctx, command{consumer: consumer, key: key, cmd: cmd})
+	}
 	if err := w.acquire(ctx); err != nil {
 		return store.Decision{}, err
 	}

@@ -29,6 +29,7 @@ func raceTests() []test {
 		{"ClaimsOfManyKeys", testRaceClaimsOfManyKeys},
 		{"LeaseHandoff", testRaceLeaseHandoff},
 		{"DeleteExpiredDuringWrites", testRaceDeleteExpiredDuringWrites},
+		{"MixedCallers", testRaceMixedCallers},
 	}
 }
 

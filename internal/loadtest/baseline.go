@@ -1,0 +1,129 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// baseline is what a user would write by hand instead of running dedupd:
+// one table shaped like dedupd's (same primary key, an expiry index, a
+// digest, a result, a fencing token) and the fewest statements that do each
+// step, over a pgx pool with a connection per caller.
+//
+//   - claim: INSERT ... ON CONFLICT DO NOTHING RETURNING, the single
+//     statement dedupd must beat. When it returns no row the key exists,
+//     and the worker needs the stored outcome to replay it or back off, so
+//     it reads the row with a SELECT by key. A claim of a new key is one
+//     statement; a replay, or a claim of a contended key, two.
+//   - complete: UPDATE of the row, fenced by its token.
+//   - release: DELETE of the row, fenced by its token.
+//
+// Expiry, takeover of abandoned leases and digest checks are left out, so
+// the baseline is lighter than the service: a fair bar, not a flattering one.
+type baseline struct {
+	pool     *pgxpool.Pool
+	consumer string
+	digest   []byte
+	result   []byte
+	*scenarios
+}
+
+const (
+	baselineTable = `CREATE TABLE IF NOT EXISTS dedupd_bench_baseline (
+    consumer      TEXT        NOT NULL,
+    key           TEXT        NOT NULL,
+    state         TEXT        NOT NULL,
+    digest        BYTEA       NOT NULL,
+    fencing_token BIGINT      NOT NULL DEFAULT 1,
+    result        BYTEA,
+    created_at    TIMESTAMPTZ NOT NULL DEFAULT statement_timestamp(),
+    expires_at    TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (consumer, key))`
+	baselineIndex = `CREATE INDEX IF NOT EXISTS dedupd_bench_baseline_expires_at ON dedupd_bench_baseline (expires_at)`
+
+	baselineInsert = `INSERT INTO dedupd_bench_baseline (consumer, key, state, digest, expires_at)
+VALUES ($1, $2, 'PENDING', $3, statement_timestamp() + INTERVAL '24 hours')
+ON CONFLICT (consumer, key) DO NOTHING
+RETURNING fencing_token`
+	baselineSelect   = `SELECT state, digest, result FROM dedupd_bench_baseline WHERE consumer = $1 AND key = $2`
+	baselineComplete = `UPDATE dedupd_bench_baseline
+SET state = 'COMPLETED', result = $3, expires_at = statement_timestamp() + INTERVAL '24 hours'
+WHERE consumer = $1 AND key = $2 AND fencing_token = $4 AND state = 'PENDING'`
+	baselineRelease = `DELETE FROM dedupd_bench_baseline WHERE consumer = $1 AND key = $2 AND fencing_token = $3`
+	baselineCleanup = `DELETE FROM dedupd_bench_baseline WHERE consumer = $1`
+)
+
+func openBaseline(ctx context.Context, cfg Config, runID string) (*baseline, error) {
+	pcfg, err := pgxpool.ParseConfig(cfg.BaselineDatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: baseline database URL: %w", err)
+	}
+	pcfg.MaxConns = int32(cfg.Concurrency)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: baseline database: %w", err)
+	}
+	for _, ddl := range []string{baselineTable, baselineIndex} {
+		if _, err := pool.Exec(ctx, ddl); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("loadtest: creating the baseline table: %w", err)
+		}
+	}
+	b := &baseline{pool: pool, consumer: "bench-" + runID, digest: []byte("dedupctl-bench-digest-0123456789"),
+		result: resultOf(cfg.ResultBytes)}
+	b.scenarios = newScenarios(b, cfg)
+	return b, nil
+}
+
+// close deletes the run's rows and closes the pool.
+func (b *baseline) close() {
+	_, _ = b.pool.Exec(context.Background(), baselineCleanup, b.consumer)
+	b.pool.Close()
+}
+
+func (b *baseline) claim(ctx context.Context, key string) (claimed, error) {
+	var token int64
+	err := b.pool.QueryRow(ctx, baselineInsert, b.consumer, key, b.digest).Scan(&token)
+	if err == nil {
+		return claimed{outcome: acquired, token: token}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return claimed{}, err
+	}
+	var (
+		c      claimed
+		digest []byte
+	)
+	if err := b.pool.QueryRow(ctx, baselineSelect, b.consumer, key).Scan(&c.outcome, &digest, &c.result); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Released between the two statements: the worker would retry.
+			return claimed{outcome: inProgress}, nil
+		}
+		return claimed{}, err
+	}
+	if !bytes.Equal(digest, b.digest) {
+		return claimed{}, fmt.Errorf("baseline: key %s has another digest", key)
+	}
+	if c.outcome == "PENDING" {
+		c.outcome = inProgress
+	}
+	return c, nil
+}
+
+func (b *baseline) complete(ctx context.Context, key string, token int64) error {
+	tag, err := b.pool.Exec(ctx, baselineComplete, b.consumer, key, b.result, token)
+	if err == nil && tag.RowsAffected() != 1 {
+		err = fmt.Errorf("baseline: complete of %s changed %d rows", key, tag.RowsAffected())
+	}
+	return err
+}
+
+func (b *baseline) release(ctx context.Context, key string, token int64) error {
+	_, err := b.pool.Exec(ctx, baselineRelease, b.consumer, key, token)
+	return err
+}

@@ -1,0 +1,269 @@
+// Package loadtest is `dedupctl bench`: it drives a running dedupd over gRPC
+// with concurrent callers, scenario by scenario, and measures beside it the
+// SQL a user would write by hand instead of running dedupd, against the same
+// PostgreSQL, at the same concurrency, so that every number comes with the
+// bar it must clear.
+//
+// Each scenario runs for a fixed time or a fixed count of operations, first
+// through the service, then (with a baseline database) by hand. An
+// operation is the unit a user's worker performs: one claim of a new key,
+// one claim plus complete, one replayed claim, and so on (see scenarios.go).
+// Latency is measured per operation into fixed-size histograms, so a long
+// run needs no more memory than a short one.
+package loadtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+// Config is one bench run.
+type Config struct {
+	// Addr is the dedupd gRPC address, host:port.
+	Addr string
+	// BaselineDatabaseURL, when set, is the PostgreSQL the hand-written
+	// baseline runs on: the database dedupd uses, for a fair comparison.
+	BaselineDatabaseURL string
+	// Scenarios to run, in order; empty means all of Scenarios().
+	Scenarios []string
+	// Concurrency is the number of callers.
+	Concurrency int
+	// Duration bounds each scenario's run on each side, unless Count is set.
+	Duration time.Duration
+	// Count, when positive, runs exactly this many operations per scenario
+	// on each side instead.
+	Count int64
+	// Rate, when positive, paces the operations to this many per second
+	// in total (an open loop): operation i is due at i/Rate after the
+	// start, and its latency is counted from when it was due, so a service
+	// that falls behind is charged for the wait too.
+	Rate float64
+	// ReplayKeys is how many completed keys replay claims cycle through.
+	ReplayKeys int
+	// ContendedKeys is how many keys the contended scenario shares.
+	ContendedKeys int
+	// ResultBytes is the size of each stored result.
+	ResultBytes int
+	// Progress, when set, gets a progress line per second.
+	Progress io.Writer
+	// ServerPID, when set, is the local dedupd process whose peak resident
+	// memory is reported.
+	ServerPID int
+	// Conn, when set, is the connection to dedupd (with whatever TLS and
+	// credentials it was made with) and Addr only names it in the report;
+	// otherwise Run dials Addr in plaintext.
+	Conn *grpc.ClientConn
+}
+
+// Scenarios lists the scenario names in their default order.
+func Scenarios() []string {
+	return []string{"claim-new", "cycle", "replay", "contended", "mixed"}
+}
+
+func (c *Config) defaults() error {
+	if c.Addr == "" && c.Conn != nil {
+		c.Addr = c.Conn.Target()
+	}
+	if c.Addr == "" {
+		return errors.New("loadtest: no dedupd address")
+	}
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = Scenarios()
+	}
+	for _, s := range c.Scenarios {
+		if !slices.Contains(Scenarios(), s) {
+			return fmt.Errorf("loadtest: unknown scenario %q (have %s)", s, strings.Join(Scenarios(), ", "))
+		}
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 32
+	}
+	if c.Count <= 0 && c.Duration <= 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.ReplayKeys <= 0 {
+		c.ReplayKeys = 1000
+	}
+	if c.ContendedKeys <= 0 {
+		c.ContendedKeys = 8
+	}
+	if c.ResultBytes < 0 {
+		c.ResultBytes = 0
+	}
+	return nil
+}
+
+// Run runs the scenarios and reports them. A scenario whose operations fail
+// is still reported, with its error count and first error; Run itself
+// fails only when it cannot set up.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	if err := cfg.defaults(); err != nil {
+		return Report{}, err
+	}
+	runID := newRunID()
+	svc, err := dialService(cfg, runID)
+	if err != nil {
+		return Report{}, err
+	}
+	defer svc.close()
+	var base *baseline
+	if cfg.BaselineDatabaseURL != "" {
+		if base, err = openBaseline(ctx, cfg, runID); err != nil {
+			return Report{}, err
+		}
+		defer base.close()
+	}
+	report := Report{RunID: runID, Addr: cfg.Addr, Concurrency: cfg.Concurrency,
+		Duration: cfg.Duration, Count: cfg.Count, Rate: cfg.Rate, Baseline: base != nil}
+	for _, name := range cfg.Scenarios {
+		sr, err := runScenario(ctx, cfg, name, svc, base)
+		if err != nil {
+			return report, err
+		}
+		report.Scenarios = append(report.Scenarios, sr)
+	}
+	if cfg.ServerPID > 0 {
+		report.ServerPeakRSSBytes, _ = peakRSS(cfg.ServerPID)
+	}
+	return report, nil
+}
+
+func runScenario(ctx context.Context, cfg Config, name string, svc *service, base *baseline) (ScenarioReport, error) {
+	sr := ScenarioReport{Name: name}
+	op, err := svc.operation(ctx, name)
+	if err != nil {
+		return sr, fmt.Errorf("loadtest: setting up %s on dedupd: %w", name, err)
+	}
+	sr.Service = measure(ctx, cfg, name+" dedupd", op)
+	if base == nil {
+		return sr, ctx.Err()
+	}
+	op, err = base.operation(ctx, name)
+	if err != nil {
+		return sr, fmt.Errorf("loadtest: setting up %s on the baseline: %w", name, err)
+	}
+	m := measure(ctx, cfg, name+" baseline", op)
+	sr.Baseline = &m
+	if m.PerSecond > 0 {
+		sr.Ratio = sr.Service.PerSecond / m.PerSecond
+	}
+	return sr, ctx.Err()
+}
+
+// operation performs operation number i of a scenario for one caller.
+type operation func(ctx context.Context, i int64) error
+
+// measure runs op from cfg.Concurrency callers until the count is reached
+// or the duration is up, and summarises it. The end of the duration stops
+// callers from starting operations; those in flight finish, so that none is
+// cut off and miscounted.
+func measure(ctx context.Context, cfg Config, label string, op operation) Measurement {
+	var (
+		next, errs atomic.Int64
+		firstErr   atomic.Value
+		wg         sync.WaitGroup
+		hists      = make([]histogram, cfg.Concurrency)
+		stop       atomic.Bool
+	)
+	if cfg.Count <= 0 {
+		timer := time.AfterFunc(cfg.Duration, func() { stop.Store(true) })
+		defer timer.Stop()
+	}
+	start := time.Now()
+	stopProgress := progress(cfg.Progress, label, start, &next, &errs)
+	for c := range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() && ctx.Err() == nil {
+				i := next.Add(1)
+				if cfg.Count > 0 && i > cfg.Count {
+					next.Add(-1)
+					return
+				}
+				t0 := time.Now()
+				if cfg.Rate > 0 {
+					t0 = start.Add(time.Duration(float64(i-1) / cfg.Rate * float64(time.Second)))
+					if wait := time.Until(t0); wait > 0 {
+						time.Sleep(wait)
+					}
+				}
+				err := op(ctx, i)
+				if err != nil && ctx.Err() != nil {
+					// The run was cancelled: not the operation's failure.
+					next.Add(-1)
+					return
+				}
+				hists[c].record(time.Since(t0))
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopProgress()
+	var all histogram
+	for i := range hists {
+		all.merge(&hists[i])
+	}
+	m := Measurement{Ops: all.n, Errors: errs.Load(), Seconds: elapsed.Seconds(),
+		P50: all.quantile(0.5), P90: all.quantile(0.9), P99: all.quantile(0.99),
+		Max: time.Duration(all.max) * time.Microsecond}
+	if elapsed > 0 {
+		m.PerSecond = float64(all.n) / elapsed.Seconds()
+	}
+	if e, ok := firstErr.Load().(string); ok {
+		m.FirstError = e
+	}
+	return m
+}
+
+// progress writes a line per second to w until the returned func is called.
+func progress(w io.Writer, label string, start time.Time, ops, errs *atomic.Int64) func() {
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	line := func() {
+		s := time.Since(start).Seconds()
+		n := ops.Load()
+		fmt.Fprintf(w, "\r%-24s %6.1fs %10d ops %9.0f/s %6d errors", label, s, n, float64(n)/s, errs.Load())
+	}
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				line()
+				fmt.Fprintln(w)
+				return
+			case <-tick.C:
+				line()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func newRunID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

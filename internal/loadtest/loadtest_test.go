@@ -1,0 +1,159 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pgstore"
+	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// startService serves DedupService on a fresh PostgreSQL schema and returns
+// its address and the schema's URL, for the baseline to share.
+func startService(t *testing.T) (addr, url string) {
+	t.Helper()
+	url = pgtest.URL(t)
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	policy := store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
+	srv := grpc.NewServer()
+	defaults := api.Defaults{Policy: policy, Limits: api.Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 16}}
+	api.Register(srv, api.NewDedupService(st, api.NewPolicies(st, defaults, time.Minute),
+		slog.New(slog.NewTextHandler(io.Discard, nil))))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String(), url
+}
+
+// Every scenario runs its exact count on both sides without an error, and
+// the report adds up: percentiles in order, a ratio of the two rates.
+func TestRunCountsEveryScenarioOnBothSides(t *testing.T) {
+	addr, url := startService(t)
+	var progress bytes.Buffer
+	const count = 200
+	report, err := Run(context.Background(), Config{Addr: addr, BaselineDatabaseURL: url,
+		Concurrency: 8, Count: count, ReplayKeys: 50, ContendedKeys: 2, ResultBytes: 16, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Scenarios) != len(Scenarios()) {
+		t.Fatalf("%d scenarios reported, want %d", len(report.Scenarios), len(Scenarios()))
+	}
+	for _, s := range report.Scenarios {
+		if s.Baseline == nil {
+			t.Fatalf("%s: no baseline", s.Name)
+		}
+		for side, m := range map[string]Measurement{"dedupd": s.Service, "baseline": *s.Baseline} {
+			if m.Ops != count || m.Errors != 0 {
+				t.Errorf("%s %s: %d ops, %d errors (%s); want %d and 0", s.Name, side, m.Ops, m.Errors, m.FirstError, count)
+			}
+			if !(0 < m.P50 && m.P50 <= m.P90 && m.P90 <= m.P99 && m.P99 <= m.Max) {
+				t.Errorf("%s %s: percentiles out of order: %v %v %v %v", s.Name, side, m.P50, m.P90, m.P99, m.Max)
+			}
+		}
+		if want := s.Service.PerSecond / s.Baseline.PerSecond; s.Ratio != want {
+			t.Errorf("%s: ratio %v, want %v", s.Name, s.Ratio, want)
+		}
+	}
+	if !strings.Contains(progress.String(), "claim-new dedupd") || !strings.Contains(progress.String(), "mixed baseline") {
+		t.Errorf("progress lines missing:\n%s", progress.String())
+	}
+
+	var table, js bytes.Buffer
+	if err := report.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"scenario", "claim-new", "replay", "baseline", "x"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if err := report.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var decoded struct {
+		Scenarios []struct {
+			Name    string `json:"name"`
+			Service struct {
+				Ops   int64   `json:"ops"`
+				P99Ms float64 `json:"p99_ms"`
+			} `json:"service"`
+			Ratio float64 `json:"ratio"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, js.String())
+	}
+	if len(decoded.Scenarios) != len(Scenarios()) || decoded.Scenarios[0].Service.Ops != count || decoded.Scenarios[0].Ratio <= 0 {
+		t.Errorf("JSON report decodes to %+v", decoded)
+	}
+}
+
+// A scenario's operations that fail are counted and the first one kept,
+// not hidden: here dedupd answers nothing but Unavailable.
+func TestRunCountsFailures(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens: every call fails
+	report, err := Run(context.Background(), Config{Addr: addr, Scenarios: []string{"claim-new"}, Concurrency: 2, Count: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := report.Scenarios[0].Service
+	if m.Ops != 10 || m.Errors != 10 || m.FirstError == "" || report.Scenarios[0].Baseline != nil {
+		t.Errorf("report of a dead server: %+v", report.Scenarios[0])
+	}
+}
+
+func TestConfigRefusesUnknownScenario(t *testing.T) {
+	_, err := Run(context.Background(), Config{Addr: "127.0.0.1:1", Scenarios: []string{"claim-old"}})
+	if err == nil || !strings.Contains(err.Error(), "claim-old") {
+		t.Errorf("unknown scenario: %v", err)
+	}
+}
+
+// A paced run makes its count of operations and says so in the report.
+func TestRunPaced(t *testing.T) {
+	addr, _ := startService(t)
+	report, err := Run(context.Background(), Config{Addr: addr, Scenarios: []string{"claim-new"},
+		Concurrency: 4, Count: 50, Rate: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := report.Scenarios[0].Service
+	if m.Ops != 50 || m.Errors != 0 || report.Rate != 1000 {
+		t.Errorf("paced run: %+v, rate %v", m, report.Rate)
+	}
+	var table bytes.Buffer
+	report.WriteTable(&table)
+	if !strings.Contains(table.String(), "paced to 1000 ops/s") {
+		t.Errorf("table does not say the run was paced:\n%s", table.String())
+	}
+}

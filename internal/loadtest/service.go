@@ -1,0 +1,77 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// service is the dedupd side: every key under a consumer of its own run.
+type service struct {
+	conn     *grpc.ClientConn
+	owned    bool // dialed by Run, so closed by it
+	client   dedupv1.DedupServiceClient
+	consumer string
+	digest   []byte
+	result   []byte
+	*scenarios
+}
+
+func dialService(cfg Config, runID string) (*service, error) {
+	conn, owned := cfg.Conn, false
+	if conn == nil {
+		var err error
+		conn, err = grpc.NewClient(cfg.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, fmt.Errorf("loadtest: dialing dedupd at %s: %w", cfg.Addr, err)
+		}
+		owned = true
+	}
+	s := &service{conn: conn, owned: owned, client: dedupv1.NewDedupServiceClient(conn),
+		consumer: "bench-" + runID, digest: []byte("dedupctl-bench-digest-0123456789"), result: resultOf(cfg.ResultBytes)}
+	s.scenarios = newScenarios(s, cfg)
+	return s, nil
+}
+
+// close closes the connection if Run dialed it.
+func (s *service) close() {
+	if s.owned {
+		s.conn.Close()
+	}
+}
+
+func (s *service) claim(ctx context.Context, key string) (claimed, error) {
+	res, err := s.client.Claim(ctx, &dedupv1.ClaimRequest{Consumer: s.consumer, Key: key, Digest: s.digest, Owner: "dedupctl-bench"})
+	if err != nil {
+		return claimed{}, err
+	}
+	c := claimed{token: res.GetFencingToken(), result: res.GetRecord().GetResult()}
+	switch res.GetOutcome() {
+	case dedupv1.Outcome_OUTCOME_ACQUIRED:
+		c.outcome = acquired
+	case dedupv1.Outcome_OUTCOME_IN_PROGRESS:
+		c.outcome = inProgress
+	case dedupv1.Outcome_OUTCOME_COMPLETED:
+		c.outcome = completed
+	case dedupv1.Outcome_OUTCOME_REJECTED:
+		c.outcome = rejected
+	default:
+		c.outcome = res.GetOutcome().String()
+	}
+	return c, nil
+}
+
+func (s *service) complete(ctx context.Context, key string, token int64) error {
+	_, err := s.client.Complete(ctx, &dedupv1.CompleteRequest{Consumer: s.consumer, Key: key, FencingToken: token, Result: s.result})
+	return err
+}
+
+func (s *service) release(ctx context.Context, key string, token int64) error {
+	_, err := s.client.Reject(ctx, &dedupv1.RejectRequest{Consumer: s.consumer, Key: key, FencingToken: token,
+		Reason: "BENCH", Retryable: true})
+	return err
+}

@@ -1,0 +1,167 @@
+package pgstore
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// batcher groups concurrent calls of one kind so that a single statement
+// serves them all (see groupcommit.go for why and when).
+//
+// It has no goroutine of its own. A caller arriving while fewer than
+// maxInFlight batches are being written writes its call at once, as a
+// batch of one; otherwise it queues. A leader that has written its batch
+// takes the queue as the next batch and makes that batch's first caller
+// its leader, whose goroutine has to wake up for its answer anyway. So the
+// queue is never left without a leader coming, nothing waits for a batch
+// to fill or for a timer, and a batch is whatever queued while the one
+// before it was being written.
+type batcher[Req, Resp any] struct {
+	maxBatch    int
+	maxInFlight int
+	// write answers every call of a batch of live calls, setting resp or
+	// err on each; ctx is bounded by the callers' deadlines.
+	write func(ctx context.Context, batch []*call[Req, Resp])
+
+	mu       sync.Mutex
+	queue    []*call[Req, Resp] // guarded by mu; non-empty only when inFlight == maxInFlight
+	inFlight int                // guarded by mu
+	closed   bool               // guarded by mu
+	leaders  sync.WaitGroup
+}
+
+// call is one caller's request in a batcher.
+type call[Req, Resp any] struct {
+	ctx  context.Context
+	req  Req
+	resp Resp
+	err  error
+	// lead is set, under batcher.mu, when this caller is made the leader
+	// of a batch that was queued: it writes lead, itself included.
+	lead []*call[Req, Resp]
+	// wake is closed when the call is answered or its caller made leader.
+	wake chan struct{}
+}
+
+func newBatcher[Req, Resp any](maxBatch, maxInFlight int, write func(context.Context, []*call[Req, Resp])) *batcher[Req, Resp] {
+	return &batcher[Req, Resp]{maxBatch: maxBatch, maxInFlight: maxInFlight, write: write}
+}
+
+// close waits for the batches in flight, and those queued behind them, to
+// be answered. Calls that arrive afterwards get errClosed.
+func (b *batcher[Req, Resp]) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.leaders.Wait()
+}
+
+// do makes a call, in a batch with others when a batch is already being
+// written, and returns its answer. A caller whose context ends while its
+// call is queued withdraws it and gets the context's error, nothing
+// written. Once its call is in a statement the caller still gets the
+// context's error at once, and the write may have landed: the same window
+// as a single statement cancelled mid-flight (see store.Store).
+func (b *batcher[Req, Resp]) do(ctx context.Context, req Req) (Resp, error) {
+	c := &call[Req, Resp]{ctx: ctx, req: req, wake: make(chan struct{})}
+	b.mu.Lock()
+	switch {
+	case b.closed:
+		b.mu.Unlock()
+		return c.resp, errClosed
+	case b.inFlight < b.maxInFlight:
+		b.inFlight++
+		b.leaders.Add(1)
+		b.mu.Unlock()
+		b.lead(c, []*call[Req, Resp]{c})
+		return c.resp, c.err
+	}
+	b.queue = append(b.queue, c)
+	b.mu.Unlock()
+	select {
+	case <-c.wake:
+	case <-ctx.Done():
+		if !b.mustLead(c) {
+			var zero Resp
+			return zero, ctx.Err()
+		}
+	}
+	if c.lead != nil {
+		b.lead(c, c.lead)
+	}
+	return c.resp, c.err
+}
+
+// mustLead is called by a caller who is giving up. It withdraws the call
+// if it is still queued and reports false; or reports whether the caller
+// has been made a leader, whom the batch then waits for.
+func (b *batcher[Req, Resp]) mustLead(c *call[Req, Resp]) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.queue, c); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+		return false
+	}
+	return c.lead != nil
+}
+
+// lead writes batch, led by leader, then hands the queue to its next
+// leader, or, when nothing is queued, gives its place in flight up.
+func (b *batcher[Req, Resp]) lead(leader *call[Req, Resp], batch []*call[Req, Resp]) {
+	b.writeBatch(batch, leader)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		b.inFlight--
+		b.leaders.Done()
+		return
+	}
+	n := min(len(b.queue), b.maxBatch)
+	next := slices.Clone(b.queue[:n])
+	b.queue = slices.Delete(b.queue, 0, n)
+	next[0].lead = next
+	close(next[0].wake)
+}
+
+// writeBatch writes the live calls of batch and answers every call but the
+// leader's, which its caller reads on return. Calls whose callers have
+// given up are answered with their context's error and left out: they
+// were told so, and nothing of theirs may be written. A leader who gave up
+// is still a leader; only its call is left out.
+func (b *batcher[Req, Resp]) writeBatch(batch []*call[Req, Resp], leader *call[Req, Resp]) {
+	live := make([]*call[Req, Resp], 0, len(batch))
+	for _, c := range batch {
+		if c.err = c.ctx.Err(); c.err == nil {
+			live = append(live, c)
+		}
+	}
+	if len(live) > 0 {
+		ctx, cancel := batchContext(live)
+		b.write(ctx, live)
+		cancel()
+	}
+	for _, c := range batch {
+		if c != leader {
+			close(c.wake)
+		}
+	}
+}
+
+// batchContext bounds a batch by the latest deadline among its callers, or
+// by none when any caller has none. It is not cancelled with any one
+// caller: the others still want their answer.
+func batchContext[Req, Resp any](batch []*call[Req, Resp]) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, c := range batch {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}

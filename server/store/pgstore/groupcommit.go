@@ -1,0 +1,159 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// Group commit.
+//
+// A fresh claim is one INSERT, and a Complete (or Reject, or ExtendLease) a
+// read and a compare-and-set UPDATE. At 32 callers PostgreSQL spends most of
+// each statement on work that does not grow with its row count (the round
+// trip, parsing, planning, the commit's WAL flush), so one multi-row
+// statement for the calls waiting at the same moment costs little more
+// than one of them. The batcher (batcher.go) forms the batches; this file
+// and groupfinish.go write them.
+//
+// Batching never changes an answer. The fresh-claim statement is INSERT ...
+// ON CONFLICT DO NOTHING, so a claim whose key already has a row inserts
+// nothing and its caller takes the ordinary path (readModifyWrite), exactly
+// as it would alone. A key named twice in one batch goes into the
+// statement once; the later calls take the ordinary path after the batch
+// has landed, as if they had arrived just after it.
+
+const (
+	// DefaultMaxBatch is the most calls written in one statement when
+	// Options.MaxBatch is zero. PostgreSQL's cost per statement is nearly
+	// flat in the row count up to well past this; larger batches only add
+	// latency to their first caller.
+	DefaultMaxBatch = 32
+
+	// maxInFlight is how many batches of one kind may be written at once:
+	// while one commits, the next collects. More would only split the queue
+	// into smaller batches.
+	maxInFlight = 2
+)
+
+// Options tune a Store; the zero value is the default.
+type Options struct {
+	// MaxBatch is the most calls written in one statement. Zero means
+	// DefaultMaxBatch; one turns group commit off, so every call is its
+	// own statement (or two).
+	MaxBatch int
+}
+
+func (o Options) maxBatch() int {
+	if o.MaxBatch <= 0 {
+		return DefaultMaxBatch
+	}
+	return o.MaxBatch
+}
+
+// freshClaim is a claim of a key that may be free.
+type freshClaim struct {
+	p    store.ClaimParams
+	args freshArgs
+}
+
+// insertResult says whether a fresh claim was inserted, and as what.
+type insertResult struct {
+	rec      store.Record
+	inserted bool
+}
+
+type freshBatcher = batcher[freshClaim, insertResult]
+
+func (s *Store) newFreshBatcher(maxBatch int) *freshBatcher {
+	return newBatcher(maxBatch, maxInFlight, s.writeFreshClaims)
+}
+
+// writeFreshClaims inserts a batch of fresh claims: the single-row
+// statement for one, the multi-row one for more.
+func (s *Store) writeFreshClaims(ctx context.Context, batch []*call[freshClaim, insertResult]) {
+	if len(batch) == 1 {
+		c := batch[0]
+		c.resp.rec, c.resp.inserted, c.err = s.insertOne(ctx, c.req.args)
+		return
+	}
+	// Each key goes into the statement once; its later claims in this
+	// batch find the row and take the ordinary path.
+	first := make(map[recordKey]*call[freshClaim, insertResult], len(batch))
+	var rows []freshArgs
+	for _, c := range batch {
+		k := recordKey{c.req.p.Consumer, c.req.p.Key}
+		if _, dup := first[k]; !dup {
+			first[k] = c
+			rows = append(rows, c.req.args)
+		}
+	}
+	inserted, err := s.insertMany(ctx, rows)
+	for _, c := range batch {
+		k := recordKey{c.req.p.Consumer, c.req.p.Key}
+		if err != nil {
+			c.err = err
+			continue
+		}
+		if rec, ok := inserted[k]; ok && first[k] == c {
+			c.resp = insertResult{rec: rec, inserted: true}
+		}
+	}
+}
+
+// errClosed is what a claim gets once the store is closing.
+var errClosed = fmt.Errorf("pgstore: %w: store is closed", store.ErrUnavailable)
+
+// insertManySQL inserts a batch of fresh claims given as parallel arrays;
+// the lease and retention are microseconds from the database's now. Only
+// the rows it inserted come back.
+const insertManySQL = `INSERT INTO dedup_records (
+    consumer, key, state, digest, fencing_token, attempts, owner,
+    created_at, updated_at, lease_expires_at, expires_at)
+SELECT c, k, s, d, t, a, o,
+    statement_timestamp(), statement_timestamp(),
+    statement_timestamp() + l * INTERVAL '1 microsecond',
+    statement_timestamp() + e * INTERVAL '1 microsecond'
+FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::INT8[], $6::INT8[], $7::TEXT[], $8::INT8[], $9::INT8[])
+    AS batch (c, k, s, d, t, a, o, l, e)
+ON CONFLICT (consumer, key) DO NOTHING
+RETURNING ` + recordColumns
+
+// recordKey names a record.
+type recordKey struct{ consumer, key string }
+
+// insertMany inserts fresh claims with distinct keys in one statement and
+// returns the records it inserted, by key.
+func (s *Store) insertMany(ctx context.Context, rows []freshArgs) (map[recordKey]store.Record, error) {
+	n := len(rows)
+	var (
+		consumers, keys, states, owners = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		digests                         = make([][]byte, n)
+		tokens, attempts, leases, lives = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	)
+	for i, r := range rows {
+		consumers[i], keys[i], states[i], owners[i] = r.consumer, r.key, r.state, r.owner
+		digests[i], tokens[i], attempts[i] = r.digest, r.token, r.attempts
+		leases[i], lives[i] = r.lease.Microseconds(), r.life.Microseconds()
+	}
+	var inserted map[recordKey]store.Record
+	err := s.withRetry(ctx, "claim", func(ctx context.Context) error {
+		inserted = make(map[recordKey]store.Record, n)
+		result, err := s.pool.Query(ctx, insertManySQL,
+			consumers, keys, states, digests, tokens, attempts, owners, leases, lives)
+		if err != nil {
+			return err
+		}
+		recs, err := pgx.CollectRows(result, func(row pgx.CollectableRow) (store.Record, error) {
+			return scanRecord(row)
+		})
+		for _, r := range recs {
+			inserted[recordKey{r.Consumer, r.Key}] = r
+		}
+		return err
+	})
+	return inserted, err
+}

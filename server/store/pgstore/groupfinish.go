@@ -1,0 +1,231 @@
+package pgstore
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// Group commit of Complete, Reject and ExtendLease: a batch reads all its
+// keys in one statement, lets store.Apply decide each, and writes the
+// decided records in one compare-and-set UPDATE. A call whose row changed
+// between the read and the write (its compare-and-set missed), or whose
+// key another call of the batch already names, is not answered from the
+// batch: its caller runs the ordinary readModifyWrite, which is what it
+// would have done alone after such a miss.
+
+// finishCall is a write to a key that must already hold a record.
+type finishCall struct {
+	op            string
+	consumer, key string
+	cmd           store.Command
+}
+
+// finishResult is a finishing call's decision, or, with again set, the
+// instruction to take the ordinary path.
+type finishResult struct {
+	d     store.Decision
+	again bool
+}
+
+type finishBatcher = batcher[finishCall, finishResult]
+
+func (s *Store) newFinishBatcher(maxBatch int) *finishBatcher {
+	return newBatcher(maxBatch, maxInFlight, s.writeFinishes)
+}
+
+// finishKey runs a finishing call, in a batch when group commit is on.
+func (s *Store) finishKey(ctx context.Context, op, consumer, key string, cmd store.Command) (store.Decision, error) {
+	if s.finish != nil {
+		r, err := s.finish.do(ctx, finishCall{op: op, consumer: consumer, key: key, cmd: cmd})
+		if err != nil || !r.again {
+			return r.d, err
+		}
+	}
+	return s.readModifyWrite(ctx, op, consumer, key, cmd)
+}
+
+// writeFinishes answers a batch of finishing calls.
+func (s *Store) writeFinishes(ctx context.Context, batch []*call[finishCall, finishResult]) {
+	if len(batch) == 1 {
+		// Written while the batch holds its place in flight, so that calls
+		// arriving meanwhile queue into the next batch.
+		c := batch[0]
+		c.resp.d, c.err = s.readModifyWrite(ctx, c.req.op, c.req.consumer, c.req.key, c.req.cmd)
+		return
+	}
+	first := make(map[recordKey]*call[finishCall, finishResult], len(batch))
+	var calls []*call[finishCall, finishResult]
+	for _, c := range batch {
+		k := recordKey{c.req.consumer, c.req.key}
+		if _, dup := first[k]; dup {
+			c.resp.again = true
+			continue
+		}
+		first[k] = c
+		calls = append(calls, c)
+	}
+	err := s.withRetry(ctx, batch[0].req.op, func(ctx context.Context) error {
+		return s.finishMany(ctx, calls)
+	})
+	if err != nil {
+		for _, c := range calls {
+			c.resp, c.err = finishResult{}, err
+		}
+	}
+}
+
+// finishMany is one attempt at a batch of calls on distinct keys: read,
+// decide, compare-and-set. It sets every call's answer, or returns the
+// error that failed the attempt.
+func (s *Store) finishMany(ctx context.Context, calls []*call[finishCall, finishResult]) error {
+	stored, now, err := s.readMany(ctx, calls)
+	if err != nil {
+		return err
+	}
+	var writes []versionedRecord
+	for _, c := range calls {
+		c.resp, c.err = finishResult{}, nil
+		row, ok := stored[recordKey{c.req.consumer, c.req.key}]
+		var rec *store.Record
+		if ok {
+			rec = &row.rec
+		}
+		// With no row, Apply refuses every finishing command before it
+		// looks at the clock, so now may be unset.
+		c.resp.d, c.err = store.Apply(rec, c.req.cmd, now)
+		switch {
+		case c.err != nil || !c.resp.d.Write:
+		case !ok:
+			c.resp.again = true // an insert: not a finishing write
+		default:
+			writes = append(writes, versionedRecord{rec: c.resp.d.Record, version: row.version})
+		}
+	}
+	if len(writes) == 0 {
+		return nil
+	}
+	written, err := s.updateMany(ctx, writes)
+	if err != nil {
+		return err
+	}
+	for _, c := range calls {
+		if c.err != nil || !c.resp.d.Write || c.resp.again {
+			continue
+		}
+		if rec, ok := written[recordKey{c.req.consumer, c.req.key}]; ok {
+			c.resp.d.Record = rec
+		} else {
+			c.resp = finishResult{again: true} // the row changed since the read
+		}
+	}
+	return nil
+}
+
+// versionedRecord is a record as read, or to be written, with the row
+// version its compare-and-set expects.
+type versionedRecord struct {
+	rec     store.Record
+	version int64
+}
+
+// readManySQL reads the records of a batch's keys, with their versions and
+// the database's clock.
+var readManySQL = `SELECT ` + qualified("r", recordColumns) + `, r.row_version, statement_timestamp()
+FROM unnest($1::TEXT[], $2::TEXT[]) AS u (consumer, key)
+JOIN dedup_records AS r ON r.consumer = u.consumer AND r.key = u.key`
+
+func (s *Store) readMany(ctx context.Context, calls []*call[finishCall, finishResult]) (map[recordKey]versionedRecord, time.Time, error) {
+	consumers, keys := make([]string, len(calls)), make([]string, len(calls))
+	for i, c := range calls {
+		consumers[i], keys[i] = c.req.consumer, c.req.key
+	}
+	rows, err := s.pool.Query(ctx, readManySQL, consumers, keys)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer rows.Close()
+	var now time.Time
+	stored := make(map[recordKey]versionedRecord, len(calls))
+	for rows.Next() {
+		var version int64
+		rec, err := scanRecord(rows, &version, &now)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		stored[recordKey{rec.Consumer, rec.Key}] = versionedRecord{rec: rec, version: version}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	return stored, store.Now(now), nil
+}
+
+// updateManySQL writes decided records given as parallel arrays, each only
+// if its row is still at the version read ($17); the rows it wrote come
+// back.
+var updateManySQL = `UPDATE dedup_records AS r SET
+    state = u.state, digest = u.digest, fencing_token = u.fencing_token, attempts = u.attempts,
+    owner = u.owner, result = u.result, rejection_reason = u.rejection_reason,
+    rejection_message = u.rejection_message, rejection_detail = u.rejection_detail,
+    rejection_retryable = u.rejection_retryable, created_at = u.created_at, updated_at = u.updated_at,
+    lease_expires_at = u.lease_expires_at, expires_at = u.expires_at,
+    row_version = r.row_version + 1
+FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::INT8[], $6::INT8[], $7::TEXT[], $8::BYTEA[],
+    $9::TEXT[], $10::TEXT[], $11::BYTEA[], $12::BOOL[],
+    $13::TIMESTAMPTZ[], $14::TIMESTAMPTZ[], $15::TIMESTAMPTZ[], $16::TIMESTAMPTZ[], $17::INT8[])
+    AS u (` + recordColumns + `, version)
+WHERE r.consumer = u.consumer AND r.key = u.key AND r.row_version = u.version
+RETURNING ` + qualified("r", recordColumns)
+
+// qualified prefixes every column of a column list with a table alias.
+func qualified(alias, columns string) string {
+	fields := strings.Split(columns, ",")
+	for i, f := range fields {
+		fields[i] = alias + "." + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
+}
+
+// updateMany writes records with a compare-and-set each, in one statement,
+// and returns those it wrote, by key.
+func (s *Store) updateMany(ctx context.Context, writes []versionedRecord) (map[recordKey]store.Record, error) {
+	n := len(writes)
+	var (
+		consumers, keys, states, owners = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		digests, results, details       = make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		tokens, attempts, versions      = make([]int64, n), make([]int64, n), make([]int64, n)
+		reasons, messages               = make([]*string, n), make([]*string, n)
+		retryables                      = make([]*bool, n)
+		created, updated                = make([]time.Time, n), make([]time.Time, n)
+		leases, expires                 = make([]time.Time, n), make([]time.Time, n)
+	)
+	for i, w := range writes {
+		r := w.rec
+		consumers[i], keys[i], states[i], owners[i] = r.Consumer, r.Key, string(r.State), r.Owner
+		digests[i], results[i] = notNull(r.Digest), r.Result
+		tokens[i], attempts[i], versions[i] = r.FencingToken, r.Attempts, w.version
+		if j := r.Rejection; j != nil {
+			reasons[i], messages[i], details[i], retryables[i] = &j.Reason, &j.Message, j.Detail, &j.Retryable
+		}
+		created[i], updated[i], leases[i], expires[i] = r.CreatedAt, r.UpdatedAt, r.LeaseExpiresAt, r.ExpiresAt
+	}
+	rows, err := s.pool.Query(ctx, updateManySQL, consumers, keys, states, digests, tokens, attempts, owners, results,
+		reasons, messages, details, retryables, created, updated, leases, expires, versions)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) { return scanRecord(row) })
+	if err != nil {
+		return nil, err
+	}
+	written := make(map[recordKey]store.Record, len(recs))
+	for _, r := range recs {
+		written[recordKey{r.Consumer, r.Key}] = r
+	}
+	return written, nil
+}

@@ -1,0 +1,260 @@
+package replaycache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/replaycache"
+	"github.com/dedupd/dedupd/server/store/sqlitestore"
+)
+
+// counting counts the reads that reach the wrapped store.
+type counting struct {
+	store.Store
+	claims, lookups atomic.Int64
+}
+
+func (c *counting) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	c.claims.Add(1)
+	return c.Store.Claim(ctx, p)
+}
+
+func (c *counting) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
+	c.lookups.Add(1)
+	return c.Store.Lookup(ctx, consumer, key)
+}
+
+var policy = store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
+
+// clock is a settable clock for the cache.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+func newClock() *clock               { return &clock{t: time.Now()} }
+func claimP(key string) store.ClaimParams {
+	return store.ClaimParams{Consumer: "c", Key: key, Digest: []byte("d"), Owner: "w", Policy: policy}
+}
+
+func newCached(t testing.TB, opts replaycache.Options) (*replaycache.Store, *counting, *clock) {
+	t.Helper()
+	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &counting{Store: inner}
+	s := replaycache.New(c, opts)
+	t.Cleanup(func() { s.Close() })
+	clk := newClock()
+	replaycache.SetClock(s, clk.now)
+	return s, c, clk
+}
+
+// finish claims key and completes it, or rejects it terminally.
+func finish(t testing.TB, s store.Store, key string, reject bool) store.Record {
+	t.Helper()
+	ctx := context.Background()
+	res, err := s.Claim(ctx, claimP(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec store.Record
+	if reject {
+		rec, err = s.Reject(ctx, store.RejectParams{Consumer: "c", Key: key, FencingToken: res.Record.FencingToken,
+			Rejection: store.Rejection{Reason: "NO"}, Policy: policy})
+	} else {
+		rec, err = s.Complete(ctx, store.CompleteParams{Consumer: "c", Key: key, FencingToken: res.Record.FencingToken,
+			Result: []byte("result"), Policy: policy})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// Claims of finished keys are answered from memory with exactly what the
+// store holds: the outcome, the record, and for another digest the
+// mismatch carrying the stored record.
+func TestClaimsOfFinishedKeysAreAnsweredFromMemory(t *testing.T) {
+	s, inner, _ := newCached(t, replaycache.Options{MaxBytes: 1 << 20})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		key     string
+		reject  bool
+		outcome store.Outcome
+	}{{"done", false, store.AlreadyCompleted}, {"refused", true, store.AlreadyRejected}} {
+		stored := finish(t, s, tc.key, tc.reject)
+		before := inner.claims.Load()
+		for range 5 {
+			res, err := s.Claim(ctx, claimP(tc.key))
+			if err != nil || res.Outcome != tc.outcome || !reflect.DeepEqual(res.Record, stored) {
+				t.Errorf("%s: claim = %v %+v, %v; want %v with the stored record", tc.key, res.Outcome, res.Record, err, tc.outcome)
+			}
+		}
+		other := claimP(tc.key)
+		other.Digest = []byte("other")
+		_, err := s.Claim(ctx, other)
+		var conflict *store.ConflictError
+		if !errors.Is(err, store.ErrDigestMismatch) || !errors.As(err, &conflict) || !reflect.DeepEqual(conflict.Record, stored) {
+			t.Errorf("%s: claim with another digest = %v, want a digest mismatch with the stored record", tc.key, err)
+		}
+		if n := inner.claims.Load() - before; n != 0 {
+			t.Errorf("%s: %d claims reached the store, want 0", tc.key, n)
+		}
+		// The store itself agrees with what the cache answered.
+		if _, err := inner.Store.Claim(ctx, other); !errors.Is(err, store.ErrDigestMismatch) {
+			t.Errorf("%s: the store answers the other digest with %v", tc.key, err)
+		}
+		if rec, err := s.Lookup(ctx, "c", tc.key); err != nil || !reflect.DeepEqual(rec, stored) || inner.lookups.Load() != 0 {
+			t.Errorf("%s: Lookup = %+v, %v after %d store lookups", tc.key, rec, err, inner.lookups.Load())
+		}
+	}
+	if s.Unwrap() != store.Store(inner) {
+		t.Error("Unwrap does not return the wrapped store")
+	}
+	if st := s.CacheStats(); st.Hits < 12 || st.Entries != 2 {
+		t.Errorf("stats %+v, want at least 12 hits and 2 entries", st)
+	}
+}
+
+// Pending and released keys are never answered from memory: they change.
+func TestUnfinishedKeysAlwaysReachTheStore(t *testing.T) {
+	s, inner, _ := newCached(t, replaycache.Options{MaxBytes: 1 << 20})
+	ctx := context.Background()
+	res, err := s.Claim(ctx, claimP("pending"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reject(ctx, store.RejectParams{Consumer: "c", Key: "pending", FencingToken: res.Record.FencingToken,
+		Rejection: store.Rejection{Reason: "BUSY", Retryable: true}, Policy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	before := inner.claims.Load()
+	res, err = s.Claim(ctx, claimP("pending"))
+	if err != nil || res.Outcome != store.Acquired || res.Record.FencingToken != 2 {
+		t.Errorf("claim of a released key: %v token %d, %v; want ACQUIRED token 2", res.Outcome, res.Record.FencingToken, err)
+	}
+	if inner.claims.Load() != before+1 {
+		t.Errorf("the claim of a released key did not reach the store")
+	}
+	if st := s.CacheStats(); st.Entries != 0 {
+		t.Errorf("unfinished records cached: %+v", st)
+	}
+}
+
+// An entry is trusted for TTL at most, never within ClockSkew of the
+// record's expiry, and not after Invalidate.
+func TestEntriesAreTrustedWithinTheirBounds(t *testing.T) {
+	ctx := context.Background()
+	miss := func(t *testing.T, s store.Store, inner *counting, key string) bool {
+		t.Helper()
+		before := inner.claims.Load()
+		if _, err := s.Claim(ctx, claimP(key)); err != nil {
+			t.Fatal(err)
+		}
+		return inner.claims.Load() > before
+	}
+	t.Run("TTL", func(t *testing.T) {
+		s, inner, clk := newCached(t, replaycache.Options{MaxBytes: 1 << 20, TTL: time.Minute})
+		finish(t, s, "k", false)
+		clk.add(time.Minute - time.Millisecond)
+		if miss(t, s, inner, "k") {
+			t.Error("entry not used within its TTL")
+		}
+		clk.add(time.Millisecond)
+		if !miss(t, s, inner, "k") {
+			t.Error("entry used at the end of its TTL")
+		}
+	})
+	t.Run("Expiry", func(t *testing.T) {
+		// Records kept an hour: trusted up to an hour minus the skew.
+		s, inner, clk := newCached(t, replaycache.Options{MaxBytes: 1 << 20, TTL: 2 * time.Hour, ClockSkew: time.Minute})
+		finish(t, s, "k", false)
+		clk.add(58 * time.Minute)
+		if miss(t, s, inner, "k") {
+			t.Error("entry not used well before the record expires")
+		}
+		clk.add(time.Minute + time.Second)
+		if !miss(t, s, inner, "k") {
+			t.Error("entry used within the clock skew of the record's expiry")
+		}
+	})
+	t.Run("Invalidate", func(t *testing.T) {
+		s, inner, _ := newCached(t, replaycache.Options{MaxBytes: 1 << 20})
+		finish(t, s, "a", false)
+		finish(t, s, "b", false)
+		s.Invalidate("c", "a")
+		if !miss(t, s, inner, "a") || miss(t, s, inner, "b") {
+			t.Error("Invalidate did not forget exactly its key")
+		}
+		s.InvalidateAll()
+		if !miss(t, s, inner, "b") {
+			t.Error("InvalidateAll left an entry")
+		}
+	})
+}
+
+// The entries never account for more than MaxBytes; the least recently
+// used go first.
+func TestBytesAreBounded(t *testing.T) {
+	const maxBytes = 16 << 10
+	s, inner, _ := newCached(t, replaycache.Options{MaxBytes: maxBytes})
+	for i := range 400 {
+		finish(t, s, fmt.Sprintf("key-%03d", i), false)
+		if st := s.CacheStats(); st.Bytes > maxBytes {
+			t.Fatalf("after %d records the cache holds %d bytes, over %d", i+1, st.Bytes, maxBytes)
+		}
+	}
+	st := s.CacheStats()
+	if st.Entries == 0 || st.Entries >= 400 {
+		t.Errorf("%d entries after 400 records in %d bytes", st.Entries, maxBytes)
+	}
+	before := inner.claims.Load()
+	s.Claim(context.Background(), claimP("key-000"))
+	if inner.claims.Load() == before {
+		t.Error("the oldest entry survived")
+	}
+}
+
+// Concurrent replays, mismatches and invalidations of one key all get the
+// stored answer.
+func TestRaceReplaysAndInvalidations(t *testing.T) {
+	s, _, _ := newCached(t, replaycache.Options{MaxBytes: 1 << 20})
+	stored := finish(t, s, "hot", false)
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 50 {
+				p := claimP("hot")
+				if i%4 == 0 {
+					p.Digest = []byte("other")
+				}
+				res, err := s.Claim(context.Background(), p)
+				switch {
+				case i%4 == 0:
+					if !errors.Is(err, store.ErrDigestMismatch) {
+						t.Errorf("mismatch: %v", err)
+					}
+				case err != nil || res.Outcome != store.AlreadyCompleted || !reflect.DeepEqual(res.Record, stored):
+					t.Errorf("replay: %v %v", res.Outcome, err)
+				}
+				if i == 1 && j%5 == 0 {
+					s.Invalidate("c", "hot")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
