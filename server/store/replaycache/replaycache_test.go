@@ -258,3 +258,67 @@ func TestRaceReplaysAndInvalidations(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// gated holds each Claim after the wrapped store has answered it, until
+// the test lets it go: the moment a replay has read a record the cache is
+// about to remember.
+type gated struct {
+	store.Store
+	read, release chan struct{}
+}
+
+func (g *gated) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	res, err := g.Store.Claim(ctx, p)
+	g.read <- struct{}{}
+	<-g.release
+	return res, err
+}
+
+// A record deleted through this server is never replayed after the delete
+// returns, even by a claim that read it from the store just before the
+// delete and returns just after: that claim must not put it back.
+func TestDeleteRacingAReadIsNotUndone(t *testing.T) {
+	for _, how := range []string{"DeleteRecord", "PurgeBatch"} {
+		t.Run(how, func(t *testing.T) {
+			inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := &gated{Store: inner, read: make(chan struct{}), release: make(chan struct{})}
+			s := replaycache.New(g, replaycache.Options{MaxBytes: 1 << 20})
+			t.Cleanup(func() { s.Close() })
+			ctx := context.Background()
+			go func() { // finish the key; its claim passes the gate
+				<-g.read
+				g.release <- struct{}{}
+			}()
+			finish(t, s, "k", false)
+			s.InvalidateAll() // so the next claim reads the store
+
+			replayed := make(chan store.ClaimResult)
+			go func() {
+				res, _ := s.Claim(ctx, claimP("k"))
+				replayed <- res
+			}()
+			<-g.read // the replay has read the completed record
+			if how == "DeleteRecord" {
+				_, err = s.DeleteRecord(ctx, "c", "k")
+			} else {
+				_, err = s.PurgeBatch(ctx, store.PurgeParams{Consumer: "c", Limit: 10})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.release <- struct{}{}
+			if res := <-replayed; res.Outcome != store.AlreadyCompleted {
+				t.Fatalf("the replay that read before the delete got %v", res.Outcome)
+			}
+
+			go func() { <-g.read; g.release <- struct{}{} }()
+			res, err := s.Claim(ctx, claimP("k"))
+			if err != nil || res.Outcome != store.Acquired {
+				t.Fatalf("claim after the %s: %v, %v; want ACQUIRED (the deleted completion came back)", how, res.Outcome, err)
+			}
+		})
+	}
+}
