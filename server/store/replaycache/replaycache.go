@@ -59,9 +59,9 @@ type Store struct {
 	// store is cached only if no invalidation happened since the read began,
 	// so that a read racing a delete cannot put the deleted record back.
 	deletions atomic.Uint64
-	ttl   time.Duration
-	skew  time.Duration
-	now   func() time.Time
+	ttl       time.Duration
+	skew      time.Duration
+	now       func() time.Time
 }
 
 var _ store.Store = (*Store)(nil)
