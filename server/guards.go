@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -72,8 +73,11 @@ func handleReloads(ctx context.Context, signals <-chan os.Signal, reload func() 
 	}
 }
 
-// serveMetrics serves /metrics and /healthz on addr, if one is given, and
-// returns the address it listens on and a function that stops it.
+// serveMetrics serves /metrics, /healthz and Go's profiler (/debug/pprof/)
+// on addr, if one is given, and returns the address it listens on and a
+// function that stops it. The profiler is what an operator reaches for when
+// dedupd uses more CPU than expected; like the metrics it belongs on an
+// address only operators can reach.
 func serveMetrics(addr string, m *metrics.Metrics, hs *health.Server, log *slog.Logger) (string, func(), error) {
 	if addr == "" {
 		return "", func() {}, nil
@@ -92,6 +96,9 @@ func serveMetrics(addr string, m *metrics.Metrics, hs *health.Server, log *slog.
 		}
 		fmt.Fprintln(w, "SERVING")
 	})
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -50,6 +52,7 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 			signal.Notify(reload, syscall.SIGHUP)
 			defer signal.Stop(reload)
 			cfg.Reload = reload
+			tuneGC(log, cfg.ReplayCacheBytes)
 			return server.Run(ctx, cfg, log)
 		},
 	}
@@ -96,4 +99,27 @@ func parseReaper(s string) (off bool, err error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("--reaper must be on or off, not %q", s)
+}
+
+// defaultGCPercent is dedupd's garbage collector target unless GOGC says
+// otherwise. Each call allocates a little and keeps nothing, so the live
+// heap is small (mostly the replay cache) and Go's default of 100 collects
+// far more often than memory needs: at 400, claims cost about 20% less CPU
+// (docs/performance.md). The soft memory limit, unless GOMEMLIMIT says
+// otherwise, keeps that from growing the process without bound: near it the
+// collector runs as often as it must.
+const (
+	defaultGCPercent   = 400
+	memoryLimitHeadway = 128 << 20 // on top of the replay cache
+)
+
+func tuneGC(log *slog.Logger, replayCacheBytes int64) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(replayCacheBytes + memoryLimitHeadway)
+	}
+	// SetMemoryLimit with a negative value only reads the limit.
+	log.Debug("garbage collector tuned", "memory_limit", debug.SetMemoryLimit(-1))
 }
