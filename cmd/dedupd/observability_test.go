@@ -78,6 +78,9 @@ func TestMetricsCountCalls(t *testing.T) {
 	if code := opsHealthz(t, addr); code != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", code)
 	}
+	if code := opsGet(t, addr, "/debug/pprof/heap?debug=1"); code != http.StatusOK {
+		t.Errorf("/debug/pprof/heap = %d, want 200", code)
+	}
 	p.stop(t)
 
 	logs := p.logs.String()

@@ -79,9 +79,12 @@ series:
 }
 
 // opsHealthz returns the HTTP status of /healthz.
-func opsHealthz(t *testing.T, addr string) int {
+func opsHealthz(t *testing.T, addr string) int { return opsGet(t, addr, "/healthz") }
+
+// opsGet returns the HTTP status of a GET of path on the metrics listener.
+func opsGet(t *testing.T, addr, path string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/healthz")
+	resp, err := http.Get("http://" + addr + path)
 	if err != nil {
 		t.Fatal(err)
 	}
