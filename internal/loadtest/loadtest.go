@@ -165,7 +165,8 @@ func runScenario(ctx context.Context, cfg Config, name string, svc *service, bas
 type operation func(ctx context.Context, i int64) error
 
 // measure runs op from cfg.Concurrency callers until the count is reached
-// or the duration is up, and summarises it. The end of the duration stops
+// or the duration is up, and summarises it. Ops, the rate and the
+// latencies are of the operations that succeeded; Errors counts the rest. The end of the duration stops
 // callers from starting operations; those in flight finish, so that none is
 // cut off and miscounted.
 func measure(ctx context.Context, cfg Config, label string, op operation) Measurement {
@@ -205,11 +206,15 @@ func measure(ctx context.Context, cfg Config, label string, op operation) Measur
 					next.Add(-1)
 					return
 				}
-				hists[c].record(time.Since(t0))
 				if err != nil {
+					// A failure is not throughput: a server that fails fast
+					// would otherwise look fast. It is counted apart, and
+					// its latency stays out of the percentiles.
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
+					continue
 				}
+				hists[c].record(time.Since(t0))
 			}
 		}()
 	}

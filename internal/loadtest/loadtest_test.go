@@ -114,7 +114,8 @@ func TestRunCountsEveryScenarioOnBothSides(t *testing.T) {
 }
 
 // A scenario's operations that fail are counted and the first one kept,
-// not hidden: here dedupd answers nothing but Unavailable.
+// not hidden, and not counted as throughput: here dedupd answers nothing
+// but Unavailable.
 func TestRunCountsFailures(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -127,7 +128,7 @@ func TestRunCountsFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := report.Scenarios[0].Service
-	if m.Ops != 10 || m.Errors != 10 || m.FirstError == "" || report.Scenarios[0].Baseline != nil {
+	if m.Ops != 0 || m.PerSecond != 0 || m.P50 != 0 || m.Errors != 10 || m.FirstError == "" || report.Scenarios[0].Baseline != nil {
 		t.Errorf("report of a dead server: %+v", report.Scenarios[0])
 	}
 }

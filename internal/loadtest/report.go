@@ -38,6 +38,8 @@ type ScenarioReport struct {
 
 // Measurement is one side of one scenario.
 type Measurement struct {
+	// Ops counts the operations that succeeded; PerSecond and the
+	// latencies are theirs. Errors counts the ones that failed.
 	Ops        int64
 	Errors     int64
 	FirstError string
