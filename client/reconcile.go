@@ -113,18 +113,26 @@ func (r *Reconciler) settle(ctx context.Context, listed *Record, report *Reconci
 	if err != nil {
 		return err
 	}
+	// A verdict counts once the server has recorded it: one refused (the
+	// reconciler's own lease ran out during Check and the key was taken
+	// over) is Run's error, not a settled key.
 	switch verdict.kind {
 	case verdictComplete:
-		_, err = r.Client.Complete(ctx, r.Consumer, listed.GetKey(), a.FencingToken, verdict.result)
+		if _, err := r.Client.Complete(ctx, r.Consumer, listed.GetKey(), a.FencingToken, verdict.result); err != nil {
+			return err
+		}
 		report.Completed++
-	case verdictReject:
-		_, err = r.Client.Reject(ctx, r.Consumer, listed.GetKey(), a.FencingToken, verdict.rejection)
-		report.Rejected++
-	case verdictRelease:
-		_, err = r.Client.Reject(ctx, r.Consumer, listed.GetKey(), a.FencingToken, verdict.rejection)
-		report.Released++
+	case verdictReject, verdictRelease:
+		if _, err := r.Client.Reject(ctx, r.Consumer, listed.GetKey(), a.FencingToken, verdict.rejection); err != nil {
+			return err
+		}
+		if verdict.kind == verdictReject {
+			report.Rejected++
+		} else {
+			report.Released++
+		}
 	default:
 		return errors.New("Check returned a zero Verdict")
 	}
-	return err
+	return nil
 }

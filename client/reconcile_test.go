@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -62,6 +63,36 @@ func TestReconciler(t *testing.T) {
 		again, err := r.Run(ctx)
 		if err != nil || again != (client.ReconcileReport{}) {
 			t.Fatalf("second run = %+v, %v; want nothing left to do", again, err)
+		}
+	})
+}
+
+// A verdict the server refuses is Run's error and is not counted as
+// settled: here the record is deleted while Check runs, so the
+// reconciler's Complete is refused with LEASE_LOST.
+func TestReconcilerCountsOnlyRecordedVerdicts(t *testing.T) {
+	dedupdtest.ForEach(t, nil, func(t *testing.T, addr string) {
+		c, ctx := newClient(t, addr), testContext(t)
+		if _, err := c.Claim(ctx, "shop", "k", client.Digest([]byte("k")), client.ClaimOptions{LeaseTTL: 100 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the lease to run out", func() bool {
+			r, err := c.Lookup(ctx, "shop", "k")
+			return err == nil && time.Now().After(r.GetLeaseExpiresAt().AsTime().Add(50*time.Millisecond))
+		})
+		r := &client.Reconciler{Client: c, Consumer: "shop", Owner: "reconciler",
+			Check: func(ctx context.Context, a client.Attempt) (client.Verdict, error) {
+				if _, err := c.Admin().DeleteRecord(ctx, &dedupv1.DeleteRecordRequest{Consumer: "shop", Key: "k"}); err != nil {
+					t.Fatal(err)
+				}
+				return client.CompleteWith([]byte("found")), nil
+			}}
+		report, err := r.Run(ctx)
+		if !errors.Is(err, client.ErrLeaseLost) {
+			t.Fatalf("Run error = %v, want ErrLeaseLost", err)
+		}
+		if report != (client.ReconcileReport{}) {
+			t.Fatalf("report = %+v, want nothing settled", report)
 		}
 	})
 }
