@@ -20,13 +20,17 @@ import (
 // ECMAScript's Number.prototype.toString does, strings with the minimal
 // escaping JCS prescribes.
 //
-// The input must be I-JSON (RFC 7493): valid UTF-8, no duplicate member
-// names, numbers that fit an IEEE 754 double. Anything else is an error
-// rather than a guess, because two clients that guessed differently would
-// compute different digests for the same request.
+// The input must be I-JSON (RFC 7493): valid UTF-8, no escaped lone
+// surrogate, no duplicate member names, numbers that fit an IEEE 754
+// double. Anything else is an error rather than a guess, because two
+// clients that guessed differently would compute different digests for
+// the same request.
 func CanonicalJSON(text []byte) ([]byte, error) {
 	if !utf8.Valid(text) {
 		return nil, errors.New("canonical json: input is not valid UTF-8")
+	}
+	if err := refuseLoneSurrogateEscapes(text); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
@@ -38,6 +42,48 @@ func CanonicalJSON(text []byte) ([]byte, error) {
 		return nil, errors.New("canonical json: data after the JSON value")
 	}
 	return out.Bytes(), nil
+}
+
+// refuseLoneSurrogateEscapes finds a \uXXXX escape of a UTF-16 surrogate
+// that is not half of an escaped pair. encoding/json would decode it to
+// U+FFFD without a word, and the digest would then be that of another
+// text, where the other clients refuse the input. Syntax errors are left
+// to the decoder.
+func refuseLoneSurrogateEscapes(text []byte) error {
+	inString := false
+	for i := 0; i < len(text); i++ {
+		switch {
+		case text[i] == '"':
+			inString = !inString
+		case text[i] == '\\' && inString:
+			unit, ok := escapedUnit(text, i)
+			if !ok {
+				i++ // \" \\ \n ...: skip the escaped character
+				continue
+			}
+			switch {
+			case 0xD800 <= unit && unit < 0xDC00:
+				if low, ok := escapedUnit(text, i+6); ok && 0xDC00 <= low && low < 0xE000 {
+					i += 11 // the pair
+					continue
+				}
+				return fmt.Errorf("lone surrogate %s at byte %d: not Unicode text", text[i:i+6], i)
+			case 0xDC00 <= unit && unit < 0xE000:
+				return fmt.Errorf("lone surrogate %s at byte %d: not Unicode text", text[i:i+6], i)
+			}
+			i += 5
+		}
+	}
+	return nil
+}
+
+// escapedUnit reads the code unit of a \uXXXX escape at text[i:].
+func escapedUnit(text []byte, i int) (uint16, bool) {
+	if i+6 > len(text) || text[i] != '\\' || text[i+1] != 'u' {
+		return 0, false
+	}
+	u, err := strconv.ParseUint(string(text[i+2:i+6]), 16, 16)
+	return uint16(u), err == nil
 }
 
 // canonicalValue reads one value from dec and writes its canonical form.

@@ -74,6 +74,13 @@ func TestCanonicalJSONRefusesNonIJSON(t *testing.T) {
 		{"trailing data", `{} {}`, "data after"},
 		{"syntax error", `{"a" 1}`, "invalid"},
 		{"empty input", ``, "EOF"},
+		{"lone high surrogate", `"\ud800"`, "lone surrogate"},
+		{"lone low surrogate", `["\uDC00"]`, "lone surrogate"},
+		{"high surrogate then a letter", `"\ud83dx"`, "lone surrogate"},
+		{"high surrogate then a non-surrogate escape", `"\ud83d\u0041"`, "lone surrogate"},
+		{"two high surrogates", `"\ud83d\ud83d"`, "lone surrogate"},
+		{"lone surrogate in a name", `{"a\\\ud800":1}`, "lone surrogate"},
+		{"lone surrogate after an escaped quote", `["\"\udfff"]`, "lone surrogate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,5 +89,23 @@ func TestCanonicalJSONRefusesNonIJSON(t *testing.T) {
 				t.Fatalf("CanonicalJSON(%q) error = %v, want one containing %q", tt.input, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// Escaped surrogate pairs are one character, and an escaped backslash
+// before "u" is no escape: neither is refused as a lone surrogate.
+func TestCanonicalJSONSurrogateEscapes(t *testing.T) {
+	tests := []struct{ input, want string }{
+		{`"\ud83d\ude00"`, "\"\U0001F600\""},
+		{`["\uD83D\uDE00x","\ud83d\ude00\ud83d\ude00"]`, "[\"\U0001F600x\",\"\U0001F600\U0001F600\"]"},
+		{`"\\ud800"`, `"\\ud800"`},
+		{`"\\\ud83d\ude00"`, "\"\\\\\U0001F600\""},
+		{`{"\ud83d\ude00":"\u00e9"}`, "{\"\U0001F600\":\"\u00e9\"}"},
+	}
+	for _, tt := range tests {
+		got, err := CanonicalJSON([]byte(tt.input))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("CanonicalJSON(%s) = %s, %v; want %s", tt.input, got, err, tt.want)
+		}
 	}
 }
