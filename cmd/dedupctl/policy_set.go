@@ -125,7 +125,7 @@ func (a *app) policySet(cmd *cobra.Command, consumer string, f *policySetFlags) 
 	if shortens && !f.yes && a.std.interactive {
 		a.printPolicyChange(consumer, current.GetEffective(), preview)
 		summarised = true
-		ok, err := a.confirm(fmt.Sprintf("Shorten completed_ttl of %s to %s?", consumer, formatDuration(completedTTL(preview.GetEffective()))))
+		ok, err := a.confirm(cmd.Context(), fmt.Sprintf("Shorten completed_ttl of %s to %s?", consumer, formatDuration(completedTTL(preview.GetEffective()))))
 		if err != nil {
 			return err
 		}

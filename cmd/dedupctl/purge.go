@@ -39,7 +39,8 @@ stderr gets a plain line "deleted N" per batch. The total goes to stdout
 dedup.v1.PurgeResponse object, {"deleted": N, "done": true}.
 
 Confirmation: on a terminal dedupctl first counts what matches and asks
-before deleting, unless --yes. Off a terminal (a script, a pipe) it refuses
+before deleting, unless --yes; Ctrl-C at the question deletes nothing and
+exits with 130. Off a terminal (a script, a pipe) it refuses
 to delete without --yes (exit 2), so nothing is purged by accident.
 
 Ctrl-C stops the purge between batches: what was deleted stays deleted,
@@ -148,7 +149,7 @@ func (a *app) purge(cmd *cobra.Command, consumer string, f *purgeFlags) error {
 		if total == 0 {
 			return a.purgeDone(0)
 		}
-		ok, err := a.confirm(fmt.Sprintf("Delete %d records (%s)?", total, what))
+		ok, err := a.confirm(cmd.Context(), fmt.Sprintf("Delete %d records (%s)?", total, what))
 		if err != nil {
 			return err
 		}

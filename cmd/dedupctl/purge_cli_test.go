@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -69,7 +70,9 @@ func TestCLIPurge(t *testing.T) {
 // stdin given and terminal flags chosen; onProgress sees each write to
 // stderr.
 type inProcess struct {
-	stdin       string
+	stdin string
+	// stdinReader, when set, is stdin instead of the string.
+	stdinReader io.Reader
 	interactive bool
 	progressBar bool
 	onStderr    func(string)
@@ -78,8 +81,12 @@ type inProcess struct {
 func (p inProcess) run(ctx context.Context, s *server, args ...string) result {
 	var stdout bytes.Buffer
 	stderr := &hookWriter{hook: p.onStderr}
+	var in io.Reader = strings.NewReader(p.stdin)
+	if p.stdinReader != nil {
+		in = p.stdinReader
+	}
 	code := run(ctx, append([]string{"--server", s.addr}, args...), stdio{
-		in: strings.NewReader(p.stdin), out: &stdout, err: stderr,
+		in: in, out: &stdout, err: stderr,
 		interactive: p.interactive, progressBar: p.progressBar,
 	})
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
@@ -161,6 +168,36 @@ func TestCLIPurgeInteractive(t *testing.T) {
 		parseJSON(t, s.ok(t, "stats", "bystander", "-o", "json").stdout, &stats)
 		if c := stats.GetConsumers(); len(c) != 1 || c[0].GetCompleted() != 1 {
 			t.Errorf("the purge of tty touched another consumer: %v", &stats)
+		}
+	})
+}
+
+// Ctrl-C at the confirmation question exits 130 and deletes nothing, even
+// when an Enter follows: dedupctl catches SIGINT, so the question must not
+// keep waiting for the answer and then act on it.
+func TestCLIPurgeInterruptedAtQuestion(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *server) {
+		for i := range 3 {
+			s.complete(t, "tty", fmt.Sprintf("k-%d", i), []byte("ok"))
+		}
+		stdin, keyboard := io.Pipe()
+		defer keyboard.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tty := inProcess{stdinReader: stdin, interactive: true, onStderr: func(s string) {
+			if strings.Contains(s, "[y/N]") {
+				cancel()                         // Ctrl-C at the question
+				go keyboard.Write([]byte("y\n")) // then y and Enter
+			}
+		}}
+		r := tty.run(ctx, s, "purge", "tty")
+		if r.code != exitInterrupted || !strings.Contains(r.stderr, "dedupctl: interrupted: nothing changed") {
+			t.Fatalf("Ctrl-C at the question: %v", r)
+		}
+		var stats dedupv1.StatsResponse
+		parseJSON(t, s.ok(t, "stats", "tty", "-o", "json").stdout, &stats)
+		if c := stats.GetConsumers(); len(c) != 1 || c[0].GetCompleted() != 3 {
+			t.Errorf("after Ctrl-C at the question: %v, want the 3 records kept", &stats)
 		}
 	})
 }

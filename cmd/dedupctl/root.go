@@ -211,16 +211,37 @@ func row(w *tabwriter.Writer, cells ...string) {
 	fmt.Fprintln(w, strings.Join(cells, "\t"))
 }
 
+// errInterruptedAtQuestion is Ctrl-C at a confirmation: nothing changed.
+var errInterruptedAtQuestion = interruptedError{"interrupted: nothing changed"}
+
 // confirm asks a yes/no question on the terminal; anything but y or yes
-// is no.
-func (a *app) confirm(question string) (bool, error) {
+// is no. Ctrl-C (ctx done) while it waits is errInterruptedAtQuestion,
+// even if an answer arrives too: dedupctl catches SIGINT, so a read that
+// ignored ctx would keep waiting for Enter. The reading goroutine is left
+// blocked on stdin then; the process is about to exit.
+func (a *app) confirm(ctx context.Context, question string) (bool, error) {
 	fmt.Fprintf(a.std.err, "%s [y/N] ", question)
-	line, err := bufio.NewReader(a.std.in).ReadString('\n')
-	if err != nil && line == "" {
-		fmt.Fprintln(a.std.err)
-		return false, nil
+	type reply struct {
+		line string
+		err  error
 	}
-	answer := strings.ToLower(strings.TrimSpace(line))
+	replies := make(chan reply, 1)
+	go func() {
+		line, err := bufio.NewReader(a.std.in).ReadString('\n')
+		replies <- reply{line, err}
+	}()
+	var r reply
+	select {
+	case <-ctx.Done():
+	case r = <-replies:
+	}
+	if ctx.Err() != nil || (r.err != nil && r.line == "") {
+		fmt.Fprintln(a.std.err) // end the question's line
+	}
+	if ctx.Err() != nil {
+		return false, errInterruptedAtQuestion
+	}
+	answer := strings.ToLower(strings.TrimSpace(r.line))
 	return answer == "y" || answer == "yes", nil
 }
 
