@@ -421,3 +421,45 @@ func waitUntilBlockedBy(t *testing.T, tx pgx.Tx) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// When a batch's write fails, only the calls that needed it get the error.
+// A call the read alone answered (here a stale token) keeps that answer,
+// as it would alone, where its read-modify-write stops after the read.
+func TestGroupCommitFailedWriteKeepsReadAnswers(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	// The batch's UPDATE fails on the row lock below instead of waiting.
+	s, err := pgstore.OpenWith(ctx, url+"&lock_timeout=50", pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	migrated(t, s)
+	seedFinishKeys(t, s)
+
+	holder, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM dedup_records WHERE key = 'p1' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	_, errs := pgstore.FinishBatch(s, []store.Command{
+		completeParams("p1", 1, "r1"),
+		completeParams("p2", 2, "stale token"),
+	})
+	if !errors.Is(errs[0], store.ErrUnavailable) {
+		t.Errorf("the locked write: %v; want ErrUnavailable", errs[0])
+	}
+	var conflict *store.ConflictError
+	if !errors.As(errs[1], &conflict) || !errors.Is(errs[1], store.ErrLeaseLost) || conflict.Record.FencingToken != 1 {
+		t.Errorf("the stale token: %v; want ErrLeaseLost with the record of token 1", errs[1])
+	}
+}
