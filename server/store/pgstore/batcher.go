@@ -2,8 +2,10 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -141,6 +143,9 @@ func (b *batcher[Req, Resp]) writeBatch(batch []*call[Req, Resp], leader *call[R
 		ctx, cancel := batchContext(live)
 		b.write(ctx, live)
 		cancel()
+		for _, c := range live {
+			ownContextError(c)
+		}
 	}
 	for _, c := range batch {
 		if c != leader {
@@ -150,18 +155,48 @@ func (b *batcher[Req, Resp]) writeBatch(batch []*call[Req, Resp], leader *call[R
 }
 
 // batchContext bounds a batch by the latest deadline among its callers, or
-// by none when any caller has none. It is not cancelled with any one
-// caller: the others still want their answer.
+// by none when any caller has none, and ends it once every caller has
+// given up: nobody then wants the answer, and a caller alone would have
+// stopped waiting for the database. It is not cancelled with any one
+// caller while others still want their answer.
 func batchContext[Req, Resp any](batch []*call[Req, Resp]) (context.Context, context.CancelFunc) {
-	var latest time.Time
+	ctx, cancel := context.WithCancel(context.Background())
+	latest, bounded := time.Time{}, true
 	for _, c := range batch {
 		d, ok := c.ctx.Deadline()
-		if !ok {
-			return context.WithCancel(context.Background())
-		}
-		if d.After(latest) {
+		bounded = bounded && ok
+		if ok && d.After(latest) {
 			latest = d
 		}
 	}
-	return context.WithDeadline(context.Background(), latest)
+	if bounded {
+		ctx, cancel = context.WithDeadline(context.Background(), latest)
+	}
+	var waiting atomic.Int64
+	waiting.Store(int64(len(batch)))
+	stops := make([]func() bool, len(batch))
+	for i, c := range batch {
+		stops[i] = context.AfterFunc(c.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// ownContextError gives a caller whose context has ended, and whose call
+// failed on the batch's context, its own context's error, as it would have
+// got alone: the batch's may be a cancellation where the caller's is a
+// deadline, or the other way round.
+func ownContextError[Req, Resp any](c *call[Req, Resp]) {
+	if err := c.ctx.Err(); err != nil &&
+		(errors.Is(c.err, context.Canceled) || errors.Is(c.err, context.DeadlineExceeded)) {
+		c.err = err
+	}
 }

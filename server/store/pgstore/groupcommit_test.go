@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
+	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // answer is what a claim returned, without the times the database chose, so
@@ -312,4 +315,151 @@ func keyOfFinish(cmd store.Command) string {
 		return p.Key
 	}
 	return ""
+}
+
+// A caller that cancels (with no deadline) while its call waits on the
+// database gets context.Canceled at once, as it would without group
+// commit: the batch it leads stops waiting once no caller wants it.
+func TestGroupCommitCancelWhileWaitingOnLock(t *testing.T) {
+	tests := []struct {
+		name string
+		// hold takes, in tx, the lock the call will wait on.
+		hold func(ctx context.Context, tx pgx.Tx) error
+		call func(ctx context.Context, s *pgstore.Store) error
+	}{
+		{
+			name: "fresh claim",
+			hold: func(ctx context.Context, tx pgx.Tx) error {
+				// An uncommitted row: the claim's INSERT ... ON CONFLICT
+				// waits to see whether it commits.
+				_, err := tx.Exec(ctx, `INSERT INTO dedup_records (consumer, key, state, digest, fencing_token,
+    attempts, owner, created_at, updated_at, lease_expires_at, expires_at)
+VALUES ('billing', 'k', 'PENDING', '', 1, 1, 'other', now(), now(), now() + INTERVAL '1 hour', now() + INTERVAL '2 hours')`)
+				return err
+			},
+			call: func(ctx context.Context, s *pgstore.Store) error {
+				_, err := s.Claim(ctx, claimParams("k"))
+				return err
+			},
+		},
+		{
+			name: "complete",
+			hold: func(ctx context.Context, tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, "SELECT 1 FROM dedup_records WHERE key = 'k' FOR UPDATE")
+				return err
+			},
+			call: func(ctx context.Context, s *pgstore.Store) error {
+				_, err := s.Complete(ctx, completeParams("k", 1, "r"))
+				return err
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			url := pgtest.URL(t)
+			s, err := pgstore.OpenWith(ctx, url, pgstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			migrated(t, s)
+			if tt.name == "complete" {
+				if _, err := s.Claim(ctx, claimParams("k")); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			holder, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Close(ctx)
+			tx, err := holder.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if err := tt.hold(ctx, tx); err != nil {
+				t.Fatal(err)
+			}
+
+			callCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- tt.call(callCtx, s) }()
+			waitUntilBlockedBy(t, tx)
+			cancel()
+			// Not a speed check: without a bound, a call that never
+			// returns would only show as the test binary's timeout.
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("cancelled call returned %v; want context.Canceled", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the cancelled call is still waiting on the database")
+			}
+
+		})
+	}
+}
+
+// waitUntilBlockedBy waits until some backend waits on a lock that tx holds.
+func waitUntilBlockedBy(t *testing.T, tx pgx.Tx) {
+	t.Helper()
+	for {
+		var n int
+		err := tx.QueryRow(context.Background(),
+			"SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))").Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// When a batch's write fails, only the calls that needed it get the error.
+// A call the read alone answered (here a stale token) keeps that answer,
+// as it would alone, where its read-modify-write stops after the read.
+func TestGroupCommitFailedWriteKeepsReadAnswers(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	// The batch's UPDATE fails on the row lock below instead of waiting.
+	s, err := pgstore.OpenWith(ctx, url+"&lock_timeout=50", pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	migrated(t, s)
+	seedFinishKeys(t, s)
+
+	holder, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM dedup_records WHERE key = 'p1' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	_, errs := pgstore.FinishBatch(s, []store.Command{
+		completeParams("p1", 1, "r1"),
+		completeParams("p2", 2, "stale token"),
+	})
+	if !errors.Is(errs[0], store.ErrUnavailable) {
+		t.Errorf("the locked write: %v; want ErrUnavailable", errs[0])
+	}
+	var conflict *store.ConflictError
+	if !errors.As(errs[1], &conflict) || !errors.Is(errs[1], store.ErrLeaseLost) || conflict.Record.FencingToken != 1 {
+		t.Errorf("the stale token: %v; want ErrLeaseLost with the record of token 1", errs[1])
+	}
 }

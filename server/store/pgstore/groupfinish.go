@@ -30,6 +30,10 @@ type finishCall struct {
 type finishResult struct {
 	d     store.Decision
 	again bool
+	// fromRead says the answer needs no write (a refusal, a repeat, or
+	// again): it stands even if the batch's write then fails, as it would
+	// for the call alone, whose read-modify-write stops after the read.
+	fromRead bool
 }
 
 type finishBatcher = batcher[finishCall, finishResult]
@@ -74,7 +78,9 @@ func (s *Store) writeFinishes(ctx context.Context, batch []*call[finishCall, fin
 	})
 	if err != nil {
 		for _, c := range calls {
-			c.resp, c.err = finishResult{}, err
+			if !c.resp.fromRead {
+				c.resp, c.err = finishResult{}, err
+			}
 		}
 	}
 }
@@ -83,13 +89,15 @@ func (s *Store) writeFinishes(ctx context.Context, batch []*call[finishCall, fin
 // decide, compare-and-set. It sets every call's answer, or returns the
 // error that failed the attempt.
 func (s *Store) finishMany(ctx context.Context, calls []*call[finishCall, finishResult]) error {
+	for _, c := range calls {
+		c.resp, c.err = finishResult{}, nil
+	}
 	stored, now, err := s.readMany(ctx, calls)
 	if err != nil {
 		return err
 	}
 	var writes []versionedRecord
 	for _, c := range calls {
-		c.resp, c.err = finishResult{}, nil
 		row, ok := stored[recordKey{c.req.consumer, c.req.key}]
 		var rec *store.Record
 		if ok {
@@ -100,8 +108,9 @@ func (s *Store) finishMany(ctx context.Context, calls []*call[finishCall, finish
 		c.resp.d, c.err = store.Apply(rec, c.req.cmd, now)
 		switch {
 		case c.err != nil || !c.resp.d.Write:
+			c.resp.fromRead = true
 		case !ok:
-			c.resp.again = true // an insert: not a finishing write
+			c.resp.again, c.resp.fromRead = true, true // an insert: not a finishing write
 		default:
 			writes = append(writes, versionedRecord{rec: c.resp.d.Record, version: row.version})
 		}
