@@ -1,8 +1,11 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -91,6 +94,12 @@ func (s *Store) writeFreshClaims(ctx context.Context, batch []*call[freshClaim, 
 			rows = append(rows, c.req.args)
 		}
 	}
+	// Two batches in flight whose keys overlap wait on each other's
+	// uncommitted rows; taking keys in one global order makes that a queue,
+	// never a deadlock.
+	slices.SortFunc(rows, func(a, b freshArgs) int {
+		return cmp.Or(strings.Compare(a.consumer, b.consumer), strings.Compare(a.key, b.key))
+	})
 	inserted, err := s.insertMany(ctx, rows)
 	for _, c := range batch {
 		k := recordKey{c.req.p.Consumer, c.req.p.Key}

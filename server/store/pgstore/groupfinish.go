@@ -1,7 +1,9 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,6 +120,11 @@ func (s *Store) finishMany(ctx context.Context, calls []*call[finishCall, finish
 	if len(writes) == 0 {
 		return nil
 	}
+	// Rows are locked in one global key order, so concurrent batches queue
+	// instead of deadlocking (see writeFreshClaims).
+	slices.SortFunc(writes, func(a, b versionedRecord) int {
+		return cmp.Or(strings.Compare(a.rec.Consumer, b.rec.Consumer), strings.Compare(a.rec.Key, b.rec.Key))
+	})
 	written, err := s.updateMany(ctx, writes)
 	if err != nil {
 		return err
