@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
@@ -114,13 +115,22 @@ func slogAdapter(log *slog.Logger) logging.Logger {
 	})
 }
 
+// maxLoggedConsumer bounds the consumer in a log line. It is logged before
+// validation, for refused calls too, and a request may name one of many
+// megabytes; no valid name is longer.
+const maxLoggedConsumer = 128
+
 // consumerField adds the consumer to each call's log line; keys, results,
 // digests and credentials are never logged.
 func consumerField(ctx context.Context, _ interceptors.CallMeta) logging.Fields {
-	if name, named := consumer.FromContext(ctx); named {
-		return logging.Fields{"consumer", name}
+	name, named := consumer.FromContext(ctx)
+	if !named {
+		return nil
 	}
-	return nil
+	if len(name) > maxLoggedConsumer {
+		name = strings.ToValidUTF8(name[:maxLoggedConsumer], "") + "…"
+	}
+	return logging.Fields{"consumer", name}
 }
 
 func recoverPanic(log *slog.Logger, m *metrics.Metrics) recovery.RecoveryHandlerFuncContext {

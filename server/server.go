@@ -68,8 +68,9 @@ type Config struct {
 	// TLSCert and TLSKey turn TLS on; TLSClientCA requires client
 	// certificates signed by it (mutual TLS).
 	TLSCert, TLSKey, TLSClientCA string
-	// MaxMessageBytes bounds a request message; 0 derives it from
-	// Limits.MaxResultBytes.
+	// MaxMessageBytes bounds a request message; 0 leaves room for the
+	// largest result any consumer's policy may allow
+	// (api.MaxResultBytesCeiling plus the rest of a request).
 	MaxMessageBytes int
 	// RateLimit is the calls per second each consumer may make (0: no
 	// limit), RateBurst how many at once (0: ceil(RateLimit)).

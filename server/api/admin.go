@@ -72,10 +72,13 @@ func (s *AdminService) SetPolicy(ctx context.Context, req *dedupv1.SetPolicyRequ
 		return nil, s.fail(ctx, err, consumer, "")
 	}
 	if !req.GetDryRun() {
-		if next, err = s.store.PutPolicy(ctx, next); err != nil {
+		next, err = s.store.PutPolicy(ctx, next)
+		// Even after an error: the write may have committed all the same
+		// (a connection lost at COMMIT), and a read too many costs little.
+		s.policies.Invalidate(consumer)
+		if err != nil {
 			return nil, s.fail(ctx, err, consumer, "")
 		}
-		s.policies.Invalidate(consumer)
 	}
 	before, after := s.resolve(consumer, prev), s.policies.Resolve(next)
 	resp := &dedupv1.SetPolicyResponse{
@@ -132,10 +135,10 @@ func (s *AdminService) DeletePolicy(ctx context.Context, req *dedupv1.DeletePoli
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
 	deleted, err := s.store.DeletePolicy(ctx, req.GetConsumer())
+	s.policies.Invalidate(req.GetConsumer()) // even after an error, as in SetPolicy
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
-	s.policies.Invalidate(req.GetConsumer())
 	return &dedupv1.DeletePolicyResponse{Policy: PolicyToProto(deleted)}, nil
 }
 

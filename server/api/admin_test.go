@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/store"
 )
 
 // wantStatus asserts a call's gRPC code and ErrorInfo reason, and for
@@ -306,5 +308,57 @@ func recvAll(t *testing.T, stream grpc.ServerStreamingClient[dedupv1.PurgeRespon
 		if msg.GetDone() {
 			return counts, nil
 		}
+	}
+}
+
+// commitThenFailStore stores each policy change, then reports the error a
+// connection lost at COMMIT gives: the caller cannot tell that it landed.
+type commitThenFailStore struct {
+	store.Store
+	policies *policyCountingStore
+}
+
+func (s commitThenFailStore) GetPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+	return s.policies.GetPolicy(ctx, consumer)
+}
+
+func (s commitThenFailStore) PutPolicy(_ context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
+	s.policies.set(p)
+	return store.ConsumerPolicy{}, store.ErrUnavailable
+}
+
+func (s commitThenFailStore) DeletePolicy(_ context.Context, consumer string) (store.ConsumerPolicy, error) {
+	s.policies.mu.Lock()
+	delete(s.policies.policies, consumer)
+	s.policies.mu.Unlock()
+	return store.ConsumerPolicy{}, store.ErrUnavailable
+}
+
+func (s commitThenFailStore) Stats(context.Context, string) ([]store.ConsumerStats, error) {
+	return nil, nil
+}
+
+// TestFailedPolicyWriteStillInvalidatesTheCache: a SetPolicy or
+// DeletePolicy that fails may have landed, so this server's next call
+// reads the store rather than its cached policy.
+func TestFailedPolicyWriteStillInvalidatesTheCache(t *testing.T) {
+	st := commitThenFailStore{policies: newCountingStore()}
+	policies := NewPolicies(st, testDefaults, time.Hour)
+	admin := NewAdminService(st, policies, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	if got := completedTTL(t, policies, "inv"); got != testPolicy.CompletedTTL {
+		t.Fatalf("no policy: %s", got)
+	}
+
+	_, err := admin.SetPolicy(ctx, &dedupv1.SetPolicyRequest{Policy: &dedupv1.Policy{Consumer: "inv", CompletedTtl: durationpb.New(72 * time.Hour)}})
+	wantStatus(t, err, codes.Unavailable, ReasonStoreUnavailable, "")
+	if got := completedTTL(t, policies, "inv"); got != 72*time.Hour {
+		t.Fatalf("after a SetPolicy that failed but landed: %s, want the stored 72h", got)
+	}
+
+	_, err = admin.DeletePolicy(ctx, &dedupv1.DeletePolicyRequest{Consumer: "inv"})
+	wantStatus(t, err, codes.Unavailable, ReasonStoreUnavailable, "")
+	if got := completedTTL(t, policies, "inv"); got != testPolicy.CompletedTTL {
+		t.Fatalf("after a DeletePolicy that failed but landed: %s, want the default", got)
 	}
 }

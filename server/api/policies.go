@@ -124,29 +124,43 @@ func (p *Policies) For(ctx context.Context, consumer string) (Effective, error) 
 		if res.Err != nil {
 			return Effective{}, res.Err
 		}
-		return res.Val.(Effective), nil
+		loaded := res.Val.(loadedPolicy)
+		// A read that started more than ttl before this call may predate
+		// a change this call must see: that happens when this call joined
+		// a read that ran longer than ttl. Read again, unshared.
+		if loaded.started.Add(p.ttl).Before(now) {
+			return p.read(ctx, consumer)
+		}
+		return loaded.effective, nil
 	case <-ctx.Done():
 		return Effective{}, ctx.Err()
 	}
 }
 
+// loadedPolicy is what a shared read returns: the policy, and when the
+// read that found it started, which bounds how old it may be.
+type loadedPolicy struct {
+	effective Effective
+	started   time.Time
+}
+
 // load reads and caches one consumer's policy. It is shared by every
 // caller that missed meanwhile, so it must not fail because the caller
 // that happened to start it went away.
-func (p *Policies) load(ctx context.Context, consumer string, gen uint64, started time.Time) (Effective, error) {
+func (p *Policies) load(ctx context.Context, consumer string, gen uint64, started time.Time) (loadedPolicy, error) {
 	// A caller that missed just as the previous read finished starts a new
 	// one: the cache, filled before that read ended, answers it.
 	p.mu.Lock()
 	entry, ok := p.entries[consumer]
 	p.mu.Unlock()
 	if ok && started.Before(entry.expires) {
-		return entry.effective, nil
+		return loadedPolicy{entry.effective, entry.expires.Add(-p.ttl)}, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), policyLoadTimeout)
 	defer cancel()
 	e, err := p.read(ctx, consumer)
 	if err != nil {
-		return Effective{}, err
+		return loadedPolicy{}, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -158,7 +172,7 @@ func (p *Policies) load(ctx context.Context, consumer string, gen uint64, starte
 		// long the read took.
 		p.entries[consumer] = cachedPolicy{effective: e, expires: started.Add(p.ttl)}
 	}
-	return e, nil
+	return loadedPolicy{e, started}, nil
 }
 
 // sweep drops expired entries, or everything if none has expired. p.mu

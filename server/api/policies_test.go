@@ -284,3 +284,74 @@ func TestShortDurations(t *testing.T) {
 		}
 	}
 }
+
+// snapshotStore answers its first GetPolicy with the policy stored when the
+// read started, but only once released: a read that runs long.
+type snapshotStore struct {
+	*policyCountingStore
+	started, release chan struct{}
+	once             sync.Once
+}
+
+func (s *snapshotStore) GetPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+	p, err := s.policyCountingStore.GetPolicy(ctx, consumer)
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.started)
+		<-s.release
+	}
+	return p, err
+}
+
+// joinSignal is a context that reports when For first waits on it, which
+// happens only once the call has joined (or started) a shared read.
+type joinSignal struct {
+	context.Context
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (c *joinSignal) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
+}
+
+// TestPolicyCacheJoinedSlowReadIsNotStalerThanTheBound: a call that joins
+// a shared read started more than ttl before it does not take that read's
+// answer, which may predate a change made through another replica more
+// than ttl before the call.
+func TestPolicyCacheJoinedSlowReadIsNotStalerThanTheBound(t *testing.T) {
+	st := &snapshotStore{policyCountingStore: newCountingStore(), started: make(chan struct{}), release: make(chan struct{})}
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	p := NewPolicies(st, testDefaults, 5*time.Second)
+	p.now = clock.Now
+
+	forInv := func(ctx context.Context, out chan<- time.Duration) {
+		e, err := p.For(ctx, "inv")
+		if err != nil {
+			t.Error(err)
+		}
+		out <- e.Store.CompletedTTL
+	}
+	first := make(chan time.Duration, 1)
+	go forInv(context.Background(), first)
+	<-st.started // the first read has taken its snapshot: no policy
+
+	// Another replica stores a policy; more than ttl later a call starts
+	// and joins the read still in flight.
+	st.set(store.ConsumerPolicy{Consumer: "inv", CompletedTTL: 72 * time.Hour})
+	clock.advance(6 * time.Second)
+	ctx := &joinSignal{Context: context.Background(), waiting: make(chan struct{})}
+	second := make(chan time.Duration, 1)
+	go forInv(ctx, second)
+	<-ctx.waiting
+	close(st.release)
+
+	if got := <-first; got != testPolicy.CompletedTTL {
+		t.Fatalf("the call that started before the change: %s, want the default %s", got, testPolicy.CompletedTTL)
+	}
+	if got := <-second; got != 72*time.Hour {
+		t.Fatalf("a call starting 6s after the change, with a 5s bound: %s, want the stored 72h", got)
+	}
+}

@@ -56,9 +56,10 @@ func TestPurgeUpdatedBeforeKeepsNewerRecords(t *testing.T) {
 	ctx := context.Background()
 	old := c.finish(t, "inv", "old")
 	cut := old.GetUpdatedAt().AsTime().Add(time.Microsecond)
+	waitPast(cut)
 	newer := c.finish(t, "inv", "newer")
 	if !newer.GetUpdatedAt().AsTime().After(cut) {
-		t.Skipf("clock did not advance between two completions (%v)", cut) // cannot order them
+		t.Fatalf("the newer record (%v) is not later than the cut %v", newer.GetUpdatedAt().AsTime(), cut)
 	}
 	stream, err := c.admin.Purge(ctx, &dedupv1.PurgeRequest{Consumer: "inv", UpdatedBefore: timestamppb.New(cut)})
 	if err != nil {
@@ -175,5 +176,16 @@ func TestPurgeCancelledStopsBetweenBatches(t *testing.T) {
 		if r.State != store.Completed || string(r.Result) != "ok" {
 			t.Fatalf("record left behind changed: %+v", r)
 		}
+	}
+}
+
+// waitPast waits until this process's clock, which the embedded store
+// stamps records with to the microsecond, has passed t by a microsecond,
+// so that the next record written is stamped later than t. A coarse clock
+// would otherwise give two records the same time, and the test could not
+// tell them apart by it.
+func waitPast(t time.Time) {
+	for !time.Now().After(t.Add(time.Microsecond)) {
+		time.Sleep(time.Microsecond)
 	}
 }

@@ -58,11 +58,16 @@ func (v *validator) result() error {
 	return v.err
 }
 
+// ValidConsumer reports whether s is a consumer name a request may carry.
+// Code that runs before validation uses it to keep names it will refuse
+// out of anything it keeps.
+func ValidConsumer(s string) bool { return consumerPattern.MatchString(s) }
+
 func (v *validator) consumer(s string) {
 	switch {
 	case s == "":
 		v.fail("consumer", "is required")
-	case !consumerPattern.MatchString(s):
+	case !ValidConsumer(s):
 		v.fail("consumer", "must match %s", consumerPattern)
 	}
 }

@@ -76,14 +76,6 @@ func (a *Authorizer) Reload() error {
 	return nil
 }
 
-type grantKey struct{}
-
-// GrantFromContext returns the grant of an authorized call.
-func GrantFromContext(ctx context.Context) (Grant, bool) {
-	g, ok := ctx.Value(grantKey{}).(Grant)
-	return g, ok
-}
-
 // AuthFunc is the go-grpc-middleware auth function: who is calling, and may
 // they call this method for this consumer. It needs the consumer in the
 // context (consumer.UnaryServerInterceptor, earlier in the chain).
@@ -97,7 +89,7 @@ func (a *Authorizer) AuthFunc(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return nil, api.Status(err, name, "").Err()
 	}
-	return context.WithValue(ctx, grantKey{}, *grant), nil
+	return ctx, nil
 }
 
 func authorize(g *Grant, method, name string) error {

@@ -48,10 +48,14 @@ func NewPerConsumer(perSecond float64, burst int) *PerConsumer {
 // Limit takes one token from the bucket of the call's consumer, or returns
 // ErrRateLimited with the time until one is free. Only DedupService calls
 // are limited: AdminService requests may name a consumer too, but an
-// operator's call must not use up that consumer's rate.
+// operator's call must not use up that consumer's rate. A name that is not
+// a valid consumer gets no bucket: the limiter runs before validation, and
+// a bucket would keep the name, up to a whole request in size, in memory
+// long after the handler refused it (INVALID_ARGUMENT, before any store
+// work).
 func (p *PerConsumer) Limit(ctx context.Context) error {
 	name, named := consumer.FromContext(ctx)
-	if method, _ := grpc.Method(ctx); !named || !strings.HasPrefix(method, "/dedup.v1.DedupService/") {
+	if method, _ := grpc.Method(ctx); !named || !strings.HasPrefix(method, "/dedup.v1.DedupService/") || !api.ValidConsumer(name) {
 		return nil
 	}
 	now := time.Now()
