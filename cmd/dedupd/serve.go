@@ -76,7 +76,7 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 	f.IntVar(&cfg.ReapBatch, "reap-batch", 1000, "most records the reaper deletes per statement")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight calls may run after SIGTERM")
 	f.StringVar(&cfg.AuthTokens, "auth-tokens", "", "YAML/JSON file of token hashes and client certificates with the consumers each may use (see docs/operations.md); reloaded on SIGHUP")
-	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "serve without --auth-tokens on a non-loopback address; anyone who reaches it may act for any consumer")
+	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "serve without --auth-tokens on a non-loopback address; anyone who reaches it may act for any consumer and call AdminService (policies, deletes, purges)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate chain to serve TLS with; reloaded on SIGHUP")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM CA certificates; when set, clients must present a certificate they signed (mutual TLS)")

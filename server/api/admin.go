@@ -5,8 +5,6 @@ import (
 	"errors"
 	"log/slog"
 
-	"google.golang.org/grpc/codes"
-
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -28,11 +26,7 @@ func NewAdminService(s store.Store, policies *Policies, log *slog.Logger) *Admin
 }
 
 func (s *AdminService) fail(ctx context.Context, err error, consumer, key string) error {
-	st := Status(err, consumer, key)
-	if st.Code() == codes.Internal {
-		s.log.ErrorContext(ctx, "internal error", "consumer", consumer, "key", key, "err", err)
-	}
-	return st.Err()
+	return failWith(ctx, s.log, err, consumer, key)
 }
 
 // storedPolicy returns a consumer's stored policy, nil when it has none.

@@ -54,9 +54,15 @@ func (s *DedupService) policy(ctx context.Context, v *validator, consumer string
 // fail turns err into the status the caller sees, logging the causes that
 // the caller is not told.
 func (s *DedupService) fail(ctx context.Context, err error, consumer, key string) error {
+	return failWith(ctx, s.log, err, consumer, key)
+}
+
+// failWith is the error a handler returns for err: its status, and for an
+// internal error (a bug) a log line with the cause the caller is not told.
+func failWith(ctx context.Context, log *slog.Logger, err error, consumer, key string) error {
 	st := Status(err, consumer, key)
 	if st.Code() == codes.Internal {
-		s.log.ErrorContext(ctx, "internal error", "consumer", consumer, "key", key, "err", err)
+		log.ErrorContext(ctx, "internal error", "consumer", consumer, "key", key, "err", err)
 	}
 	return st.Err()
 }
