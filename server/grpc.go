@@ -56,13 +56,22 @@ var notHealth = selector.MatchFunc(func(_ context.Context, c interceptors.CallMe
 	return c.Service != healthpb.Health_ServiceDesc.ServiceName
 })
 
+// notDiagnostic selects every call but health checks and server reflection:
+// those are how operators and tools look at a server, and reflection streams
+// stay open for as long as a tool is connected, so they must not take the
+// in-flight slots that bound real work.
+var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+	return c.Service != healthpb.Health_ServiceDesc.ServiceName && !strings.HasPrefix(c.Service, "grpc.reflection.")
+})
+
 // newGRPCServer builds the server with its interceptors, outermost first:
 //
 //  1. consumer: puts the request's consumer in the context for the rest;
 //  2. gRPC metrics (grpc_server_*) and domain metrics see every call with its
 //     final code, refusals included;
 //  3. logging: one line per call;
-//  4. the in-flight bound (not for health), cheapest refusal first;
+//  4. the in-flight bound (not for health or reflection), cheapest refusal
+//     first;
 //  5. auth (not for health): who calls, and for which consumer;
 //  6. the per-consumer rate limit, after auth so that a caller without a
 //     credential cannot use up a consumer's rate;
@@ -81,8 +90,8 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g gua
 		logging.StreamServerInterceptor(slogAdapter(log), logging.WithLogOnEvents(logging.FinishCall)),
 	}
 	if g.inflight != nil {
-		unary = append(unary, selector.UnaryServerInterceptor(g.inflight.UnaryServerInterceptor(), notHealth))
-		stream = append(stream, selector.StreamServerInterceptor(g.inflight.StreamServerInterceptor(), notHealth))
+		unary = append(unary, selector.UnaryServerInterceptor(g.inflight.UnaryServerInterceptor(), notDiagnostic))
+		stream = append(stream, selector.StreamServerInterceptor(g.inflight.StreamServerInterceptor(), notDiagnostic))
 	}
 	if g.auth != nil {
 		unary = append(unary, selector.UnaryServerInterceptor(grpcauth.UnaryServerInterceptor(g.auth.AuthFunc), notHealth))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"testing"
 	"time"
 
@@ -110,5 +111,29 @@ func TestInFlightBoundShedsAtOnce(t *testing.T) {
 	}
 	if n := srv.guards.inflight.Running(); n != 0 {
 		t.Fatalf("%d calls counted in flight after all finished", n)
+	}
+
+	// Reflection streams stay open while a tool is connected; they take no
+	// slot, so two of them leave both slots to real calls.
+	for range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		rs, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rs.Send(&reflectionpb.ServerReflectionRequest{
+			MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.Recv(); err != nil {
+			t.Fatalf("reflection: %v", err)
+		}
+	}
+	if n := srv.guards.inflight.Running(); n != 0 {
+		t.Fatalf("open reflection streams hold %d in-flight slots, want 0", n)
+	}
+	if err := lookup(); status.Code(err) != codes.NotFound {
+		t.Fatalf("with reflection streams open: %v, want NOT_FOUND", err)
 	}
 }

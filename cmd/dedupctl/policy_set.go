@@ -133,7 +133,10 @@ func (a *app) policySet(cmd *cobra.Command, consumer string, f *policySetFlags) 
 			return errAborted
 		}
 	}
-	resp, err := admin.SetPolicy(ctx, &dedupv1.SetPolicyRequest{Policy: policy})
+	// --timeout bounds each call, not the time the user takes to answer.
+	setCtx, cancelSet := a.callContext(cmd.Context())
+	defer cancelSet()
+	resp, err := admin.SetPolicy(setCtx, &dedupv1.SetPolicyRequest{Policy: policy})
 	if err != nil {
 		return err
 	}
