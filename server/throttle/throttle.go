@@ -23,7 +23,9 @@ import (
 // sweepAt is the number of per-consumer buckets past which full (idle)
 // buckets are dropped. Dropping a full bucket changes nothing, since a new
 // one starts full; it only keeps memory bounded by the consumers active in
-// the last burst/rate seconds.
+// the last burst/rate seconds. A sweep walks every bucket under the lock, so
+// it runs at most once per refill period (burst/rate): sooner, the buckets
+// it kept could not have filled up yet.
 const sweepAt = 10000
 
 // PerConsumer is a rate.Limiter for each consumer. It implements the
@@ -32,8 +34,14 @@ type PerConsumer struct {
 	limit rate.Limit
 	burst int
 
+	// refill is how long an emptied bucket takes to fill: the least time
+	// between sweeps that can find something new to drop.
+	refill time.Duration
+	now    func() time.Time
+
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
+	sweptAt time.Time
 }
 
 // NewPerConsumer allows each consumer perSecond calls a second on average,
@@ -42,7 +50,9 @@ func NewPerConsumer(perSecond float64, burst int) *PerConsumer {
 	if burst <= 0 {
 		burst = max(1, int(math.Ceil(perSecond)))
 	}
-	return &PerConsumer{limit: rate.Limit(perSecond), burst: burst, buckets: map[string]*rate.Limiter{}}
+	refill := time.Duration(float64(burst) / perSecond * float64(time.Second))
+	return &PerConsumer{limit: rate.Limit(perSecond), burst: burst, refill: refill, now: time.Now,
+		buckets: map[string]*rate.Limiter{}}
 }
 
 // Limit takes one token from the bucket of the call's consumer, or returns
@@ -58,7 +68,7 @@ func (p *PerConsumer) Limit(ctx context.Context) error {
 	if method, _ := grpc.Method(ctx); !named || !strings.HasPrefix(method, "/dedup.v1.DedupService/") || !api.ValidConsumer(name) {
 		return nil
 	}
-	now := time.Now()
+	now := p.now()
 	r := p.bucket(name).ReserveN(now, 1)
 	delay := r.DelayFrom(now)
 	if delay == 0 {
@@ -78,8 +88,8 @@ func (p *PerConsumer) bucket(name string) *rate.Limiter {
 	if ok {
 		return b
 	}
-	if len(p.buckets) >= sweepAt {
-		now := time.Now()
+	if now := p.now(); len(p.buckets) >= sweepAt && now.Sub(p.sweptAt) >= p.refill {
+		p.sweptAt = now
 		for n, old := range p.buckets {
 			if old.TokensAt(now) >= float64(p.burst) {
 				delete(p.buckets, n)

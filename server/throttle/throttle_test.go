@@ -3,8 +3,10 @@ package throttle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -48,5 +50,38 @@ func TestInvalidConsumerNamesGetNoBucket(t *testing.T) {
 	}
 	if err := p.Limit(lookupCall("inventory")); !errors.Is(err, api.ErrRateLimited) {
 		t.Fatalf("second call of a valid consumer: %v, want ErrRateLimited", err)
+	}
+}
+
+// TestIdleBucketsAreSweptAtMostOncePerRefill: past sweepAt buckets, the
+// full ones are dropped, but the walk over all of them under the lock runs
+// at most once per refill period, not on every new consumer's first call.
+func TestIdleBucketsAreSweptAtMostOncePerRefill(t *testing.T) {
+	p := NewPerConsumer(10, 10) // a bucket refills in 1s
+	clock := time.Unix(1_000_000, 0)
+	p.now = func() time.Time { return clock }
+	fill := func(prefix string, n int) {
+		for i := range n {
+			if err := p.Limit(lookupCall(fmt.Sprintf("%s%d", prefix, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fill("a", sweepAt)
+	clock = clock.Add(time.Second) // every bucket is full again
+	fill("b", 1)                   // sweeps: only b0 is left
+	if n := len(p.buckets); n != 1 {
+		t.Fatalf("%d buckets after a sweep of full ones, want 1", n)
+	}
+	fill("c", sweepAt)
+	clock = clock.Add(500 * time.Millisecond)
+	fill("d", 1) // within the refill period of the last sweep: no walk
+	if n := len(p.buckets); n != sweepAt+2 {
+		t.Fatalf("%d buckets, want %d: a second sweep ran within the refill period", n, sweepAt+2)
+	}
+	clock = clock.Add(500 * time.Millisecond)
+	fill("e", 1) // a refill period later every idle bucket is full: swept
+	if n := len(p.buckets); n != 1 {
+		t.Fatalf("%d buckets after the next sweep, want 1", n)
 	}
 }
