@@ -156,11 +156,13 @@ type ClaimResult struct {
 // Errors: the sentinel errors of this package (wrapped, with the stored
 // record where there is one; see ConflictError), ErrUnavailable when the
 // database cannot be reached or stays contended, or the context's error.
-// A refusal changes nothing. ErrUnavailable and the context's error change
-// nothing either, except in the one window no client of a remote database
-// can close: the connection failing during COMMIT, when the write may have
-// landed. Every write is safe to repeat, so callers retry and see the
-// stored outcome.
+// A refusal changes nothing. ErrUnavailable and the context's error mean the
+// outcome is unknown once the write has been sent: the connection may fail
+// during COMMIT, and a call that gives up while its statement waits in the
+// database (on a row lock, say) may still have it applied there after the
+// caller was told it gave up. Before the write is sent they change nothing.
+// Every write is safe to repeat, so callers retry and see the stored
+// outcome.
 type Store interface {
 	Admin
 
