@@ -2,7 +2,10 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -137,4 +140,52 @@ func keyOf(cmd store.Command) string {
 		return p.Key
 	}
 	return ""
+}
+
+// A write that the database refuses fails only its own caller: the group
+// is run again without it, and everyone else's write commits and is
+// answered as if the failing one had never been queued. A trigger plays the
+// database refusing one key (as a full disk or a constraint might).
+func TestGroupCommitDatabaseErrorFailsOnlyItsCaller(t *testing.T) {
+	dir := t.TempDir()
+	s := openStoreWith(t, dir, sqlitestore.Options{})
+	t.Cleanup(func() { s.Close() })
+	seedGroupKeys(t, s)
+	db, err := sql.Open("sqlite", filepath.Join(dir, "dedup.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER poison BEFORE INSERT ON dedup_records
+		WHEN NEW.key = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned key'); END`); err != nil {
+		t.Fatal(err)
+	}
+
+	cmds := []store.Command{
+		claimCmd("a", "d"), claimCmd("poison", "d"), completeCmd("pending", 1, "r"), claimCmd("b", "d"),
+	}
+	ctxs := []context.Context{context.Background(), context.Background(), context.Background(), context.Background()}
+	ds, errs := sqlitestore.ApplyGroup(s, ctxs, cmds)
+
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "poisoned key") {
+		t.Fatalf("the refused write got %v, want the database's error", errs[1])
+	}
+	for _, i := range []int{0, 2, 3} {
+		if errs[i] != nil {
+			t.Fatalf("command %d (%s) failed with its group-mate's error: %v", i, keyOf(cmds[i]), errs[i])
+		}
+	}
+	if ds[0].Outcome != store.Acquired || ds[3].Outcome != store.Acquired || ds[2].Record.State != store.Completed {
+		t.Fatalf("answers %v %v %v, want ACQUIRED, COMPLETED, ACQUIRED", ds[0].Outcome, ds[2].Record.State, ds[3].Outcome)
+	}
+	ctx := context.Background()
+	for key, want := range map[string]store.State{"a": store.Pending, "pending": store.Completed, "b": store.Pending} {
+		rec, err := s.Lookup(ctx, "c", key)
+		if err != nil || rec.State != want {
+			t.Errorf("%s after the group: %v %v, want %s: an answered write did not commit", key, rec.State, err, want)
+		}
+	}
+	if _, err := s.Lookup(ctx, "c", "poison"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused key: Lookup = %v, want ErrNotFound", err)
+	}
 }
