@@ -11,21 +11,19 @@ import (
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
-// OpenStore opens the store the configuration selects, behind the replay
-// cache when it is on.
-func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
-	st, err := openBackend(ctx, cfg, log)
-	if err != nil || cfg.ReplayCacheBytes <= 0 {
-		return st, err
+// withReplayCache puts the replay cache in front of st when it is on.
+func withReplayCache(st store.Store, cfg Config) store.Store {
+	if cfg.ReplayCacheBytes <= 0 {
+		return st
 	}
-	return replaycache.New(st, replaycache.Options{MaxBytes: cfg.ReplayCacheBytes, TTL: cfg.ReplayCacheTTL}), nil
+	return replaycache.New(st, replaycache.Options{MaxBytes: cfg.ReplayCacheBytes, TTL: cfg.ReplayCacheTTL})
 }
 
-// openBackend opens the store the configuration selects. The embedded store
+// OpenStore opens the store the configuration selects. The embedded store
 // migrates itself; a shared database must already be at the head of its
 // migrations (`dedupd migrate`), because several servers may share it and
 // schema changes there are an operator's decision.
-func openBackend(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
 		opts := cfg.Embedded
 		if !cfg.GroupCommit {

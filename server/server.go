@@ -19,7 +19,6 @@ import (
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/replaycache"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -138,18 +137,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := OpenStore(ctx, cfg, log)
+	backend, err := OpenStore(ctx, cfg, log)
 	if err != nil {
 		return err
-	}
-	defer st.Close()
-	backend := st
-	if cached, ok := st.(*replaycache.Store); ok {
-		backend = cached.Unwrap()
 	}
 	if pg, ok := backend.(*pgstore.Store); ok {
 		pg.OnRetry(m.StoreRetry)
 	}
+	st := withReplayCache(backend, cfg)
+	defer st.Close() // closes backend too
 	observed := m.ObserveStore(st)
 
 	lis, err := net.Listen("tcp", cfg.Listen)
