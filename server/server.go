@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
 	"github.com/dedupd/dedupd/server/api"
@@ -154,13 +155,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	healthSrv := health.NewServer()
 	setHealth(healthSrv, false) // until the first ping answers
-	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
-	// One resolver for both services, so that a policy changed through
-	// AdminService applies to this server's next call.
-	policies := api.NewPolicies(observed, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, api.NewDedupService(observed, policies, log))
-	api.RegisterAdmin(grpcSrv, api.NewAdminService(observed, policies, log))
-	m.GRPC.InitializeMetrics(grpcSrv)
+	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv, log)
 	if err != nil {
 		lis.Close()
@@ -199,6 +194,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bg.Wait()
 	log.Info("dedupd stopped")
 	return err
+}
+
+// newServices builds the gRPC server with both services on st, which the
+// caller has wrapped in the replay cache and the store metrics.
+func newServices(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards, st store.Store) *grpc.Server {
+	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
+	// One resolver for both services, so that a policy changed through
+	// AdminService applies to this server's next call.
+	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
+	api.Register(grpcSrv, api.NewDedupService(st, policies, log))
+	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
+	g.metrics.GRPC.InitializeMetrics(grpcSrv)
+	return grpcSrv
 }
 
 // isLoopback reports whether a listen address only takes connections from
