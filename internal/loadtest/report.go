@@ -184,9 +184,16 @@ func cpuColumns(c *ServerCPU, serviceRow bool, s ScenarioReport) string {
 
 // writeCPULegend says what the CPU columns sampled.
 func (r Report) writeCPULegend(w io.Writer) {
-	if r.DedupdPID > 0 || r.PostmasterPID > 0 {
-		fmt.Fprintf(w, "server CPU per op (utime+stime from /proc): dedupd pid %d, PostgreSQL postmaster pid %d with its children"+
-			" (live, and reaped); dedupd's row counts both, the baseline's the database only\n", r.DedupdPID, r.PostmasterPID)
+	var sampled []string
+	if r.DedupdPID > 0 {
+		sampled = append(sampled, fmt.Sprintf("dedupd pid %d", r.DedupdPID))
+	}
+	if r.PostmasterPID > 0 {
+		sampled = append(sampled, fmt.Sprintf("PostgreSQL postmaster pid %d with its children (live, and reaped)", r.PostmasterPID))
+	}
+	if len(sampled) > 0 {
+		fmt.Fprintf(w, "server CPU per op (utime+stime from /proc): %s; dedupd's row counts both, the baseline's the database only\n",
+			strings.Join(sampled, ", "))
 	}
 	if r.CPUNote != "" {
 		fmt.Fprintln(w, r.CPUNote)
