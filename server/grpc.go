@@ -10,7 +10,6 @@ import (
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
@@ -19,9 +18,11 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/dedupd/dedupd/server/accesslog"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/auth"
 	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/loglimit"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/throttle"
 )
@@ -69,7 +70,8 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //  1. consumer: puts the request's consumer in the context for the rest;
 //  2. gRPC metrics (grpc_server_*) and domain metrics see every call with its
 //     final code, refusals included;
-//  3. logging: one line per call;
+//  3. the access log: failed calls (rate-limited per method and code), slow
+//     calls, or every call when asked;
 //  4. the in-flight bound (not for health or reflection), cheapest refusal
 //     first;
 //  5. auth (not for health): who calls, and for which consumer;
@@ -77,17 +79,17 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //     credential cannot use up a consumer's rate;
 //  7. recovery, innermost: a panic in a handler becomes INTERNAL.
 func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards) *grpc.Server {
+	calls := accesslog.New(log, accesslog.Options{All: cfg.LogAllCalls, Slow: cfg.LogSlowCalls,
+		Failed: loglimit.New(failedCallLinesPerSecond, failedCallLinesBurst)})
 	unary := []grpc.UnaryServerInterceptor{
 		consumer.UnaryServerInterceptor(),
 		g.metrics.GRPC.UnaryServerInterceptor(),
 		g.metrics.UnaryServerInterceptor(),
-		logging.UnaryServerInterceptor(slogAdapter(log),
-			logging.WithLogOnEvents(logging.FinishCall),
-			logging.WithFieldsFromContextAndCallMeta(consumerField)),
+		calls.UnaryServerInterceptor(),
 	}
 	stream := []grpc.StreamServerInterceptor{
 		g.metrics.GRPC.StreamServerInterceptor(),
-		logging.StreamServerInterceptor(slogAdapter(log), logging.WithLogOnEvents(logging.FinishCall)),
+		calls.StreamServerInterceptor(),
 	}
 	if g.inflight != nil {
 		unary = append(unary, selector.UnaryServerInterceptor(g.inflight.UnaryServerInterceptor(), notDiagnostic))
@@ -118,29 +120,13 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g gua
 	return srv
 }
 
-func slogAdapter(log *slog.Logger) logging.Logger {
-	return logging.LoggerFunc(func(ctx context.Context, level logging.Level, msg string, fields ...any) {
-		log.Log(ctx, slog.Level(level), msg, fields...)
-	})
-}
-
-// maxLoggedConsumer bounds the consumer in a log line. It is logged before
-// validation, for refused calls too, and a request may name one of many
-// megabytes; no valid name is longer.
-const maxLoggedConsumer = 128
-
-// consumerField adds the consumer to each call's log line; keys, results,
-// digests and credentials are never logged.
-func consumerField(ctx context.Context, _ interceptors.CallMeta) logging.Fields {
-	name, named := consumer.FromContext(ctx)
-	if !named {
-		return nil
-	}
-	if len(name) > maxLoggedConsumer {
-		name = strings.ToValidUTF8(name[:maxLoggedConsumer], "") + "…"
-	}
-	return logging.Fields{"consumer", name}
-}
+// The access log writes, per method and code of failed calls, this many
+// lines at once and then this many a second; the next line after a gap
+// counts the lines dropped.
+const (
+	failedCallLinesBurst     = 10
+	failedCallLinesPerSecond = 1
+)
 
 func recoverPanic(log *slog.Logger, m *metrics.Metrics) recovery.RecoveryHandlerFuncContext {
 	return func(ctx context.Context, p any) error {

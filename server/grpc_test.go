@@ -2,14 +2,11 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,7 +17,6 @@ import (
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
-	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -66,27 +62,5 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	_, err = c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c"})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("after two panics the server answered %v, want INVALID_ARGUMENT", err)
-	}
-}
-
-// TestLoggedConsumerIsBounded: the consumer is logged before validation,
-// so a name of a megabyte must not become a log line of a megabyte.
-func TestLoggedConsumerIsBounded(t *testing.T) {
-	cases := []struct {
-		name, want string
-	}{
-		{"inventory", "inventory"},
-		{strings.Repeat("a", 128), strings.Repeat("a", 128)},
-		{strings.Repeat("b", 1<<20), strings.Repeat("b", 128) + "…"},
-	}
-	for _, tc := range cases {
-		ctx := consumer.NewContext(context.Background(), &dedupv1.LookupRequest{Consumer: tc.name})
-		fields := consumerField(ctx, interceptors.CallMeta{})
-		if len(fields) != 2 || fields[0] != "consumer" || fields[1] != tc.want {
-			t.Fatalf("consumer of %d bytes logged as %d bytes, want %d", len(tc.name), len(fmt.Sprint(fields...)), len(tc.want))
-		}
-	}
-	if fields := consumerField(context.Background(), interceptors.CallMeta{}); fields != nil {
-		t.Fatalf("a call without a consumer logged %v", fields)
 	}
 }

@@ -78,6 +78,11 @@ type Config struct {
 	RateBurst int
 	// MaxInFlight bounds the calls running at once.
 	MaxInFlight int
+	// LogAllCalls logs every call, as a DEBUG logger does; otherwise only
+	// failed calls (rate-limited) and calls slower than LogSlowCalls are
+	// (0: none for being slow).
+	LogAllCalls  bool
+	LogSlowCalls time.Duration
 	// MetricsListen is the address of /metrics and /healthz; empty: off.
 	MetricsListen string
 	// HealthInterval is how often the store is pinged for health.
@@ -114,6 +119,7 @@ func (c Config) Validate() error {
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
 		{c.HealthInterval > 0, "--health-interval must be positive"},
+		{c.LogSlowCalls >= 0, "--log-slow-calls must not be negative"},
 		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
 		{c.ReplayCacheBytes == 0 || c.ReplayCacheTTL > 0, "--replay-cache-ttl must be positive"},
 	}
