@@ -33,7 +33,7 @@ import (
 func BenchmarkHotPath(b *testing.B) {
 	cfg := testConfig()
 	cfg.GroupCommit, cfg.ReplayCacheBytes, cfg.ReplayCacheTTL = true, 32<<20, time.Minute
-	cfg.MaxInFlight = 1024
+	cfg.MaxInFlight, cfg.PolicyCacheTTL = 1024, 5*time.Second // the defaults of `dedupd serve`
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	backend, err := sqlitestore.Open(context.Background(), b.TempDir(), sqlitestore.Options{})
 	if err != nil {
