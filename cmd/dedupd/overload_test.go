@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 const (
@@ -140,7 +140,7 @@ func (b *overloadBurst) call(name string, f func(context.Context) error) error {
 	switch code {
 	case codes.OK, codes.Unavailable:
 	case codes.ResourceExhausted:
-		if reason := errorReason(err); reason != api.ReasonOverloaded {
+		if reason := errorReason(err); reason != rpcerrors.ReasonOverloaded {
 			b.bad = append(b.bad, fmt.Sprintf("%s shed with reason %q, want OVERLOADED: %v", name, reason, err))
 		}
 	default:
