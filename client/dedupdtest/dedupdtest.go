@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 var binary string

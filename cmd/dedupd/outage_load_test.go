@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 // tcpProxy forwards a local port to the database, and can cut every

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 // expiredCount asks the server how many of the consumer's records are past

@@ -12,7 +12,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 // BenchmarkClaimNew measures claims of fresh keys, the fast path: one INSERT

@@ -17,7 +17,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 // answer is what a claim returned, without the times the database chose, so

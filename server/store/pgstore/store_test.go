@@ -14,7 +14,7 @@ import (
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
