@@ -26,6 +26,13 @@ import (
 type Config struct {
 	// Listen is the gRPC address, host:port.
 	Listen string
+	// ReadyFile, when set, is written once the server serves: the bound
+	// gRPC address on the first line (dialable even when Listen asks for
+	// port 0) and, with MetricsListen, "metrics <address>" on the second.
+	// It appears whole (written beside, then renamed), never before the
+	// server serves, not at all when startup fails, and is removed when
+	// the server stops.
+	ReadyFile string
 	// DatabaseURL selects PostgreSQL/CockroachDB; empty selects the
 	// embedded store in DataDir.
 	DatabaseURL string
@@ -186,14 +193,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	go func() { serveErr <- grpcSrv.Serve(lis) }()
 	log.Info("dedupd serving", "listen", lis.Addr().String(), "store", storeName(cfg),
 		"metrics", metricsAddr, "auth", g.auth != nil, "tls", g.creds != nil)
-
-	select {
-	case err = <-serveErr:
-		err = fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-		log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
-		healthSrv.Shutdown()
-		stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
+	if err = writeReadyFile(cfg.ReadyFile, lis.Addr().String(), metricsAddr); err != nil {
+		grpcSrv.Stop()
+	} else {
+		if cfg.ReadyFile != "" {
+			defer os.Remove(cfg.ReadyFile)
+		}
+		select {
+		case err = <-serveErr:
+			err = fmt.Errorf("serving: %w", err)
+		case <-ctx.Done():
+			log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+			healthSrv.Shutdown()
+			stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
+		}
 	}
 	stopBackground()
 	bg.Wait()

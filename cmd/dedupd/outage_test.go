@@ -11,8 +11,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/internal/pgtest"
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
 // tcpProxy forwards a local port to the database, and can cut every

@@ -46,7 +46,7 @@ func TestOverloadIsShed(t *testing.T) {
 		clients = append(clients, dedupv1.NewDedupServiceClient(srv.dial(t)))
 	}
 	claim(t, clients[0], "overload-warmup", nil, 0)
-	rssBefore := procStatusBytes(t, srv.cmd.Process.Pid, "VmRSS")
+	rssBefore := procStatusBytes(t, srv.Cmd.Process.Pid, "VmRSS")
 
 	burst := &overloadBurst{acked: map[string][]byte{}, codes: map[string]int{}}
 	start := make(chan struct{})
@@ -61,7 +61,7 @@ func TestOverloadIsShed(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	peak := procStatusBytes(t, srv.cmd.Process.Pid, "VmHWM")
+	peak := procStatusBytes(t, srv.Cmd.Process.Pid, "VmHWM")
 
 	t.Logf("answers: %v; %d Completes acknowledged; RSS %d MiB before, peak %d MiB", burst.codes,
 		len(burst.acked), rssBefore>>20, peak>>20)

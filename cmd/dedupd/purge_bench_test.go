@@ -35,7 +35,7 @@ func BenchmarkPurge100k(b *testing.B) {
 			seed(b, flags, records)
 			srv := startDedupd(b, flags...)
 			c := dialBoth(b, srv)
-			pid := srv.cmd.Process.Pid
+			pid := srv.Cmd.Process.Pid
 			b.ResetTimer()
 			for range b.N {
 				idle := claimLatencies(b, c, "idle", 2*time.Second, nil)

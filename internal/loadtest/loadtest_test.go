@@ -13,10 +13,10 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -15,9 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 // answer is what a claim returned, without the times the database chose, so

@@ -11,10 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

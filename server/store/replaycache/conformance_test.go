@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/store/replaycache"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 	"github.com/dedupd/dedupd/server/store/storetest"
