@@ -18,7 +18,6 @@ import (
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -144,12 +143,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	backend, err := OpenStore(ctx, cfg, log)
+	backend, err := OpenStore(ctx, cfg, log, m.StoreRetry)
 	if err != nil {
 		return err
-	}
-	if pg, ok := backend.(*pgstore.Store); ok {
-		pg.OnRetry(m.StoreRetry)
 	}
 	st := withReplayCache(backend, cfg)
 	defer st.Close() // closes backend too

@@ -92,7 +92,7 @@ func seed(b *testing.B, flags []string, n int) {
 	case "--data-dir":
 		st, err = sqlitestore.Open(ctx, flags[1], sqlitestore.Options{Sync: sqlitestore.SyncNormal})
 	case "--database-url":
-		st, err = pgstore.Open(ctx, flags[1])
+		st, err = pgstore.Open(ctx, flags[1], pgstore.Options{})
 	default:
 		b.Fatalf("unknown backend flags %v", flags)
 	}

@@ -27,7 +27,7 @@ func startService(t *testing.T) (addr, url string) {
 	t.Helper()
 	url = pgtest.URL(t)
 	ctx := context.Background()
-	st, err := pgstore.Open(ctx, url)
+	st, err := pgstore.Open(ctx, url, pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

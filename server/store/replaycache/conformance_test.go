@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		storetest.RunAll(t, func(t *testing.T) store.Store {
-			inner, err := pgstore.Open(context.Background(), pgtest.URL(t))
+			inner, err := pgstore.Open(context.Background(), pgtest.URL(t), pgstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
