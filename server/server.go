@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc/health"
 
+	"github.com/dedupd/dedupd/internal/loopback"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
@@ -110,7 +111,7 @@ func (c Config) Validate() error {
 		{c.PolicyCacheTTL >= 0, "--policy-cache-ttl must not be negative"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
-		{c.AuthTokens != "" || c.InsecureNoAuth || isLoopback(c.Listen),
+		{c.AuthTokens != "" || c.InsecureNoAuth || loopback.Target(c.Listen),
 			"refusing to serve without authentication on " + c.Listen + ": give --auth-tokens, listen on a loopback address, or pass --insecure-no-auth"},
 		{(c.TLSCert == "") == (c.TLSKey == ""), "--tls-cert and --tls-key go together"},
 		{c.TLSClientCA == "" || c.TLSCert != "", "--tls-client-ca needs --tls-cert and --tls-key"},
@@ -208,20 +209,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bg.Wait()
 	log.Info("dedupd stopped")
 	return err
-}
-
-// isLoopback reports whether a listen address only takes connections from
-// this machine.
-func isLoopback(hostPort string) bool {
-	host, _, err := net.SplitHostPort(hostPort)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func storeName(cfg Config) string {
