@@ -3,6 +3,7 @@ package api
 import (
 	"testing"
 
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"
 )
@@ -10,11 +11,9 @@ import (
 // errorInfo returns the ErrorInfo of a status, failing the test if absent.
 func errorInfo(t *testing.T, st *status.Status) *errdetails.ErrorInfo {
 	t.Helper()
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return info
-		}
+	info := rpcerrors.Info(st)
+	if info == nil {
+		t.Fatalf("status %v has no ErrorInfo", st)
 	}
-	t.Fatalf("status %v has no ErrorInfo", st)
-	return nil
+	return info
 }

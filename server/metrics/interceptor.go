@@ -5,7 +5,6 @@ import (
 	"path"
 	"strings"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
@@ -63,11 +62,4 @@ func (m *Metrics) observeError(ctx context.Context, method string, err error) {
 	}
 }
 
-func reasonOf(err error) string {
-	for _, d := range status.Convert(err).Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == rpcerrors.ErrorDomain {
-			return info.GetReason()
-		}
-	}
-	return ""
-}
+func reasonOf(err error) string { return rpcerrors.Info(status.Convert(err)).GetReason() }

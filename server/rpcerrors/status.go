@@ -189,3 +189,14 @@ func withDetails(code codes.Code, msg, reason string, meta map[string]string, ex
 	}
 	return s
 }
+
+// Info returns the dedupd ErrorInfo (domain ErrorDomain) of a status, or
+// nil when it carries none.
+func Info(st *status.Status) *errdetails.ErrorInfo {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
+			return info
+		}
+	}
+	return nil
+}
