@@ -18,6 +18,7 @@ import (
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -54,8 +55,8 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 				info = i
 			}
 		}
-		if info.GetReason() != api.ReasonInternal {
-			t.Fatalf("ErrorInfo = %v, want reason %s", info, api.ReasonInternal)
+		if info.GetReason() != rpcerrors.ReasonInternal {
+			t.Fatalf("ErrorInfo = %v, want reason %s", info, rpcerrors.ReasonInternal)
 		}
 	}
 	// Validation still runs before the store, so the server is alive.
