@@ -83,7 +83,7 @@ func (c *Config) defaults() error {
 	if named, ok := c.Conn.(interface{ Target() string }); ok && c.Addr == "" {
 		c.Addr = named.Target()
 	}
-	if c.Addr == "" {
+	if c.Addr == "" && c.Conn == nil {
 		return errors.New("loadtest: no dedupd address")
 	}
 	if len(c.Scenarios) == 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -181,5 +182,20 @@ func TestRunPaced(t *testing.T) {
 	report.WriteTable(&table)
 	if !strings.Contains(table.String(), "paced to 1000 ops/s") {
 		t.Errorf("table does not say the run was paced:\n%s", table.String())
+	}
+}
+
+// dedupctl hands Run its connection, which need not say its address.
+func TestRunOnAGivenConnection(t *testing.T) {
+	addr, _ := startService(t)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var unnamed grpc.ClientConnInterface = struct{ grpc.ClientConnInterface }{conn}
+	report, err := Run(context.Background(), Config{Conn: unnamed, Scenarios: []string{"floor"}, Concurrency: 2, Count: 10})
+	if err != nil || report.Scenarios[0].Service.Ops != 10 {
+		t.Fatalf("run on a given connection: %v, %+v", err, report)
 	}
 }
