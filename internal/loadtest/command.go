@@ -36,11 +36,17 @@ throughput over the baseline's for each scenario.
 With --server-pid (dedupd on this machine), and a PostgreSQL on this
 machine (found from the baseline database, or --postmaster-pid), the table
 also gives the server side's CPU time per operation, read from /proc:
-dedupd's share, the database's share (the postmaster, its live children and
-the children it has reaped), what dedupd's side costs above the floor, and
+dedupd's share, the database's share, what dedupd's side costs above the floor, and
 its ratio to the baseline's (database only). The load generator is not
 counted. On a shared machine this ratio holds steady where throughput does
-not.`,
+not.
+
+The database's share is, by default, the postmaster's own time plus that of
+the backends connected to the bench's database and of the server's shared
+helpers (WAL writer, checkpointer...), so other databases' work on a shared
+server is left out. --whole-database-server counts the postmaster with all
+its children instead, live and reaped (exited backends included): the exact
+figure on a server nobody else uses.`,
 		Example: `  dedupctl bench --server 127.0.0.1:7070 --duration 20s
   dedupctl bench --baseline-database-url postgres://postgres@127.0.0.1/dedupd -c 32 -o json`,
 		Args: cobra.NoArgs,
@@ -75,6 +81,7 @@ not.`,
 	f.IntVar(&cfg.ContendedKeys, "contended-keys", 8, "keys the contended scenario shares among all callers")
 	f.IntVar(&cfg.ResultBytes, "result-bytes", 64, "size of each stored result")
 	f.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of a local dedupd whose peak RSS and CPU time to report")
+	f.BoolVar(&cfg.WholeDatabaseServer, "whole-database-server", false, "count every PostgreSQL process as the database's CPU, exited backends included (on a server nobody else uses); by default only the processes serving the bench's database and the shared helpers count")
 	f.IntVar(&cfg.PostmasterPID, "postmaster-pid", 0, "pid of the local PostgreSQL postmaster whose CPU time to report; 0 finds it from --baseline-database-url")
 	return cmd
 }

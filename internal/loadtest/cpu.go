@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -62,9 +63,25 @@ func parseProcStat(line []byte) (procTimes, error) {
 }
 
 // cpuSample is the CPU time the server side had used at one moment, in
-// clock ticks: dedupd's process, and the database's.
+// clock ticks: dedupd's process, and the database's. When only some of the
+// database's processes are counted, perPID holds each one's.
 type cpuSample struct {
 	dedupd, database int64
+	perPID           map[int]int64
+}
+
+// databaseDelta is the database's CPU time between two samples. Counted
+// per process, it is each process's time since before (all of it for one
+// that started meanwhile); one that exited meanwhile is missed.
+func databaseDelta(before, after cpuSample) int64 {
+	if after.perPID == nil {
+		return after.database - before.database
+	}
+	var n int64
+	for pid, ticks := range after.perPID {
+		n += ticks - before.perPID[pid]
+	}
+	return n
 }
 
 // databaseTicks is what a database server made of a postmaster and its
@@ -86,6 +103,11 @@ type cpuSampler struct {
 	proc          string // "/proc", or a test's copy
 	dedupdPID     int
 	postmasterPID int
+	// databasePIDs, when set, lists the database processes that serve this
+	// run (see runDatabasePIDs); only they and the postmaster itself are
+	// counted. Unset, the whole database server is: every child of the
+	// postmaster, live or reaped.
+	databasePIDs func() ([]int, error)
 }
 
 // sample reads the current times. The postmaster is read first: a backend
@@ -100,6 +122,9 @@ func (s cpuSampler) sample() (cpuSample, error) {
 		}
 		out.dedupd = p.utime + p.stime
 	}
+	if s.postmasterPID > 0 && s.databasePIDs != nil {
+		return out, s.sampleProcesses(&out)
+	}
 	if s.postmasterPID > 0 {
 		pm, err := s.read(s.postmasterPID)
 		if err != nil {
@@ -112,6 +137,23 @@ func (s cpuSampler) sample() (cpuSample, error) {
 		out.database = databaseTicks(pm, children)
 	}
 	return out, nil
+}
+
+// sampleProcesses reads the postmaster's own time and that of each
+// database process the run uses.
+func (s cpuSampler) sampleProcesses(out *cpuSample) error {
+	pids, err := s.databasePIDs()
+	if err != nil {
+		return err
+	}
+	out.perPID = map[int]int64{}
+	for _, pid := range append(pids, s.postmasterPID) {
+		if p, err := s.read(pid); err == nil {
+			out.perPID[pid] = p.utime + p.stime
+			out.database += p.utime + p.stime
+		}
+	}
+	return nil
 }
 
 func (s cpuSampler) read(pid int) (procTimes, error) {
@@ -168,7 +210,7 @@ func perOp(before, after cpuSample, ops int64, countDedupd bool) *ServerCPU {
 		return float64(ticks) * float64(time.Second/time.Microsecond) / clockTicksPerSecond / float64(ops)
 	}
 	c := &ServerCPU{DedupdMicros: micros(after.dedupd - before.dedupd),
-		DatabaseMicros: micros(after.database - before.database)}
+		DatabaseMicros: micros(databaseDelta(before, after))}
 	c.Micros = c.DatabaseMicros
 	if countDedupd {
 		c.Micros += c.DedupdMicros
@@ -192,4 +234,21 @@ func findPostmaster(ctx context.Context, pool *pgxpool.Pool, procRoot string) (i
 		return 0, err
 	}
 	return p.ppid, nil
+}
+
+// runDatabasePIDs lists the PostgreSQL processes that work for this run:
+// the backends connected to its database (dedupd's and the baseline's
+// pools, and autovacuum there) and the server's shared helpers (WAL writer,
+// checkpointer, background writer...), which are not connected to any
+// database. Left out are backends of other databases: on a shared machine,
+// other people's work.
+func runDatabasePIDs(ctx context.Context, pool *pgxpool.Pool) func() ([]int, error) {
+	return func() ([]int, error) {
+		rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity
+WHERE datname = current_database() OR (datname IS NULL AND backend_type <> 'client backend')`)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, pgx.RowTo[int])
+	}
 }

@@ -67,7 +67,7 @@ func TestServerCPUAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	// By hand: dedupd 500+100; database 10+5+40+20 + 300+100 + 50+50.
-	if want := (cpuSample{dedupd: 600, database: 575}); before != want {
+	if want := (cpuSample{dedupd: 600, database: 575}); before.dedupd != want.dedupd || before.database != want.database {
 		t.Fatalf("before: %+v, want %+v", before, want)
 	}
 
@@ -85,7 +85,7 @@ func TestServerCPUAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Database delta: A 100 + B 20 + C 30 + postmaster 5 = 155 ticks.
-	if want := (cpuSample{dedupd: 800, database: 575 + 155}); after != want {
+	if want := (cpuSample{dedupd: 800, database: 575 + 155}); after.dedupd != want.dedupd || after.database != want.database {
 		t.Fatalf("after: %+v, want %+v", after, want)
 	}
 
@@ -100,6 +100,42 @@ func TestServerCPUAccounting(t *testing.T) {
 	}
 	if perOp(before, after, 0, true) != nil {
 		t.Error("CPU per op of no operations")
+	}
+}
+
+// Counting only the run's database processes: the postmaster's own time,
+// the listed backends' (one that starts meanwhile counts from zero), and
+// nothing of another database's backend or of the reaped children.
+func TestServerCPUOfTheRunsProcesses(t *testing.T) {
+	proc := fakeProc(t.TempDir())
+	const postmaster, ours, walwriter, theirs, newcomer = 200, 201, 202, 203, 204
+	proc.set(t, postmaster, 1, 10, 5, 40, 20)
+	proc.set(t, ours, postmaster, 300, 100, 0, 0)
+	proc.set(t, walwriter, postmaster, 20, 20, 0, 0)
+	proc.set(t, theirs, postmaster, 1000, 1000, 0, 0)
+	listed := []int{ours, walwriter}
+	s := cpuSampler{proc: string(proc), postmasterPID: postmaster,
+		databasePIDs: func() ([]int, error) { return listed, nil }}
+	before, err := s.sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.set(t, postmaster, 1, 11, 5, 900, 900)      // +1 own; reaped children ignored
+	proc.set(t, ours, postmaster, 350, 110, 0, 0)    // +60
+	proc.set(t, walwriter, postmaster, 25, 20, 0, 0) // +5
+	proc.set(t, theirs, postmaster, 5000, 5000, 0, 0)
+	proc.set(t, newcomer, postmaster, 7, 3, 0, 0) // +10, all of it
+	listed = append(listed, newcomer)
+	after, err := s.sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := databaseDelta(before, after); got != 76 {
+		t.Fatalf("database delta %d ticks, want 1 + 60 + 5 + 10 = 76", got)
+	}
+	// 76 ticks of 10 ms over 100 ops: 7,600 µs per op.
+	if got := perOp(before, after, 100, false); got.DatabaseMicros != 7600 || got.Micros != 7600 {
+		t.Errorf("per op: %+v, want 7600 µs", *got)
 	}
 }
 

@@ -64,6 +64,11 @@ type Config struct {
 	// time (its own and its children's) is reported. Zero finds it from
 	// the baseline database when that runs on this machine.
 	PostmasterPID int
+	// WholeDatabaseServer counts every process of the PostgreSQL server,
+	// live or exited, as the database's share; otherwise only the
+	// processes that serve the run's database and the server's shared
+	// helpers are (the only fair count on a server that others use too).
+	WholeDatabaseServer bool
 	// Conn, when set, is the connection to dedupd (with whatever TLS and
 	// credentials it was made with) and Addr only names it in the report;
 	// otherwise Run dials Addr in plaintext.
@@ -200,6 +205,10 @@ func newCPUSampler(ctx context.Context, cfg Config, base *baseline, report *Repo
 		}
 		s.postmasterPID = pid
 	}
+	if base != nil && !cfg.WholeDatabaseServer {
+		s.databasePIDs = runDatabasePIDs(ctx, base.pool)
+	}
+	report.WholeDatabaseServer = s.postmasterPID > 0 && s.databasePIDs == nil
 	if s.dedupdPID == 0 && s.postmasterPID == 0 {
 		return nil
 	}

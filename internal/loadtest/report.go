@@ -28,6 +28,9 @@ type Report struct {
 	// sampled (the postmaster with all its children); zero when not.
 	DedupdPID     int `json:"dedupd_pid,omitempty"`
 	PostmasterPID int `json:"postmaster_pid,omitempty"`
+	// WholeDatabaseServer says the database share is the whole PostgreSQL
+	// server's; otherwise it is the run's database's processes'.
+	WholeDatabaseServer bool `json:"whole_database_server,omitempty"`
 	// CPUNote says why server CPU was not measured, or not all of it.
 	CPUNote string `json:"cpu_note,omitempty"`
 }
@@ -189,7 +192,11 @@ func (r Report) writeCPULegend(w io.Writer) {
 		sampled = append(sampled, fmt.Sprintf("dedupd pid %d", r.DedupdPID))
 	}
 	if r.PostmasterPID > 0 {
-		sampled = append(sampled, fmt.Sprintf("PostgreSQL postmaster pid %d with its children (live, and reaped)", r.PostmasterPID))
+		what := "its own time and that of the backends of the run's database and the shared helper processes"
+		if r.WholeDatabaseServer {
+			what = "with all its children (live, and reaped)"
+		}
+		sampled = append(sampled, fmt.Sprintf("PostgreSQL postmaster pid %d, %s", r.PostmasterPID, what))
 	}
 	if len(sampled) > 0 {
 		fmt.Fprintf(w, "server CPU per op (utime+stime from /proc): %s; dedupd's row counts both, the baseline's the database only\n",
