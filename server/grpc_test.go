@@ -31,17 +31,7 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	var nilStore store.Store
 	policies := api.NewPolicies(nilStore, api.Defaults{Policy: store.Policy{DefaultLeaseTTL: time.Second}, Limits: cfg.Limits}, 0)
 	api.Register(srv, api.NewDedupService(nilStore, policies, slog.New(slog.DiscardHandler)))
-	lis := bufconn.Listen(1 << 20)
-	go srv.Serve(lis)
-	defer srv.Stop()
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	c := dedupv1.NewDedupServiceClient(conn)
+	c := dedupv1.NewDedupServiceClient(serveInMemory(t, srv))
 
 	for range 2 {
 		_, err := c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c", Key: "k"})
@@ -60,8 +50,25 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 		}
 	}
 	// Validation still runs before the store, so the server is alive.
-	_, err = c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c"})
+	_, err := c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c"})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("after two panics the server answered %v, want INVALID_ARGUMENT", err)
 	}
+}
+
+// serveInMemory serves srv over bufconn until the test ends and returns a
+// client connection to it.
+func serveInMemory(t testing.TB, srv *grpc.Server) *grpc.ClientConn {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///bufconn",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }

@@ -5,17 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/test/bufconn"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/metrics"
@@ -48,16 +44,7 @@ func BenchmarkHotPath(b *testing.B) {
 	}
 	hs := health.NewServer()
 	srv := newServices(cfg, log, hs, g, m.ObserveStore(st))
-	lis := bufconn.Listen(1 << 20)
-	go srv.Serve(lis)
-	defer srv.Stop()
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
+	conn := serveInMemory(b, srv)
 	c := dedupv1.NewDedupServiceClient(conn)
 	ctx := context.Background()
 	const replayKeys = 1000
