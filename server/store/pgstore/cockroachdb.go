@@ -44,11 +44,7 @@ func (s *Store) MigrateCockroachDBTTL(ctx context.Context) ([]migrations.Migrati
 	if err != nil {
 		return nil, err
 	}
-	applied, err := migrations.Up(ctx, migrationConn{s.pool}, all)
-	if err != nil {
-		return nil, classify(ctx, "migrate cockroachdb ttl", err)
-	}
-	return applied, nil
+	return s.migrateUp(ctx, "migrate cockroachdb ttl", all)
 }
 
 // CheckCockroachDB returns an error matching ErrNotCockroachDB, naming the

@@ -42,8 +42,9 @@ import (
 const defaultMaxConns = 16
 
 // maxMigrateRetries bounds the reruns of the migration runner after a
-// collision with another server migrating at the same time. Each collision
-// means the other server finished a statement, so a few reruns suffice.
+// collision with another server migrating at the same time, or a
+// serialization failure. Each collision means the other server finished a
+// statement, so a few reruns suffice.
 const maxMigrateRetries = 10
 
 // Store is a store.Store backed by a pgx connection pool.
@@ -129,20 +130,31 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Migrate applies the migrations the database lacks and returns them; none
 // when the schema is current.
-//
-// Two servers may migrate at once (the runner takes no lock). Their
-// idempotent DDL can still collide inside PostgreSQL's catalog, which then
-// reports a duplicate; the runner is simply run again, and finds the work
-// done.
 func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
 	all, err := migrations.Load(migrations.Postgres)
 	if err != nil {
 		return nil, err
 	}
+	return s.migrateUp(ctx, "migrate", all)
+}
+
+// migrateUp runs the migration runner over ms, and runs it again after an
+// error that says another attempt can succeed:
+//   - two servers may migrate at once (the runner takes no lock), and their
+//     idempotent DDL can still collide inside PostgreSQL's catalog, which
+//     then reports a duplicate;
+//   - a serialization failure (40001) aborted a statement, which CockroachDB
+//     can raise for DDL and for the version table's insert.
+//
+// Each rerun finds the work done so far and skips it. An ambiguous commit
+// (40003) is not rerun: it is reported as ErrUnavailable, like any outcome
+// the runner cannot know, and running migrate again settles it.
+func (s *Store) migrateUp(ctx context.Context, op string, ms []migrations.Migration) ([]migrations.Migration, error) {
 	var applied []migrations.Migration
+	var err error
 	for retry := 1; ; retry++ {
-		applied, err = migrations.Up(ctx, migrationConn{s.pool}, all)
-		if err == nil || retry > maxMigrateRetries || !isConcurrentDDL(err) {
+		applied, err = migrations.Up(ctx, migrationConn{s.pool}, ms)
+		if err == nil || retry > maxMigrateRetries || !(isConcurrentDDL(err) || isRetryable(err)) {
 			break
 		}
 		if err = sleep(ctx, backoff(retry)); err != nil {
@@ -150,7 +162,7 @@ func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
 		}
 	}
 	if err != nil {
-		return nil, classify(ctx, "migrate", err)
+		return nil, classify(ctx, op, err)
 	}
 	return applied, nil
 }
