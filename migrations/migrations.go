@@ -24,7 +24,7 @@ import (
 	"time"
 )
 
-//go:embed postgres/*.sql sqlite/*.sql cockroachdb/*.sql
+//go:embed postgres/*.sql postgresonly/*.sql sqlite/*.sql cockroachdb/*.sql
 var files embed.FS
 
 // Dialect names a directory of migrations.
@@ -33,6 +33,11 @@ type Dialect string
 const (
 	// Postgres runs on PostgreSQL and CockroachDB.
 	Postgres Dialect = "postgres"
+	// PostgresOnly is applied with Postgres on PostgreSQL, never on
+	// CockroachDB: steps whose SQL would mean something else there (the
+	// "C" collation of the key columns). Its versions start at 2001, so it
+	// shares the version table.
+	PostgresOnly Dialect = "postgresonly"
 	// SQLite runs on the embedded store.
 	SQLite Dialect = "sqlite"
 	// CockroachDBTTL is the optional CockroachDB-only set (row-level TTL,
@@ -69,9 +74,23 @@ const (
 ON CONFLICT (version) DO NOTHING`
 )
 
-// Load returns the migrations of a dialect in version order.
-func Load(d Dialect) ([]Migration, error) {
-	return load(files, string(d))
+// Load returns the migrations of the dialects, merged in version order.
+func Load(ds ...Dialect) ([]Migration, error) {
+	var ms []Migration
+	for _, d := range ds {
+		some, err := load(files, string(d))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, some...)
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migrations: %s and %s share a version", ms[i-1], ms[i])
+		}
+	}
+	return ms, nil
 }
 
 func load(fsys fs.FS, dir string) ([]Migration, error) {

@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -86,5 +87,34 @@ func TestCockroachDBTTLSet(t *testing.T) {
 	}
 	if !reflect.DeepEqual(ms[0].Statements, want) {
 		t.Fatalf("statements:\n%q\nwant\n%q", ms[0].Statements, want)
+	}
+}
+
+// The PostgreSQL-only set merges with the portable one in version order
+// without colliding, and CockroachDB, which compares TEXT bytewise already,
+// is never given a collated string by the sets it runs.
+func TestPostgresOnlySet(t *testing.T) {
+	only, err := Load(PostgresOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(only) == 0 || only[0].String() != "2001_key_collation_c" {
+		t.Fatalf("postgresonly set: %v, want 2001_key_collation_c first", only)
+	}
+	both, err := Load(Postgres, PostgresOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, _ := Load(Postgres)
+	if len(both) != len(pg)+len(only) || both[len(both)-1].Version != only[len(only)-1].Version {
+		t.Fatalf("merged set: %v", both)
+	}
+	crdb, _ := Load(Postgres, CockroachDBTTL)
+	for _, m := range crdb {
+		for _, stmt := range m.Statements {
+			if strings.Contains(strings.ToUpper(stmt), "COLLATE") {
+				t.Errorf("%s gives CockroachDB a collated string: %s", m, stmt)
+			}
+		}
 	}
 }

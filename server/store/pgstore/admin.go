@@ -14,8 +14,10 @@ import (
 )
 
 // dialect is how the shared admin filters are written here: the clock is
-// the database's, and a key prefix is a LIKE pattern, which means "starts
-// with" under every collation (a range on key would only under C).
+// the database's, and a key prefix is a LIKE pattern. Both databases compare
+// keys bytewise (on PostgreSQL the key column is COLLATE "C", migration
+// 2001), so PostgreSQL turns a literal LIKE 'prefix%' into a range on the
+// primary key, as CockroachDB does.
 var dialect = sqlfilter.Dialect{
 	Now:  "statement_timestamp()",
 	Time: func(t time.Time) any { return t },

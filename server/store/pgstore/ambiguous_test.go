@@ -103,7 +103,7 @@ END $$`,
 		`CREATE TRIGGER fail_first_insert BEFORE INSERT ON dedup_schema_migrations
 	FOR EACH ROW EXECUTE FUNCTION fail_first_insert()`)
 
-	all, err := migrations.Load(migrations.Postgres)
+	all, err := migrations.Load(migrations.Postgres, migrations.PostgresOnly)
 	if err != nil {
 		t.Fatal(err)
 	}

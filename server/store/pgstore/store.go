@@ -131,7 +131,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // Migrate applies the migrations the database lacks and returns them; none
 // when the schema is current.
 func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
-	all, err := migrations.Load(migrations.Postgres)
+	all, err := s.schema(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func (s *Store) migrateUp(ctx context.Context, op string, ms []migrations.Migrat
 
 // PendingMigrations returns the migrations the database lacks.
 func (s *Store) PendingMigrations(ctx context.Context) ([]migrations.Migration, error) {
-	all, err := migrations.Load(migrations.Postgres)
+	all, err := s.schema(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +178,25 @@ func (s *Store) PendingMigrations(ctx context.Context) ([]migrations.Migration, 
 		return nil, classify(ctx, "pending migrations", err)
 	}
 	return pending, nil
+}
+
+// schema returns the migrations that make up the head of this database's
+// schema: the portable set, and on PostgreSQL the PostgreSQL-only set too.
+func (s *Store) schema(ctx context.Context) ([]migrations.Migration, error) {
+	v, err := s.serverVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return migrations.Load(dialectsOf(v)...)
+}
+
+// dialectsOf returns the migration sets for the database whose SELECT
+// version() is v.
+func dialectsOf(version string) []migrations.Dialect {
+	if isCockroachDB(version) {
+		return []migrations.Dialect{migrations.Postgres}
+	}
+	return []migrations.Dialect{migrations.Postgres, migrations.PostgresOnly}
 }
 
 // isConcurrentDDL reports the errors PostgreSQL raises when two sessions run
