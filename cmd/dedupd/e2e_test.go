@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/internal/testfs"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
@@ -242,6 +246,23 @@ func TestSecondServerOnDataDirRefuses(t *testing.T) {
 	first.stop(t)
 	second := startDedupd(t, "--data-dir", dir)
 	second.stop(t)
+}
+
+// TestServeRefusesReadOnlyEmbeddedStore: a dedup.db that cannot be written,
+// in a directory that can, must not start a server that reports SERVING and
+// then fails every write.
+func TestServeRefusesReadOnlyEmbeddedStore(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := runDedupd(t, "migrate", "--data-dir", dir); err != nil {
+		t.Fatalf("dedupd migrate: %v\n%s", err, out)
+	}
+	testfs.MakeReadOnly(t, filepath.Join(dir, "dedup.db"))
+	out, err := runDedupd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--reaper=off")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() <= 0 || !strings.Contains(out, "readonly database") {
+		// ExitCode is -1 when runDedupd had to kill a server that started.
+		t.Fatalf("serve on a read-only dedup.db: err=%v output=%q; want it to exit at once, saying it cannot write", err, out)
+	}
 }
 
 // TestServeRefusesUnmigratedDatabase: a shared database is migrated by an
