@@ -5,11 +5,14 @@
 // the end of a line and run one at a time, each in its own implicit
 // transaction: CockroachDB wants one DDL statement per transaction and never
 // DDL mixed with DML. Every statement must be idempotent (IF NOT EXISTS),
-// because the runner takes no lock (CockroachDB has no advisory locks): two
-// migrators at once run the same DDL, and the version table records each
-// step once. PostgreSQL may still fail one of two concurrent CREATE ... IF
-// NOT EXISTS with a duplicate in its catalog; running Up again then finds
-// the work done (pgstore does so).
+// because the runner takes no lock (CockroachDB has no advisory locks) and
+// a run that failed halfway is simply run again: it skips the recorded
+// steps and repeats the statements of the unrecorded one. Two migrators at
+// once are not made safe by this: PostgreSQL may fail one of two
+// concurrent CREATE ... IF NOT EXISTS with a duplicate in its catalog
+// (pgstore then runs Up again), and CockroachDB runs each schema change as
+// a background job, which IF NOT EXISTS may find still in progress. Run
+// one migrator at a time.
 package migrations
 
 import (
