@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // execAll runs test-only SQL (PL/pgSQL triggers that inject errors; the

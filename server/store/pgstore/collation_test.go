@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // icuDatabaseURL creates a database whose default collation is ICU en-US,
