@@ -12,18 +12,25 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
+// connect opens a connection of the test's own to url, closed when the
+// test ends.
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
 // execAll runs test-only SQL (PL/pgSQL triggers that inject errors; the
 // product's SQL never uses PL/pgSQL) on the schema of url.
 func execAll(t *testing.T, url string, sqls ...string) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	for _, sql := range sqls {
-		if _, err := conn.Exec(ctx, sql); err != nil {
+		if _, err := conn.Exec(context.Background(), sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
@@ -31,14 +38,8 @@ func execAll(t *testing.T, url string, sqls ...string) {
 
 func queryInt(t *testing.T, url, sql string) int64 {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var n int64
-	if err := conn.QueryRow(ctx, sql).Scan(&n); err != nil {
+	if err := connect(t, url).QueryRow(context.Background(), sql).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n

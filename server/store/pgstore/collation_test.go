@@ -22,13 +22,8 @@ func icuDatabaseURL(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	base := pgtest.URL(t) // skips or fails, as every PostgreSQL test, without a server
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	name := fmt.Sprintf("dedupd_icu_%016x", rand.Uint64())
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+
+	if _, err := connect(t, base).Exec(ctx, "CREATE DATABASE "+name+
 		" LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8' TEMPLATE template0"); err != nil {
 		t.Fatalf("creating an ICU database: %v", err)
 	}
@@ -79,11 +74,7 @@ func TestKeysOrderBytewiseOnAnICUDatabase(t *testing.T) {
 
 	// Under "C", LIKE 'prefix%' is a range on the primary key's key column,
 	// not a filter applied to every row of the consumer.
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, dbURL)
 	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}
