@@ -10,6 +10,7 @@ import (
 	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pgstore"
 )
 
 // connect opens a connection of the test's own to url, closed when the
@@ -47,36 +48,53 @@ func queryInt(t *testing.T, url, sql string) int64 {
 
 // A write that fails with SQLSTATE 40003, CockroachDB's "result is
 // ambiguous", is reported as ErrUnavailable (outcome unknown) and sent once:
-// the store never retries it blindly. PostgreSQL never raises 40003 itself;
-// a trigger raises it here, and a sequence (which no rollback undoes)
-// counts the attempts.
+// the store never retries it blindly, with group commit on or off, for a
+// fresh claim's INSERT or a Complete's UPDATE. PostgreSQL never raises 40003
+// itself; a trigger raises it here, and a sequence (which no rollback
+// undoes) counts the attempts.
 func TestAmbiguousCommitIsUnavailableAndNotRetried(t *testing.T) {
-	ctx := context.Background()
-	url := pgtest.URL(t)
-	s := migrated(t, openStore(t, url))
-	execAll(t, url,
-		`CREATE SEQUENCE ambiguous_attempts`,
-		`CREATE FUNCTION raise_ambiguous() RETURNS trigger LANGUAGE plpgsql AS $$
+	for name, opts := range map[string]pgstore.Options{"group commit": {}, "one at a time": {MaxBatch: 1}} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			url := pgtest.URL(t)
+			s, err := pgstore.Open(ctx, url, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			migrated(t, s)
+			execAll(t, url,
+				`CREATE SEQUENCE ambiguous_attempts`,
+				`CREATE FUNCTION raise_ambiguous() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	IF NEW.key = 'ambiguous' THEN
+	IF (TG_OP = 'INSERT' AND NEW.key = 'ambiguous-claim') OR (TG_OP = 'UPDATE' AND NEW.key = 'ambiguous-complete') THEN
 		PERFORM nextval('ambiguous_attempts');
 		RAISE EXCEPTION 'result is ambiguous' USING ERRCODE = '40003';
 	END IF;
 	RETURN NEW;
 END $$`,
-		`CREATE TRIGGER raise_ambiguous BEFORE INSERT OR UPDATE ON dedup_records
+				`CREATE TRIGGER raise_ambiguous BEFORE INSERT OR UPDATE ON dedup_records
 	FOR EACH ROW EXECUTE FUNCTION raise_ambiguous()`)
 
-	_, err := s.Claim(ctx, claimParams("ambiguous"))
-	if !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Claim whose commit is ambiguous: %v; want ErrUnavailable", err)
-	}
-	if n := queryInt(t, url, `SELECT last_value FROM ambiguous_attempts`); n != 1 {
-		t.Errorf("the ambiguous write was sent %d times, want once", n)
-	}
-	// Other keys are unaffected.
-	if _, err := s.Claim(ctx, claimParams("plain")); err != nil {
-		t.Errorf("Claim of another key: %v", err)
+			if _, err := s.Claim(ctx, claimParams("ambiguous-claim")); !errors.Is(err, store.ErrUnavailable) {
+				t.Errorf("Claim whose INSERT is ambiguous: %v; want ErrUnavailable", err)
+			}
+			held, err := s.Claim(ctx, claimParams("ambiguous-complete"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Complete(ctx, store.CompleteParams{Consumer: "billing", Key: "ambiguous-complete",
+				FencingToken: held.Record.FencingToken, Result: []byte("r"), Policy: policy})
+			if !errors.Is(err, store.ErrUnavailable) {
+				t.Errorf("Complete whose UPDATE is ambiguous: %v; want ErrUnavailable", err)
+			}
+			if n := queryInt(t, url, `SELECT last_value FROM ambiguous_attempts`); n != 2 {
+				t.Errorf("the two ambiguous writes were sent %d times in all, want once each", n)
+			}
+			if _, err := s.Claim(ctx, claimParams("plain")); err != nil {
+				t.Errorf("Claim of another key: %v", err)
+			}
+		})
 	}
 }
 
