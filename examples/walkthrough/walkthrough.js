@@ -52,7 +52,7 @@ async function main() {
   console.log(`reconciled: ${crashed} is ${record.state} (token ${record.fencingToken}, the crashed worker had ${claim.fencingToken})`);
   assert.equal(settled.length, 1);
   assert.equal(record.state, 'STATE_RELEASED');
-  assert.equal(Number(record.fencingToken), Number(claim.fencingToken) + 1);
+  assert.equal(BigInt(record.fencingToken), BigInt(claim.fencingToken) + 1n); // int64s are decimal strings
   c.close();
   console.log('walkthrough: ok');
 }

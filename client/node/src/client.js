@@ -1,8 +1,8 @@
 'use strict';
 // Client: promise-returning wrappers over every DedupService RPC. Each
 // method resolves to the response (records as plain objects: camelCase
-// fields, enums as strings, int64 as numbers, bytes as Buffers) and rejects
-// with a DedupError subclass.
+// fields, enums as strings, int64 as decimal strings, bytes as Buffers) and
+// rejects with a DedupError subclass.
 
 const net = require('node:net');
 const grpc = require('@grpc/grpc-js');
@@ -29,6 +29,22 @@ function duration(secs) {
   if (secs === undefined || secs === null) return null;
   const whole = Math.floor(secs);
   return { seconds: whole, nanos: Math.round((secs - whole) * 1e9) };
+}
+
+/**
+ * A fencing token (or any int64) as the decimal string the wire layer takes:
+ * a string of digits or a bigint as given, a number only while it is a safe
+ * integer (past 2^53 it has already lost the token).
+ */
+function int64(value, name = 'fencingToken') {
+  let n = null;
+  if (typeof value === 'bigint') n = value;
+  else if (typeof value === 'string' && /^-?[0-9]{1,19}$/.test(value)) n = BigInt(value);
+  else if (Number.isSafeInteger(value)) n = BigInt(value);
+  if (n === null || BigInt.asIntN(64, n) !== n) {
+    throw new TypeError(`${name} must be an int64 as a decimal string, a bigint or a safe integer, not ${typeof value} ${String(value).slice(0, 40)}`);
+  }
+  return n.toString();
 }
 
 /** Seconds in a Duration object. */
@@ -106,12 +122,12 @@ class Client {
 
   /** Stores the result; resolves to the COMPLETED record. */
   async complete(consumer, key, fencingToken, result = Buffer.alloc(0)) {
-    return (await this.call('Complete', { consumer, key, fencingToken, result: toBuffer(result) })).record;
+    return (await this.call('Complete', { consumer, key, fencingToken: int64(fencingToken), result: toBuffer(result) })).record;
   }
 
   /** Stores a terminal rejection, or with retryable releases the key; resolves to the record. */
   async reject(consumer, key, fencingToken, { reason = '', message = '', detail = Buffer.alloc(0), retryable = false } = {}) {
-    return (await this.call('Reject', { consumer, key, fencingToken, reason, message, detail: toBuffer(detail), retryable })).record;
+    return (await this.call('Reject', { consumer, key, fencingToken: int64(fencingToken), reason, message, detail: toBuffer(detail), retryable })).record;
   }
 
   /** Resolves to the key's record; rejects with RecordNotFound if there is none. */
@@ -121,7 +137,7 @@ class Client {
 
   /** Pushes the lease out to leaseTtl seconds from now; resolves to the record. */
   async extendLease(consumer, key, fencingToken, { leaseTtl } = {}) {
-    return (await this.call('ExtendLease', { consumer, key, fencingToken, leaseTtl: duration(leaseTtl) })).record;
+    return (await this.call('ExtendLease', { consumer, key, fencingToken: int64(fencingToken), leaseTtl: duration(leaseTtl) })).record;
   }
 
   /** One page of ListRecords: filters are ListRecordsRequest fields in camelCase. */
@@ -151,4 +167,4 @@ function toBuffer(v) {
   return typeof v === 'string' ? Buffer.from(v, 'utf8') : Buffer.from(v);
 }
 
-module.exports = { Client, TOKEN_ENV, isLoopback, duration, seconds, toBuffer };
+module.exports = { Client, TOKEN_ENV, isLoopback, int64, duration, seconds, toBuffer };

@@ -17,8 +17,13 @@ function protoDir() {
   return path.join(__dirname, '..', '..', '..', 'proto');
 }
 
-/** How messages look in JavaScript, for gRPC calls and decoded details alike. */
-const OBJECT_OPTIONS = { longs: Number, enums: String, bytes: Buffer, defaults: true, oneofs: true };
+/**
+ * How messages look in JavaScript, for gRPC calls and decoded details alike.
+ * Every int64 (fencing tokens, attempts, Timestamp and Duration seconds) is
+ * a decimal string: a JavaScript number loses integers past 2^53, and
+ * proto-loader has no BigInt option.
+ */
+const OBJECT_OPTIONS = { longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true };
 
 const DEDUP_PROTO = path.join(protoDir(), 'dedup', 'v1', 'dedup.proto');
 

@@ -19,15 +19,20 @@ const { Client } = require('../src');
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 
-/** Starts dedupd serve on a free loopback port; extraArgs are more flags. */
-async function startServer(extraArgs = []) {
+/**
+ * Starts dedupd serve on a free loopback port; extraArgs are more flags.
+ * dataDir keeps the embedded store in a directory the caller owns (and
+ * removes), so that a later server can open the same records; by default
+ * the store lives in a temporary directory removed by stop().
+ */
+async function startServer(extraArgs = [], { dataDir } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dedupd-node-'));
   let bin = process.env.DEDUPD_BIN;
   if (!bin) {
     bin = path.join(dir, 'dedupd');
     execFileSync('go', ['build', '-o', bin, './cmd/dedupd'], { cwd: REPO, stdio: 'inherit' });
   }
-  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', path.join(dir, 'data'), ...extraArgs],
+  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', dataDir || path.join(dir, 'data'), ...extraArgs],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   const logs = [];
   const addr = await new Promise((resolve, reject) => {
