@@ -55,17 +55,43 @@ function seconds(d) {
 /** The environment variable a Client takes its token from when none is given. */
 const TOKEN_ENV = 'DEDUPD_TOKEN';
 
-/** Whether a gRPC target names this machine only, where a plaintext token crosses no network. */
+// The addresses a plaintext token may go to: 127.0.0.0/8 and ::1, checked
+// per family, so that an IPv4-mapped address (::ffff:127.0.0.1) is not
+// loopback here, just as it is not in the README's list.
+const LOOPBACK_V4 = new net.BlockList();
+LOOPBACK_V4.addSubnet('127.0.0.0', 8, 'ipv4');
+const LOOPBACK_V6 = new net.BlockList();
+LOOPBACK_V6.addAddress('::1', 'ipv6');
+
+/**
+ * Whether a gRPC target names this machine only, where a plaintext token
+ * crosses no network: a unix socket, or every address of the target
+ * loopback. grpc-js connects to any address of an ipv4:/ipv6: list, so one
+ * other address in the list makes the whole target non-loopback. A dns:
+ * target with its own DNS server (dns://8.8.8.8/localhost) is not loopback
+ * either: that server decides where localhost is.
+ */
 function isLoopback(target) {
-  if (/^unix(-abstract)?:/.test(target)) return true;
-  let rest = target.replace(/^(dns:\/\/\/|ipv4:|ipv6:|dns:)/, '');
-  let host = rest;
-  if (rest.startsWith('[')) host = rest.slice(1, rest.indexOf(']'));
-  else if (rest.split(':').length === 2) [host] = rest.split(':');
+  const [, scheme = '', rest = target] = /^(unix|unix-abstract|ipv4|ipv6|dns):(.*)$/s.exec(target) || [];
+  if (scheme === 'unix' || scheme === 'unix-abstract') return true;
+  if (scheme === 'ipv4' || scheme === 'ipv6') return rest.split(',').every(isLoopbackAddress);
+  if (scheme === 'dns' && rest.startsWith('//')) {
+    return rest.startsWith('///') && isLoopbackAddress(rest.slice(3));
+  }
+  return isLoopbackAddress(rest);
+}
+
+/** Whether host[:port], [v6]:port or a bare address is localhost or a loopback address. */
+function isLoopbackAddress(hostPort) {
+  let host = hostPort;
+  if (hostPort.startsWith('[')) host = hostPort.slice(1, hostPort.indexOf(']'));
+  else if (hostPort.split(':').length === 2) [host] = hostPort.split(':');
   if (host === 'localhost') return true;
-  if (net.isIPv4(host)) return host.startsWith('127.');
-  if (net.isIPv6(host)) return host === '::1' || host === '0:0:0:0:0:0:0:1';
-  return false;
+  switch (net.isIP(host)) {
+    case 4: return LOOPBACK_V4.check(host, 'ipv4');
+    case 6: return LOOPBACK_V6.check(host, 'ipv6');
+    default: return false;
+  }
 }
 
 /** Channel credentials for the tls option (see Client). */

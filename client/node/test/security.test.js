@@ -10,6 +10,7 @@ const path = require('node:path');
 const { before, after, describe, it } = require('node:test');
 
 const dedupd = require('../src');
+const { isLoopback } = require('../src/client');
 const { startServer, makePKI, authFile, uniqueKey } = require('../testing/server');
 
 const SHOP_TOKEN = 'tok-node-shop-48d2a0c9';
@@ -96,6 +97,24 @@ describe('tokens and TLS against a real dedupd', () => {
     assert.throws(() => new dedupd.Client('dedupd.example:7070', { token: SHOP_TOKEN }), /plaintext/);
     const c = client({ addr: '127.0.0.1:1' }, { token: SHOP_TOKEN });
     assert.ok(!require('node:util').inspect(c).includes(SHOP_TOKEN));
+  });
+
+  it('checks every address of a multi-address target before a plaintext token', () => {
+    const cases = [
+      // [target, loopback]: the oracle is the README's list (127.0.0.0/8, ::1, localhost, unix sockets)
+      ['127.0.0.1:7070', true], ['127.255.0.9:1', true], ['localhost:7070', true], ['[::1]:7070', true],
+      ['dns:///localhost:7070', true], ['dns:127.0.0.1:7070', true], ['unix:/run/dedupd.sock', true],
+      ['ipv4:127.0.0.1:1,127.0.0.2:2', true], ['ipv6:[::1]:1,[0:0:0:0:0:0:0:1]:2', true],
+      ['ipv4:127.0.0.1:1,10.0.0.7:7070', false], ['ipv4:10.0.0.7:7070,127.0.0.1:1', false],
+      ['ipv6:[::1]:1,[::ffff:127.0.0.1]:17071', false], ['ipv6:[::1]:1,[2001:db8::1]:7070', false],
+      ['127.0.0.1:1,10.0.0.7:7070', false], ['dns://192.0.2.53/localhost:7070', false],
+      ['dedupd.example:7070', false], ['[::ffff:127.0.0.1]:7070', false], ['128.0.0.1:1', false], ['', false],
+    ];
+    for (const [target, loopback] of cases) {
+      assert.equal(isLoopback(target), loopback, target);
+      if (loopback) continue;
+      assert.throws(() => new dedupd.Client(target, { token: SHOP_TOKEN }), /plaintext/, target);
+    }
   });
 
   it('runs do() over TLS with the CA and a token', async () => {
