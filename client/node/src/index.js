@@ -4,7 +4,8 @@
 // digest helpers compute the digest spec every dedupd client shares.
 
 const { Client, duration, seconds } = require('./client');
-const errors = require('./errors');
+// CLASS_BY_REASON stays internal: err instanceof and err.reason are the API.
+const { CLASS_BY_REASON, ...errors } = require('./errors');
 const digest = require('./digest');
 const { doOnce, Terminal } = require('./do');
 const { reconcile } = require('./reconcile');

@@ -34,6 +34,14 @@ const packageDefinition = protoLoader.loadSync(DEDUP_PROTO, {
 });
 const { DedupService } = grpc.loadPackageDefinition(packageDefinition).dedup.v1;
 
+// The ErrorInfo reasons dedupd sends, from the one list every language
+// reads: enum dedup.v1.ErrorReason, whose value names are the wire strings.
+const reasonEnum = protoLoader.loadSync(path.join(protoDir(), 'dedup', 'v1', 'error_reason.proto'), {
+  includeDirs: [protoDir()],
+})['dedup.v1.ErrorReason'];
+/** Every reason dedupd can send, in enum order (the UNSPECIFIED zero value is never sent). */
+const REASONS = Object.freeze(reasonEnum.type.value.map((v) => v.name).filter((name) => name !== 'ERROR_REASON_UNSPECIFIED'));
+
 /** protobufjs types of dedup.v1, e.g. root.lookupType('dedup.v1.ClaimRequest'). */
 const root = protobuf.loadSync(DEDUP_PROTO);
 
@@ -71,5 +79,6 @@ module.exports = {
   Status: rpcRoot.lookupType('dedupd_private.Status'),
   ErrorInfo: rpcRoot.lookupType('dedupd_private.ErrorInfo'),
   OBJECT_OPTIONS,
+  REASONS,
   protoDir,
 };
