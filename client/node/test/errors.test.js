@@ -51,6 +51,13 @@ describe('ErrorInfo reasons', () => {
     }
   });
 
+  it('are the ErrorReason union of the TypeScript declarations', () => {
+    const dts = fs.readFileSync(path.join(__dirname, '..', 'src', 'index.d.ts'), 'utf8');
+    const union = /export type ErrorReason =([^;]*);/.exec(dts)[1];
+    assert.deepEqual([...union.matchAll(/'([A-Z_]+)'/g)].map((m) => m[1]), reasonsInProto(REPO_PROTO),
+      'update export type ErrorReason in src/index.d.ts');
+  });
+
   it('has a class for every reason the server can send', () => {
     const missing = reasonsInProto(REPO_PROTO).filter((name) => !Object.hasOwn(CLASS_BY_REASON, name));
     assert.deepEqual(missing, [], 'map these reasons in src/errors.js CLASS_BY_REASON');
