@@ -67,15 +67,15 @@ async function rejections(c: dedupd.Client, key: string): Promise<void> {
   assert.equal(typeof stored.attempts, 'string');
 }
 
-async function listing(c: dedupd.Client): Promise<number> {
+async function listing(c: dedupd.Client, prefix: string): Promise<number> {
   const after: TimeInput = { seconds: Math.floor(Date.now() / 1000) - 3600 };
   const filters: ListRecordsFilters = {
-    states: ['STATE_COMPLETED', 'STATE_REJECTED'], keyPrefix: 'typed-', createdAfter: after, createdBefore: { seconds: '99999999999' },
+    states: ['STATE_COMPLETED', 'STATE_REJECTED'], keyPrefix: prefix, createdAfter: after, createdBefore: { seconds: '99999999999' },
     updatedAfter: { seconds: 0n, nanos: 0 }, updatedBefore: { seconds: 99999999999 }, leaseExpired: false, pageSize: 10, pageToken: '',
   };
   const page: ListRecordsResponse = await c.listRecords(CONSUMER, filters);
   let n = 0;
-  for await (const rec of c.iterRecords(CONSUMER, { keyPrefix: 'typed-', pageSize: 1 })) {
+  for await (const rec of c.iterRecords(CONSUMER, { ...filters, pageSize: 1 })) {
     const created: Timestamp | null = rec.createdAt;
     assert.ok(created);
     n++;
@@ -181,7 +181,7 @@ async function main(): Promise<void> {
   await typedErrors(c, `${run}-low`);
   errors(record);
   digests();
-  console.log(`typed example: ok (${await listing(c)} records listed)`);
+  console.log(`typed example: ok (${await listing(c, run)} records listed)`);
   c.close();
 }
 

@@ -17,6 +17,9 @@ function protoDir() {
   return path.join(__dirname, '..', '..', '..', 'proto');
 }
 
+/** The files under protoDir() the client loads (and the package carries). */
+const PROTO_FILES = ['dedup/v1/dedup.proto', 'dedup/v1/error_reason.proto'];
+
 /**
  * How messages look in JavaScript, for gRPC calls and decoded details alike.
  * Every int64 (fencing tokens, attempts, Timestamp and Duration seconds) is
@@ -25,7 +28,7 @@ function protoDir() {
  */
 const OBJECT_OPTIONS = { longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true };
 
-const DEDUP_PROTO = path.join(protoDir(), 'dedup', 'v1', 'dedup.proto');
+const DEDUP_PROTO = path.join(protoDir(), PROTO_FILES[0]);
 
 const packageDefinition = protoLoader.loadSync(DEDUP_PROTO, {
   keepCase: false,
@@ -36,7 +39,7 @@ const { DedupService } = grpc.loadPackageDefinition(packageDefinition).dedup.v1;
 
 // The ErrorInfo reasons dedupd sends, from the one list every language
 // reads: enum dedup.v1.ErrorReason, whose value names are the wire strings.
-const reasonEnum = protoLoader.loadSync(path.join(protoDir(), 'dedup', 'v1', 'error_reason.proto'), {
+const reasonEnum = protoLoader.loadSync(path.join(protoDir(), PROTO_FILES[1]), {
   includeDirs: [protoDir()],
 })['dedup.v1.ErrorReason'];
 /** Every reason dedupd can send, in enum order (the UNSPECIFIED zero value is never sent). */
@@ -80,5 +83,6 @@ module.exports = {
   ErrorInfo: rpcRoot.lookupType('dedupd_private.ErrorInfo'),
   OBJECT_OPTIONS,
   REASONS,
+  PROTO_FILES,
   protoDir,
 };

@@ -12,7 +12,7 @@ const grpc = require('@grpc/grpc-js');
 
 const dedupd = require('../src');
 const { CLASS_BY_REASON, fromServiceError } = require('../src/errors');
-const { Status, ErrorInfo, protoDir } = require('../src/proto');
+const { Status, ErrorInfo, PROTO_FILES, protoDir } = require('../src/proto');
 
 const REPO_PROTO = path.resolve(__dirname, '..', '..', '..', 'proto');
 
@@ -44,10 +44,8 @@ describe('ErrorInfo reasons', () => {
   });
 
   it('loads the same proto files the repository has (a packed copy must be current)', () => {
-    const dir = path.join(protoDir(), 'dedup', 'v1');
-    for (const file of fs.readdirSync(path.join(REPO_PROTO, 'dedup', 'v1')).filter((f) => f.endsWith('.proto'))) {
-      assert.equal(fs.readFileSync(path.join(dir, file), 'utf8'),
-        fs.readFileSync(path.join(REPO_PROTO, 'dedup', 'v1', file), 'utf8'), file);
+    for (const file of PROTO_FILES) {
+      assert.equal(fs.readFileSync(path.join(protoDir(), file), 'utf8'), fs.readFileSync(path.join(REPO_PROTO, file), 'utf8'), file);
     }
   });
 
