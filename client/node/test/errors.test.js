@@ -56,6 +56,28 @@ describe('ErrorInfo reasons', () => {
       'update export type ErrorReason in src/index.d.ts');
   });
 
+  it('include every reason the server\'s Go code names', () => {
+    // The server's reasons, written either as string constants
+    // (ReasonLeaseLost = "LEASE_LOST") or through the generated enum
+    // (dedupv1.ErrorReason_LEASE_LOST); a reason there that the client
+    // lacks fails here, whichever list it was added to.
+    const server = new Set();
+    const walk = (dir) => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const file = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(file);
+        else if (entry.name.endsWith('.go') && !entry.name.endsWith('_test.go')) {
+          const text = fs.readFileSync(file, 'utf8');
+          for (const m of text.matchAll(/\bReason[A-Z]\w*\s*=\s*"([A-Z][A-Z0-9_]*)"|\bErrorReason_([A-Z][A-Z0-9_]*)\b/g)) server.add(m[1] || m[2]);
+        }
+      }
+    };
+    walk(path.resolve(__dirname, '..', '..', '..', 'server'));
+    server.delete('ERROR_REASON_UNSPECIFIED');
+    assert.ok(server.size >= 10, `found only ${[...server]} in server/`);
+    assert.deepEqual([...server].filter((name) => !(name in dedupd.Reason)), []);
+  });
+
   it('has a class for every reason the server can send', () => {
     const missing = reasonsInProto(REPO_PROTO).filter((name) => !Object.hasOwn(CLASS_BY_REASON, name));
     assert.deepEqual(missing, [], 'map these reasons in src/errors.js CLASS_BY_REASON');
