@@ -1,7 +1,10 @@
 'use strict';
 // Node client of dedupd: Client wraps every DedupService RPC; do() runs the
 // two-phase pattern; reconcile() settles claims whose lease ran out; the
-// digest helpers compute the digest spec every dedupd client shares.
+// digest helpers compute the digest spec every dedupd client shares; the
+// error classes and Reason (from error_reason.proto) describe refusals.
+// index.d.ts declares all of it for TypeScript; every int64 is a decimal
+// string.
 
 const { Client, duration, seconds } = require('./client');
 // CLASS_BY_REASON stays internal: err instanceof and err.reason are the API.

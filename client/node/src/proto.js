@@ -1,8 +1,9 @@
 'use strict';
 // The dedup.v1 protos, loaded at run time from the repository's proto/
-// directory (the one source of truth; `npm pack` copies it in, see
-// package.json), once for gRPC (proto-loader) and once as protobufjs types
-// for the stored records that errors carry and for protobuf digests.
+// directory (the one source of truth; `npm pack` carries a copy, made by
+// scripts/copy-protos.js), once for gRPC (proto-loader) and once as
+// protobufjs types for the stored records that errors carry and for
+// protobuf digests; and the ErrorInfo reasons from error_reason.proto.
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -17,8 +18,11 @@ function protoDir() {
   return path.join(__dirname, '..', '..', '..', 'proto');
 }
 
-/** The files under protoDir() the client loads (and the package carries). */
-const PROTO_FILES = ['dedup/v1/dedup.proto', 'dedup/v1/error_reason.proto'];
+// The files under protoDir() the client loads; PROTO_FILES lists them for
+// the package (scripts/copy-protos.js) and its tests.
+const DEDUP_FILE = 'dedup/v1/dedup.proto';
+const ERROR_REASON_FILE = 'dedup/v1/error_reason.proto';
+const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE];
 
 /**
  * How messages look in JavaScript, for gRPC calls and decoded details alike.
@@ -28,7 +32,7 @@ const PROTO_FILES = ['dedup/v1/dedup.proto', 'dedup/v1/error_reason.proto'];
  */
 const OBJECT_OPTIONS = { longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true };
 
-const DEDUP_PROTO = path.join(protoDir(), PROTO_FILES[0]);
+const DEDUP_PROTO = path.join(protoDir(), DEDUP_FILE);
 
 const packageDefinition = protoLoader.loadSync(DEDUP_PROTO, {
   keepCase: false,
@@ -39,7 +43,7 @@ const { DedupService } = grpc.loadPackageDefinition(packageDefinition).dedup.v1;
 
 // The ErrorInfo reasons dedupd sends, from the one list every language
 // reads: enum dedup.v1.ErrorReason, whose value names are the wire strings.
-const reasonEnum = protoLoader.loadSync(path.join(protoDir(), PROTO_FILES[1]), {
+const reasonEnum = protoLoader.loadSync(path.join(protoDir(), ERROR_REASON_FILE), {
   includeDirs: [protoDir()],
 })['dedup.v1.ErrorReason'];
 /** Every reason dedupd can send, in enum order (the UNSPECIFIED zero value is never sent). */
