@@ -55,43 +55,46 @@ function seconds(d) {
 /** The environment variable a Client takes its token from when none is given. */
 const TOKEN_ENV = 'DEDUPD_TOKEN';
 
-// The addresses a plaintext token may go to: 127.0.0.0/8 and ::1, checked
-// per family, so that an IPv4-mapped address (::ffff:127.0.0.1) is not
-// loopback here, just as it is not in the README's list.
-const LOOPBACK_V4 = new net.BlockList();
-LOOPBACK_V4.addSubnet('127.0.0.0', 8, 'ipv4');
-const LOOPBACK_V6 = new net.BlockList();
-LOOPBACK_V6.addAddress('::1', 'ipv6');
+// The addresses a plaintext token may go to: 127.0.0.0/8 and ::1. BlockList
+// also matches an IPv4-mapped ::ffff:127.x.y.z against 127.0.0.0/8, as Go's
+// net.IP.IsLoopback does.
+const LOOPBACK = new net.BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
 
 /**
  * Whether a gRPC target names this machine only, where a plaintext token
- * crosses no network: a unix socket, or every address of the target
- * loopback. grpc-js connects to any address of an ipv4:/ipv6: list, so one
- * other address in the list makes the whole target non-loopback. A dns:
- * target with its own DNS server (dns://8.8.8.8/localhost) is not loopback
- * either: that server decides where localhost is.
+ * crosses no network. The rule is the Go side's (internal/loopback): unix:
+ * and unix-abstract: targets are; a dns: or passthrough: scheme, with or
+ * without a resolver authority, is set aside and the host:port after it
+ * judged; an ipv4:/ipv6: list is loopback only if every address in it is
+ * (grpc-js may connect to any of them); a host is loopback if it is
+ * localhost or an address in 127.0.0.0/8 or ::1, and no other name is (no
+ * DNS lookup).
  */
 function isLoopback(target) {
-  const [, scheme = '', rest = target] = /^(unix|unix-abstract|ipv4|ipv6|dns):(.*)$/s.exec(target) || [];
-  if (scheme === 'unix' || scheme === 'unix-abstract') return true;
-  if (scheme === 'ipv4' || scheme === 'ipv6') return rest.split(',').every(isLoopbackAddress);
-  if (scheme === 'dns' && rest.startsWith('//')) {
-    return rest.startsWith('///') && isLoopbackAddress(rest.slice(3));
+  if (/^unix(-abstract)?:/.test(target)) return true;
+  const list = /^ipv[46]:(.*)$/s.exec(target);
+  if (list) return list[1].split(',').every(isLoopbackAddress);
+  const scheme = /^(dns|passthrough):(.*)$/s.exec(target);
+  if (!scheme) return isLoopbackAddress(target);
+  let rest = scheme[2];
+  if (rest.startsWith('//')) {
+    const slash = rest.indexOf('/', 2);
+    if (slash < 0) return false;
+    rest = rest.slice(slash + 1);
   }
   return isLoopbackAddress(rest);
 }
 
-/** Whether host[:port], [v6]:port or a bare address is localhost or a loopback address. */
+/** Whether host:port, [v6]:port or a bare host is localhost or a loopback address. */
 function isLoopbackAddress(hostPort) {
   let host = hostPort;
   if (hostPort.startsWith('[')) host = hostPort.slice(1, hostPort.indexOf(']'));
   else if (hostPort.split(':').length === 2) [host] = hostPort.split(':');
   if (host === 'localhost') return true;
-  switch (net.isIP(host)) {
-    case 4: return LOOPBACK_V4.check(host, 'ipv4');
-    case 6: return LOOPBACK_V6.check(host, 'ipv6');
-    default: return false;
-  }
+  const family = net.isIP(host);
+  return family !== 0 && LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 /** Channel credentials for the tls option (see Client). */

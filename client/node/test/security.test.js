@@ -101,14 +101,18 @@ describe('tokens and TLS against a real dedupd', () => {
 
   it('checks every address of a multi-address target before a plaintext token', () => {
     const cases = [
-      // [target, loopback]: the oracle is the README's list (127.0.0.0/8, ::1, localhost, unix sockets)
-      ['127.0.0.1:7070', true], ['127.255.0.9:1', true], ['localhost:7070', true], ['[::1]:7070', true],
-      ['dns:///localhost:7070', true], ['dns:127.0.0.1:7070', true], ['unix:/run/dedupd.sock', true],
-      ['ipv4:127.0.0.1:1,127.0.0.2:2', true], ['ipv6:[::1]:1,[0:0:0:0:0:0:0:1]:2', true],
-      ['ipv4:127.0.0.1:1,10.0.0.7:7070', false], ['ipv4:10.0.0.7:7070,127.0.0.1:1', false],
-      ['ipv6:[::1]:1,[::ffff:127.0.0.1]:17071', false], ['ipv6:[::1]:1,[2001:db8::1]:7070', false],
-      ['127.0.0.1:1,10.0.0.7:7070', false], ['dns://192.0.2.53/localhost:7070', false],
-      ['dedupd.example:7070', false], ['[::ffff:127.0.0.1]:7070', false], ['128.0.0.1:1', false], ['', false],
+      // [target, loopback]: the oracle is the rule written in docs/operations.md,
+      // with the cases of the Go side's internal/loopback test
+      ['127.0.0.1:7070', true], ['127.0.0.2:1', true], ['localhost:7070', true], ['[::1]:7070', true], ['127.0.0.1', true],
+      ['unix:/run/dedupd.sock', true], ['unix-abstract:dedupd', true], ['dns:///127.0.0.1:7070', true],
+      ['dns:127.0.0.1:7070', true], ['passthrough:///localhost:7070', true], ['dns://8.8.8.8/127.0.0.1:7070', true],
+      ['ipv4:127.0.0.1:1,127.0.0.2:2', true], ['ipv6:[::1]:1', true], ['ipv6:[::1]:1,[0:0:0:0:0:0:0:1]:2', true],
+      ['ipv6:[::1]:1,[::ffff:127.0.0.1]:17071', true], // IPv4-mapped 127.0.0.1 is loopback, as in Go
+      ['10.0.0.1:7070', false], ['0.0.0.0:7070', false], [':7070', false], ['[::]:7070', false], ['dedupd:7070', false],
+      ['localhost.example.com:7070', false], ['dns:///dedupd.example:7070', false], ['dns://127.0.0.1/10.0.0.1:7070', false],
+      ['dns://127.0.0.1', false], ['ipv4:127.0.0.1:1,10.0.0.1:2', false], ['ipv4:10.0.0.1:2,127.0.0.1:1', false],
+      ['ipv6:[::1]:1,[2001:db8::1]:2', false], ['ipv6:[::1]:1,[::ffff:10.0.0.1]:2', false],
+      ['127.0.0.1:1,10.0.0.1:2', false], ['128.0.0.1:1', false], ['', false],
     ];
     for (const [target, loopback] of cases) {
       assert.equal(isLoopback(target), loopback, target);
