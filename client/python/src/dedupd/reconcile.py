@@ -15,7 +15,7 @@ decide(record, token) what happened, and records the answer:
 
 import dataclasses
 
-from dedup.v1 import dedup_pb2
+from ._proto.dedup.v1 import dedup_pb2
 
 from .errors import DedupError
 

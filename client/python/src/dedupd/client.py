@@ -13,7 +13,7 @@ import os
 import grpc
 from google.protobuf import duration_pb2
 
-from dedup.v1 import dedup_pb2, dedup_pb2_grpc
+from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc
 
 from .errors import from_rpc_error
 

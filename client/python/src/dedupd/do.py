@@ -15,7 +15,7 @@ import secrets
 import threading
 import time
 
-from dedup.v1 import dedup_pb2
+from ._proto.dedup.v1 import dedup_pb2
 
 from .client import seconds
 from .errors import (AlreadyFinished, DedupError, InProgressTimeout, LeaseLost,

@@ -14,7 +14,7 @@ import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf import any_pb2  # noqa: F401  (registers google.protobuf.Any)
 
-from dedup.v1 import dedup_pb2
+from ._proto.dedup.v1 import dedup_pb2
 
 ERROR_DOMAIN = "dedup.v1"
 
