@@ -22,9 +22,10 @@ from .client import Client
 from .digest import (canonical_json, digest_bytes, digest_json, digest_json_text,
                      digest_proto)
 from .do import Outcome, Terminal, do
-from .errors import (AlreadyFinished, DedupError, DigestMismatch, InProgressTimeout,
-                     InvalidRequest, LeaseLost, PermissionDenied, RecordNotFound, Rejected,
-                     Unauthenticated, Unavailable)
+from .errors import (AlreadyFinished, Cancelled, DeadlineExceeded, DedupError,
+                     DigestMismatch, InProgressTimeout, InternalError, InvalidRequest,
+                     LeaseLost, PermissionDenied, PolicyNotFound, RecordNotFound, Rejected,
+                     ResourceExhausted, Unauthenticated, Unavailable)
 from .reconcile import Complete, Reject, Release, Settled, reconcile
 
 __all__ = [
@@ -33,7 +34,8 @@ __all__ = [
     "Settled", "canonical_json", "digest_bytes", "digest_json", "digest_json_text",
     "digest_proto", "DedupError", "DigestMismatch", "LeaseLost", "AlreadyFinished",
     "RecordNotFound", "InvalidRequest", "Unavailable", "Unauthenticated", "PermissionDenied",
-    "InProgressTimeout", "Rejected",
+    "InProgressTimeout", "Rejected", "PolicyNotFound", "ResourceExhausted",
+    "DeadlineExceeded", "Cancelled", "InternalError",
     "OUTCOME_ACQUIRED", "OUTCOME_IN_PROGRESS", "OUTCOME_COMPLETED", "OUTCOME_REJECTED",
     "STATE_PENDING", "STATE_COMPLETED", "STATE_REJECTED", "STATE_RELEASED",
 ]

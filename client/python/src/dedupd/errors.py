@@ -1,43 +1,64 @@
 """Typed errors for dedupd calls, built from the server's google.rpc.Status.
 
 dedupd attaches a google.rpc.ErrorInfo (domain "dedup.v1") with a stable
-reason to every error, and the stored dedup.v1.Record to errors about an
-existing record. gRPC Python only exposes those details as the trailing
-metadata "grpc-status-details-bin", and Debian ships no google.rpc modules,
-so the two small messages needed are declared here in a private descriptor
-pool: same field numbers as googleapis' status.proto and error_details.proto,
-so the bytes decode identically, without clashing with a googleapis package
-the application may load itself.
+reason to every error, the stored dedup.v1.Record to errors about an
+existing record, and a google.rpc.RetryInfo to refusals that say when to try
+again. gRPC Python only exposes those details as the trailing metadata
+"grpc-status-details-bin", and Debian ships no google.rpc modules
+(grpcio-status, googleapis-common-protos), so the three small messages
+needed are declared here in a private descriptor pool: same field numbers
+as googleapis' status.proto and error_details.proto, so the bytes decode
+identically, without clashing with a googleapis package the application may
+load itself.
+
+The reasons come from the one list every dedupd component reads,
+proto/dedup/v1/error_reason.proto (ErrorReason; a value's name is its wire
+string). Each one maps to an exception class below.
 """
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Optional
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf import any_pb2  # noqa: F401  (registers google.protobuf.Any)
+from google.protobuf import any_pb2, duration_pb2
+from google.protobuf.message import Message
 
 from ._proto.dedup.v1 import dedup_pb2
+from ._proto.dedup.v1.error_reason_pb2 import ErrorReason
 
 ERROR_DOMAIN = "dedup.v1"
 
-REASON_INVALID_FIELD = "INVALID_FIELD"
-REASON_MALFORMED_REQUEST = "MALFORMED_REQUEST"
-REASON_NOT_FOUND = "RECORD_NOT_FOUND"
-REASON_DIGEST_MISMATCH = "DIGEST_MISMATCH"
-REASON_ALREADY_FINISHED = "ALREADY_FINISHED"
-REASON_LEASE_LOST = "LEASE_LOST"
-REASON_STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
-REASON_UNAUTHENTICATED = "UNAUTHENTICATED"
-REASON_PERMISSION_DENIED = "PERMISSION_DENIED"
+
+def reason_name(reason: "ErrorReason.ValueType") -> str:
+    """The wire string of an ErrorReason value, e.g. "DIGEST_MISMATCH"."""
+    return ErrorReason.Name(reason)
+
+
+REASON_INVALID_FIELD = reason_name(ErrorReason.INVALID_FIELD)
+REASON_MALFORMED_REQUEST = reason_name(ErrorReason.MALFORMED_REQUEST)
+REASON_NOT_FOUND = reason_name(ErrorReason.RECORD_NOT_FOUND)
+REASON_DIGEST_MISMATCH = reason_name(ErrorReason.DIGEST_MISMATCH)
+REASON_ALREADY_FINISHED = reason_name(ErrorReason.ALREADY_FINISHED)
+REASON_LEASE_LOST = reason_name(ErrorReason.LEASE_LOST)
+REASON_STORE_UNAVAILABLE = reason_name(ErrorReason.STORE_UNAVAILABLE)
+REASON_UNAUTHENTICATED = reason_name(ErrorReason.UNAUTHENTICATED)
+REASON_PERMISSION_DENIED = reason_name(ErrorReason.PERMISSION_DENIED)
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
-_RECORD_TYPE_URL = "type.googleapis.com/dedup.v1.Record"
-_ERROR_INFO_TYPE_URL = "type.googleapis.com/google.rpc.ErrorInfo"
+_TYPE_URL_PREFIX = "type.googleapis.com/"
+_RECORD_TYPE_URL = _TYPE_URL_PREFIX + dedup_pb2.Record.DESCRIPTOR.full_name
+_ERROR_INFO_TYPE_URL = _TYPE_URL_PREFIX + "google.rpc.ErrorInfo"
+_RETRY_INFO_TYPE_URL = _TYPE_URL_PREFIX + "google.rpc.RetryInfo"
 
 
-def _status_messages():
-    """Returns (Status, ErrorInfo) classes from a private descriptor pool."""
+def _status_messages() -> tuple[type[Message], type[Message], type[Message]]:
+    """Returns (Status, ErrorInfo, RetryInfo) classes from a private
+    descriptor pool."""
     f = descriptor_pb2.FileDescriptorProto(
         name="dedupd_private/google_rpc.proto", package="google.rpc", syntax="proto3")
-    f.dependency.append("google/protobuf/any.proto")
+    f.dependency.extend(["google/protobuf/any.proto", "google/protobuf/duration.proto"])
     T = descriptor_pb2.FieldDescriptorProto
     status = f.message_type.add(name="Status")
     status.field.add(name="code", number=1, type=T.TYPE_INT32, label=T.LABEL_OPTIONAL)
@@ -53,21 +74,29 @@ def _status_messages():
     entry.field.add(name="value", number=2, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
     info.field.add(name="metadata", number=3, type=T.TYPE_MESSAGE, label=T.LABEL_REPEATED,
                    type_name=".google.rpc.ErrorInfo.MetadataEntry")
+    retry = f.message_type.add(name="RetryInfo")
+    retry.field.add(name="retry_delay", number=1, type=T.TYPE_MESSAGE, label=T.LABEL_OPTIONAL,
+                    type_name=".google.protobuf.Duration")
 
     pool = descriptor_pool.DescriptorPool()
-    any_file = descriptor_pb2.FileDescriptorProto()
-    any_pb2.DESCRIPTOR.CopyToProto(any_file)
-    pool.Add(any_file)
+    for dep in (any_pb2, duration_pb2):
+        dep_file = descriptor_pb2.FileDescriptorProto()
+        dep.DESCRIPTOR.CopyToProto(dep_file)
+        pool.Add(dep_file)
     pool.Add(f)
-    get = getattr(message_factory, "GetMessageClass", None)
+    get: Any = getattr(message_factory, "GetMessageClass", None)
     if get is None:  # protobuf < 4.22
-        factory = message_factory.MessageFactory(pool)
-        get = factory.GetPrototype
+        get = message_factory.MessageFactory(pool).GetPrototype
     return (get(pool.FindMessageTypeByName("google.rpc.Status")),
-            get(pool.FindMessageTypeByName("google.rpc.ErrorInfo")))
+            get(pool.FindMessageTypeByName("google.rpc.ErrorInfo")),
+            get(pool.FindMessageTypeByName("google.rpc.RetryInfo")))
 
 
-_Status, _ErrorInfo = _status_messages()
+# Any: classes built at run time from descriptors have no static fields.
+_Status: Any
+_ErrorInfo: Any
+_RetryInfo: Any
+_Status, _ErrorInfo, _RetryInfo = _status_messages()
 
 
 class DedupError(Exception):
@@ -76,17 +105,22 @@ class DedupError(Exception):
     code is the grpc.StatusCode; reason the ErrorInfo reason ("" when the
     error carried none, e.g. UNIMPLEMENTED or a transport failure); metadata
     the ErrorInfo metadata; record the stored dedup.v1.Record when the server
-    attached one, else None.
+    attached one, else None; retry_after the seconds the server asked the
+    caller to wait (google.rpc.RetryInfo), else None.
     """
 
-    def __init__(self, message, code=None, reason="", metadata=None, record=None):
+    def __init__(self, message: str, code: Optional[grpc.StatusCode] = None, reason: str = "",
+                 metadata: Optional[Mapping[str, str]] = None,
+                 record: Optional[dedup_pb2.Record] = None,
+                 retry_after: Optional[float] = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
-        self.metadata = dict(metadata or {})
+        self.metadata: dict[str, str] = dict(metadata or {})
         self.record = record
+        self.retry_after = retry_after
 
-    def __str__(self):
+    def __str__(self) -> str:
         label = self.reason or (self.code.name if self.code else "")
         return f"{label}: {self.args[0]}" if label else str(self.args[0])
 
@@ -111,6 +145,10 @@ class RecordNotFound(DedupError):
     """Lookup of a key with no live record."""
 
 
+class PolicyNotFound(DedupError):
+    """The consumer has no stored policy (AdminService)."""
+
+
 class InvalidRequest(DedupError):
     """A field broke the API's limits (metadata["field"] names it), or the
     request did not decode."""
@@ -130,6 +168,25 @@ class PermissionDenied(DedupError):
     (PERMISSION_DENIED)."""
 
 
+class ResourceExhausted(DedupError):
+    """The consumer used up its request rate (RATE_LIMITED) or the server is
+    at its bound of calls in flight (OVERLOADED); nothing changed.
+    retry_after says when to try again, when the server said."""
+
+
+class DeadlineExceeded(DedupError):
+    """The call's deadline passed (the client's timeout, or the server's
+    own). A write's outcome is then unknown: repeat the call to learn it."""
+
+
+class Cancelled(DedupError):
+    """The call was cancelled."""
+
+
+class InternalError(DedupError):
+    """A bug in dedupd; the server logged the cause."""
+
+
 class InProgressTimeout(DedupError):
     """do() waited its bound while another caller held the key. record is the
     last record seen."""
@@ -140,7 +197,7 @@ class Rejected(DedupError):
     just now (replayed is False) or a stored one was replayed (replayed is
     True). record.rejection holds reason, message and detail."""
 
-    def __init__(self, record, replayed):
+    def __init__(self, record: dedup_pb2.Record, replayed: bool) -> None:
         rej = record.rejection
         super().__init__(f"rejected: {rej.reason}: {rej.message}",
                          reason="REJECTED", record=record)
@@ -148,45 +205,70 @@ class Rejected(DedupError):
         self.rejection = rej
 
 
-_BY_REASON = {
-    REASON_DIGEST_MISMATCH: DigestMismatch,
-    REASON_LEASE_LOST: LeaseLost,
-    REASON_ALREADY_FINISHED: AlreadyFinished,
-    REASON_NOT_FOUND: RecordNotFound,
-    REASON_INVALID_FIELD: InvalidRequest,
-    REASON_MALFORMED_REQUEST: InvalidRequest,
-    REASON_STORE_UNAVAILABLE: Unavailable,
-    REASON_UNAUTHENTICATED: Unauthenticated,
-    REASON_PERMISSION_DENIED: PermissionDenied,
+# The class of every reason in ErrorReason, keyed by the enum value so that a
+# reason the proto does not define cannot be written here. tests/test_errors
+# checks that every value of the enum (but UNSPECIFIED) has an entry.
+_CLASS_BY_REASON_VALUE: dict["ErrorReason.ValueType", type[DedupError]] = {
+    ErrorReason.INVALID_FIELD: InvalidRequest,
+    ErrorReason.MALFORMED_REQUEST: InvalidRequest,
+    ErrorReason.RECORD_NOT_FOUND: RecordNotFound,
+    ErrorReason.POLICY_NOT_FOUND: PolicyNotFound,
+    ErrorReason.DIGEST_MISMATCH: DigestMismatch,
+    ErrorReason.ALREADY_FINISHED: AlreadyFinished,
+    ErrorReason.LEASE_LOST: LeaseLost,
+    ErrorReason.STORE_UNAVAILABLE: Unavailable,
+    ErrorReason.DEADLINE_EXCEEDED: DeadlineExceeded,
+    ErrorReason.CANCELED: Cancelled,
+    ErrorReason.INTERNAL: InternalError,
+    ErrorReason.UNAUTHENTICATED: Unauthenticated,
+    ErrorReason.PERMISSION_DENIED: PermissionDenied,
+    ErrorReason.RATE_LIMITED: ResourceExhausted,
+    ErrorReason.OVERLOADED: ResourceExhausted,
 }
 
-# Codes whose meaning does not depend on who answered (dedupd or a proxy in
-# front of it), for errors without a dedupd ErrorInfo.
-_BY_CODE = {
+_CLASS_BY_REASON: dict[str, type[DedupError]] = {
+    reason_name(value): cls for value, cls in _CLASS_BY_REASON_VALUE.items()}
+
+# Codes whose meaning does not depend on who answered (dedupd, a proxy in
+# front of it, or the local gRPC library), for errors without a dedupd
+# ErrorInfo.
+_CLASS_BY_CODE: dict[grpc.StatusCode, type[DedupError]] = {
     grpc.StatusCode.UNAVAILABLE: Unavailable,
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+    grpc.StatusCode.CANCELLED: Cancelled,
 }
 
 
-def from_rpc_error(err):
+def class_for_reason(reason: str) -> Optional[type[DedupError]]:
+    """The exception class of an ErrorInfo reason of domain dedup.v1, or
+    None for a reason this client does not know."""
+    return _CLASS_BY_REASON.get(reason)
+
+
+def from_rpc_error(err: grpc.RpcError) -> DedupError:
     """Converts a grpc.RpcError into the matching DedupError subclass."""
-    code = err.code() if hasattr(err, "code") else None
-    message = err.details() if hasattr(err, "details") else str(err)
-    reason, metadata, record = "", {}, None
-    trailers = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
+    code: Optional[grpc.StatusCode] = err.code() if hasattr(err, "code") else None
+    message: str = err.details() if hasattr(err, "details") else str(err)
+    trailers: Optional[Iterable[tuple[str, Any]]] = (
+        err.trailing_metadata() if hasattr(err, "trailing_metadata") else None)
+    reason, metadata, record, retry_after = "", {}, None, None
     for key, value in trailers or ():
         if key != _STATUS_DETAILS_KEY:
             continue
-        status = _Status.FromString(value)
-        for detail in status.details:
+        for detail in _Status.FromString(value).details:
             if detail.type_url == _ERROR_INFO_TYPE_URL:
                 info = _ErrorInfo.FromString(detail.value)
                 if info.domain == ERROR_DOMAIN:
                     reason, metadata = info.reason, dict(info.metadata)
             elif detail.type_url == _RECORD_TYPE_URL:
                 record = dedup_pb2.Record.FromString(detail.value)
-    cls = _BY_REASON.get(reason)
+            elif detail.type_url == _RETRY_INFO_TYPE_URL:
+                delay = _RetryInfo.FromString(detail.value).retry_delay
+                retry_after = delay.seconds + delay.nanos / 1e9
+    cls = class_for_reason(reason)
     if cls is None:
-        cls = _BY_CODE.get(code, DedupError)
-    return cls(message or "", code=code, reason=reason, metadata=metadata, record=record)
+        cls = _CLASS_BY_CODE.get(code, DedupError) if code is not None else DedupError
+    return cls(message or "", code=code, reason=reason, metadata=metadata, record=record,
+               retry_after=retry_after)
