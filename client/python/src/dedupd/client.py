@@ -6,7 +6,6 @@ instead of grpc.RpcError.
 """
 
 import datetime
-import ipaddress
 import json
 import os
 
@@ -15,6 +14,7 @@ from google.protobuf import duration_pb2
 
 from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc
 
+from ._loopback import is_loopback_target
 from .errors import from_rpc_error
 
 _SERVICE = "dedup.v1.DedupService"
@@ -58,28 +58,6 @@ def seconds(d):
 TOKEN_ENV = "DEDUPD_TOKEN"
 
 
-def _is_loopback(target):
-    """Whether a gRPC target names this machine only, where a token sent in
-    plaintext crosses no network."""
-    if target.startswith(("unix:", "unix-abstract:")):
-        return True
-    for scheme in ("dns:///", "ipv4:", "ipv6:", "dns:"):
-        if target.startswith(scheme):
-            target = target[len(scheme):]
-            break
-    host = target
-    if target.startswith("["):
-        host = target[1:target.find("]")]
-    elif target.count(":") == 1:
-        host = target.rsplit(":", 1)[0]
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class Client:
     """A connection to one dedupd.
 
@@ -113,7 +91,7 @@ class Client:
                     certificate_chain=certificate_chain)
                 channel = grpc.secure_channel(target, creds, options=opts)
             else:
-                if token and not _is_loopback(target):
+                if token and not is_loopback_target(target):
                     raise ValueError(
                         f"refusing to send a bearer token in plaintext to {target}: "
                         "pass tls=True or root_certificates")
