@@ -33,7 +33,7 @@ ERROR_DOMAIN = "dedup.v1"
 
 def reason_name(reason: "ErrorReason.ValueType") -> str:
     """The wire string of an ErrorReason value, e.g. "DIGEST_MISMATCH"."""
-    return ErrorReason.Name(reason)
+    return str(ErrorReason.Name(reason))
 
 
 REASON_INVALID_FIELD = reason_name(ErrorReason.INVALID_FIELD)
@@ -267,8 +267,6 @@ def from_rpc_error(err: grpc.RpcError) -> DedupError:
             elif detail.type_url == _RETRY_INFO_TYPE_URL:
                 delay = _RetryInfo.FromString(detail.value).retry_delay
                 retry_after = delay.seconds + delay.nanos / 1e9
-    cls = class_for_reason(reason)
-    if cls is None:
-        cls = _CLASS_BY_CODE.get(code, DedupError) if code is not None else DedupError
+    cls = class_for_reason(reason) or _CLASS_BY_CODE.get(code) or DedupError
     return cls(message or "", code=code, reason=reason, metadata=metadata, record=record,
                retry_after=retry_after)
