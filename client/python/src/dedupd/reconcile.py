@@ -57,7 +57,7 @@ class Settled:
 
 
 # decide(record, fencing_token): what happened to an expired claim's work.
-Decide = Callable[[dedup_pb2.Record, int], "Decision"]
+Decide = Callable[[dedup_pb2.Record, int], Decision]
 
 
 def reconcile(client: Client, consumer: str, decide: Decide, *, lease_ttl: float = 30.0,
