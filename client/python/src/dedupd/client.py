@@ -17,7 +17,6 @@ from google.protobuf import duration_pb2
 from google.protobuf.message import Message
 
 from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc
-
 from ._loopback import is_loopback_target
 from .errors import from_rpc_error
 

@@ -19,7 +19,6 @@ import dataclasses
 from typing import Callable, Optional, Union
 
 from ._proto.dedup.v1 import dedup_pb2
-
 from .client import Client
 from .errors import DedupError
 
