@@ -6,14 +6,18 @@ targets come in these forms (https://github.com/grpc/grpc/blob/master/doc/naming
 
     host:port, [v6]:port, host          (the default scheme, dns)
     dns:host:port, dns:///host:port, dns://resolver/host:port
+    passthrough:///host:port
     ipv4:addr[:port][,addr[:port]...]   a list: every address must qualify
     ipv6:addr, ipv6:[addr]:port[,...]
     unix:path, unix:///path, unix-abstract:name
 
-A host is loopback when it is "localhost" or an address in 127.0.0.0/8, ::1,
-or ::ffff:127.0.0.0/104 (IPv4-mapped loopback, which reaches 127.0.0.1).
-Any other host name, and any other scheme (xds:, vsock:, ...), is not: a
-name could resolve anywhere.
+A host is loopback when it is exactly "localhost" or an address in
+127.0.0.0/8, ::1, or ::ffff:127.0.0.0/104 (IPv4-mapped loopback, which
+reaches 127.0.0.1). Any other host name, and any other scheme (xds:,
+vsock:, ...), is not: a name could resolve anywhere. This is the rule of
+the server and the Go client (internal/loopback), with one addition: behind
+an explicit resolver (dns://resolver/...) only an address qualifies, since
+that resolver may map even "localhost" anywhere.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ def is_loopback_target(target: str) -> bool:
     scheme, rest = _split_scheme(target)
     if scheme in ("unix", "unix-abstract"):
         return True
-    if scheme == "dns":
+    if scheme in ("dns", "passthrough"):
         if "," in rest:
-            return False  # dns names one host; a list here is malformed
+            return False  # one host only; a list here is malformed
         if rest.startswith("//"):  # dns://[resolver]/host:port
             slash = rest.find("/", 2)
             if slash < 0:
@@ -48,7 +52,7 @@ def is_loopback_target(target: str) -> bool:
 def _split_scheme(target: str) -> tuple[str, str]:
     """(scheme, rest); a target without a known scheme is dns's."""
     head, sep, rest = target.partition(":")
-    if sep and head in ("dns", "ipv4", "ipv6", "unix", "unix-abstract"):
+    if sep and head in ("dns", "passthrough", "ipv4", "ipv6", "unix", "unix-abstract"):
         return head, rest
     if sep and head.isalpha() and rest.startswith("//"):
         return head, rest  # some other URI scheme, e.g. xds:///name
@@ -70,7 +74,7 @@ def _host_of(hostport: str) -> Optional[str]:
 def _is_loopback_host(host: Optional[str]) -> bool:
     if host is None:
         return False
-    if host.lower().rstrip(".") == "localhost":
+    if host == "localhost":
         return True
     return _is_loopback_address(host)
 
