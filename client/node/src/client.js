@@ -64,36 +64,50 @@ LOOPBACK.addAddress('::1', 'ipv6');
 
 /**
  * Whether a gRPC target names this machine only, where a plaintext token
- * crosses no network. The rule is the Go side's (internal/loopback): unix:
- * and unix-abstract: targets are; a dns: or passthrough: scheme, with or
- * without a resolver authority, is set aside and the host:port after it
- * judged; an ipv4:/ipv6: list is loopback only if every address in it is
- * (grpc-js may connect to any of them); a host is loopback if it is
- * localhost or an address in 127.0.0.0/8 or ::1, and no other name is (no
- * DNS lookup).
+ * crosses no network. The rule is the server's and the Go client's
+ * (internal/loopback), with the Python client's one addition:
+ * - unix: and unix-abstract: targets are loopback;
+ * - an ipv4:/ipv6: list is loopback only if every address in it is
+ *   (grpc-js may connect to any of them);
+ * - a dns: or passthrough: scheme is set aside and the one host:port after
+ *   it judged; behind an explicit resolver (dns://resolver/host:port) only
+ *   an address qualifies, since that resolver may map even localhost
+ *   anywhere;
+ * - a host is loopback if it is exactly localhost or an address in
+ *   127.0.0.0/8 (IPv4-mapped too) or ::1; no other name is (no DNS lookup),
+ *   nor is any other scheme.
  */
 function isLoopback(target) {
-  if (/^unix(-abstract)?:/.test(target)) return true;
-  const list = /^ipv[46]:(.*)$/s.exec(target);
-  if (list) return list[1].split(',').every(isLoopbackAddress);
-  const scheme = /^(dns|passthrough):(.*)$/s.exec(target);
-  if (!scheme) return isLoopbackAddress(target);
-  let rest = scheme[2];
-  if (rest.startsWith('//')) {
-    const slash = rest.indexOf('/', 2);
-    if (slash < 0) return false;
-    rest = rest.slice(slash + 1);
+  const [, scheme = 'dns', rest = target] = /^(unix|unix-abstract|ipv4|ipv6|dns|passthrough):(.*)$/s.exec(target) || [];
+  if (scheme === 'unix' || scheme === 'unix-abstract') return true;
+  if (scheme === 'ipv4' || scheme === 'ipv6') {
+    return rest.replace(/^\/+/, '').split(',').every((addr) => isLoopbackAddress(hostOf(addr)));
   }
-  return isLoopbackAddress(rest);
+  if (rest.includes(',')) return false; // one host only; a list here is malformed
+  if (!rest.startsWith('//')) return isLoopbackHost(hostOf(rest));
+  const slash = rest.indexOf('/', 2); // dns://[resolver]/host:port
+  if (slash < 0) return false;
+  const host = hostOf(rest.slice(slash + 1));
+  return slash > 2 ? isLoopbackAddress(host) : isLoopbackHost(host);
 }
 
-/** Whether host:port, [v6]:port or a bare host is localhost or a loopback address. */
-function isLoopbackAddress(hostPort) {
-  let host = hostPort;
-  if (hostPort.startsWith('[')) host = hostPort.slice(1, hostPort.indexOf(']'));
-  else if (hostPort.split(':').length === 2) [host] = hostPort.split(':');
-  if (host === 'localhost') return true;
-  const family = net.isIP(host);
+/** The host of host, host:port, [v6] or [v6]:port, or a bare IPv6 address; null if malformed. */
+function hostOf(hostPort) {
+  if (hostPort.startsWith('[')) {
+    const end = hostPort.indexOf(']');
+    if (end < 0 || !(end === hostPort.length - 1 || hostPort[end + 1] === ':')) return null;
+    return hostPort.slice(1, end);
+  }
+  if (hostPort.split(':').length > 2) return hostPort;
+  return hostPort.split(':')[0];
+}
+
+function isLoopbackHost(host) {
+  return host === 'localhost' || isLoopbackAddress(host);
+}
+
+function isLoopbackAddress(host) {
+  const family = host ? net.isIP(host) : 0;
   return family !== 0 && LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6');
 }
 

@@ -102,7 +102,8 @@ describe('tokens and TLS against a real dedupd', () => {
   it('checks every address of a multi-address target before a plaintext token', () => {
     const cases = [
       // [target, loopback]: the oracle is the rule written in docs/operations.md,
-      // with the cases of the Go side's internal/loopback test
+      // with the cases of the Go side's internal/loopback test and the
+      // Python client's addition (behind an explicit resolver only an address)
       ['127.0.0.1:7070', true], ['127.0.0.2:1', true], ['localhost:7070', true], ['[::1]:7070', true], ['127.0.0.1', true],
       ['unix:/run/dedupd.sock', true], ['unix-abstract:dedupd', true], ['dns:///127.0.0.1:7070', true],
       ['dns:127.0.0.1:7070', true], ['passthrough:///localhost:7070', true], ['dns://8.8.8.8/127.0.0.1:7070', true],
@@ -113,6 +114,8 @@ describe('tokens and TLS against a real dedupd', () => {
       ['dns://127.0.0.1', false], ['ipv4:127.0.0.1:1,10.0.0.1:2', false], ['ipv4:10.0.0.1:2,127.0.0.1:1', false],
       ['ipv6:[::1]:1,[2001:db8::1]:2', false], ['ipv6:[::1]:1,[::ffff:10.0.0.1]:2', false],
       ['127.0.0.1:1,10.0.0.1:2', false], ['128.0.0.1:1', false], ['', false],
+      ['dns://8.8.8.8/localhost:7070', false], ['dns:///localhost:7070', true], ['dns:[::1]:1,[2001:db8::1]:2', false],
+      ['ipv6:::1', true], ['ipv4:///127.0.0.1:1', true], ['[::1]x:7070', false], ['xds:///localhost', false],
     ];
     for (const [target, loopback] of cases) {
       assert.equal(isLoopback(target), loopback, target);
