@@ -13,6 +13,7 @@ import (
 
 	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/internal/sqlfilter"
 )
 
 // icuDatabaseURL creates a database whose default collation is ICU en-US,
@@ -90,6 +91,32 @@ func TestKeysOrderBytewiseOnAnICUDatabase(t *testing.T) {
 	if !strings.Contains(plan, "dedup_records_pkey") || !strings.Contains(plan, "(key >= 'pa'::text)") ||
 		!strings.Contains(plan, "(key < 'pb'::text)") {
 		t.Errorf("LIKE 'pa%%' is not a range on the primary key index:\n%s", plan)
+	}
+
+	// The store binds its prefix as parameters; once PostgreSQL plans a
+	// cached statement generically it no longer sees the value, and LIKE $n
+	// would become a filter. The store's own range condition stays a range
+	// on the primary key under a generic plan.
+	q := sqlfilter.NewQuery()
+	q.Where("consumer = " + q.Bind("billing"))
+	sqlfilter.KeyRange(q, "pa")
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "PREPARE prefix_range(text, text, text) AS SELECT key FROM dedup_records WHERE "+q.Clause()+" ORDER BY key"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = conn.Query(ctx, `EXPLAIN EXECUTE prefix_range('billing', 'pa', 'pb')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	plan = strings.Join(lines, "\n")
+	if !strings.Contains(plan, "dedup_records_pkey") || !strings.Contains(plan, "(key >= $2)") ||
+		!strings.Contains(plan, "(key < $3)") {
+		t.Errorf("the store's prefix condition %q is not a range on the primary key index under a generic plan:\n%s", q.Clause(), plan)
 	}
 }
 
