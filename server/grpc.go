@@ -55,8 +55,9 @@ func maxMessageBytes(cfg Config) int {
 // them. A new goroutine per call starts with a small stack and grows it
 // (runtime.newstack, copystack) on every call, which cost about a sixth
 // of a replay's CPU; a kept worker has grown its stack once. The number
-// covers the callers that are usually in flight at once; past it, grpc-go
-// starts a goroutine per call as before, so it bounds nothing.
+// covers the callers that are usually in flight at once; past it (or while
+// long-lived streams such as health Watch hold workers), grpc-go starts a
+// goroutine per call as before, so it bounds nothing and blocks nothing.
 const streamWorkers = 64
 
 // notHealth selects every call but health checks: a load balancer or
