@@ -22,9 +22,12 @@ type observedStore struct {
 // errorClass names the kind of a store failure; "" for success and for the
 // refusals the contract defines (they are answers, not failures).
 func errorClass(err error) string {
+	if err == nil {
+		return "" // before the errors.As target, which escapes to the heap
+	}
 	var conflict *store.ConflictError
 	switch {
-	case err == nil, errors.As(err, &conflict), errors.Is(err, store.ErrNotFound),
+	case errors.As(err, &conflict), errors.Is(err, store.ErrNotFound),
 		errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrDigestMismatch),
 		errors.Is(err, store.ErrAlreadyFinished):
 		return ""
