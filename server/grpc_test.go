@@ -3,18 +3,15 @@ package server
 import (
 	"context"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/dedupd/dedupd/internal/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
@@ -31,7 +28,7 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	var nilStore store.Store
 	policies := api.NewPolicies(nilStore, api.Defaults{Policy: store.Policy{DefaultLeaseTTL: time.Second}, Limits: cfg.Limits}, 0)
 	api.Register(srv, api.NewDedupService(nilStore, policies, slog.New(slog.DiscardHandler)))
-	c := dedupv1.NewDedupServiceClient(serveInMemory(t, srv))
+	c := dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, srv))
 
 	for range 2 {
 		_, err := c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c", Key: "k"})
@@ -54,21 +51,4 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("after two panics the server answered %v, want INVALID_ARGUMENT", err)
 	}
-}
-
-// serveInMemory serves srv over bufconn until the test ends and returns a
-// client connection to it.
-func serveInMemory(t testing.TB, srv *grpc.Server) *grpc.ClientConn {
-	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
 }

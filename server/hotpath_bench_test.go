@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/dedupd/dedupd/internal/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
@@ -44,7 +45,7 @@ func BenchmarkHotPath(b *testing.B) {
 	}
 	hs := health.NewServer()
 	srv := newServices(cfg, log, hs, g, m.ObserveStore(st))
-	conn := serveInMemory(b, srv)
+	conn := grpctest.ServeInMemory(b, srv)
 	c := dedupv1.NewDedupServiceClient(conn)
 	ctx := context.Background()
 	const replayKeys = 1000
