@@ -1,6 +1,6 @@
 BUF := go run github.com/bufbuild/buf/cmd/buf@v1.75.0
 
-.PHONY: build test generate lint ci
+.PHONY: build test generate lint alerts-check ci
 
 build:
 	go build -o bin/ ./cmd/...
@@ -15,6 +15,12 @@ lint:
 	gofmt -l $$(git ls-files '*.go')
 	go vet ./...
 	$(BUF) lint
+
+# The Prometheus rules: valid, and their unit tests pass (promtool ships in
+# Debian's prometheus package).
+alerts-check:
+	promtool check rules deploy/prometheus/dedupd-rules.yml
+	cd deploy/prometheus && promtool test rules dedupd-rules.test.yml
 
 ci:
 	bash .ci/run
