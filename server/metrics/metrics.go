@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dedupd/dedupd/server/store"
 )
 
 // MaxConsumerLabels bounds the distinct values of every consumer label.
@@ -82,7 +84,7 @@ func New() *Metrics {
 // class values of dedupd_store_errors_total.
 var (
 	storeOps     = []string{"claim", "complete", "reject", "extend_lease", "lookup", "delete_expired", "ping"}
-	errorClasses = []string{"unavailable", "deadline", "canceled", "internal"}
+	errorClasses = []string{store.FailureUnavailable, store.FailureDeadline, store.FailureCanceled, store.FailureInternal}
 )
 
 // initializeSeries exports every series whose label values are known in
