@@ -133,8 +133,8 @@ type servingAddr struct {
 }
 
 func (h *servingAddr) Enabled(context.Context, slog.Level) bool { return true }
-func (h *servingAddr) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *servingAddr) WithGroup(string) slog.Handler           { return h }
+func (h *servingAddr) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *servingAddr) WithGroup(string) slog.Handler            { return h }
 func (h *servingAddr) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "dedupd serving" {
 		r.Attrs(func(a slog.Attr) bool {
