@@ -1,6 +1,6 @@
 BUF := go run github.com/bufbuild/buf/cmd/buf@v1.75.0
 
-.PHONY: build test generate lint alerts-check ci
+.PHONY: build test generate lint fmt-check alerts-check ci
 
 build:
 	go build -o bin/ ./cmd/...
@@ -21,6 +21,11 @@ lint:
 alerts-check:
 	promtool check rules deploy/prometheus/dedupd-rules.yml
 	cd deploy/prometheus && promtool test rules dedupd-rules.test.yml
+
+# fmt-check fails (and names the files) when gofmt would change any.
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ci:
 	bash .ci/run
