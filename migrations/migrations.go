@@ -111,7 +111,7 @@ func load(fsys fs.FS, dir string) ([]Migration, error) {
 func splitStatements(body string) []string {
 	var stmts []string
 	var cur strings.Builder
-	for _, line := range strings.Split(body, "\n") {
+	for line := range strings.SplitSeq(body, "\n") {
 		if i := strings.Index(line, "--"); i >= 0 {
 			line = line[:i]
 		}
@@ -141,7 +141,7 @@ func Pending(ctx context.Context, db Conn, ms []Migration) ([]Migration, error) 
 		// Most likely a fresh database without the version table; if the
 		// cause was anything else, creating the table fails too and says so.
 		if createErr := db.Exec(ctx, createVersionTable); createErr != nil {
-			return nil, fmt.Errorf("migrations: creating version table (reading it failed: %v): %w", err, createErr)
+			return nil, fmt.Errorf("migrations: creating version table (reading it failed: %w): %w", err, createErr)
 		}
 		if versions, err = db.QueryVersions(ctx, selectVersions); err != nil {
 			return nil, fmt.Errorf("migrations: reading applied versions: %w", err)

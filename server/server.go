@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		observed = storetrace.Store(observed, cfg.TracerProvider)
 	}
 
-	lis, err := net.Listen("tcp", cfg.Listen)
+	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}

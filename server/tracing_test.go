@@ -65,7 +65,7 @@ func TestTraceOfOneClaim(t *testing.T) {
 		}
 		byName[id] = s
 		for _, a := range append(s.Attributes, linkAttributes(s)...) {
-			if v := a.Value.Emit(); strings.Contains(v, key) || strings.Contains(v, digest) {
+			if v := a.Value.String(); strings.Contains(v, key) || strings.Contains(v, digest) {
 				t.Errorf("span %s attribute %s = %q carries the key or the digest", s.Name, a.Key, v)
 			}
 		}
@@ -159,7 +159,7 @@ func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[string]string) {
 	t.Helper()
 	got := map[string]string{}
 	for _, a := range s.Attributes {
-		got[string(a.Key)] = a.Value.Emit()
+		got[string(a.Key)] = a.Value.String()
 	}
 	for k, v := range want {
 		if got[k] != v {

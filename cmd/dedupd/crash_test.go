@@ -109,16 +109,14 @@ func (l *crashLog) waitForAcks(t *testing.T, n int) {
 func runCrashLoad(ctx context.Context, c dedupv1.DedupServiceClient, log *crashLog, phase uint64) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for w := range crashWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(phase, uint64(w)))
 			for ctx.Err() == nil {
 				if !log.cycle(c, fmt.Sprintf("crash-%d", rng.IntN(crashKeys)), rng.IntN(4) == 0) {
 					time.Sleep(10 * time.Millisecond) // the server is down; don't spin
 				}
 			}
-		}()
+		})
 	}
 	return &wg
 }

@@ -128,8 +128,7 @@ func lzStep(s lzState, in lzInput) (lzOutput, lzState) {
 	d, err := store.Apply(stored, in.command(), lzClock)
 	if err != nil {
 		out := lzOutput{reason: reasonOf(err)}
-		var conflict *store.ConflictError
-		if errors.As(err, &conflict) {
+		if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
 			out.record = summarize(conflict.Record)
 		}
 		return out, s

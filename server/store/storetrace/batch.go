@@ -33,7 +33,7 @@ func StartBatch(ctx context.Context, name string, n int, caller func(i int) (con
 	if parent == nil {
 		return ctx, trace.SpanFromContext(context.Background())
 	}
-	return parent.TracerProvider().Tracer(instrumentation).Start(trace.ContextWithSpan(ctx, parent), name,
+	return parent.TracerProvider().Tracer(instrumentation).Start(trace.ContextWithSpan(ctx, parent), name, //nolint:spancheck // EndBatch ends it
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithLinks(links...),
 		trace.WithAttributes(BatchSizeKey.Int(n)))

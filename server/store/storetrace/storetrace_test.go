@@ -56,7 +56,7 @@ func TestOutcomes(t *testing.T) {
 		span := ended[0]
 		got := map[string]string{}
 		for _, a := range span.Attributes() {
-			got[string(a.Key)] = a.Value.Emit()
+			got[string(a.Key)] = a.Value.String()
 		}
 		if span.Name() != "store.Complete" || got["dedupd.outcome"] != tc.outcome || got["dedupd.consumer"] != "billing" || len(got) != 2 {
 			t.Errorf("%v: span %s with %v; want store.Complete with consumer billing and outcome %s only", tc.err, span.Name(), got, tc.outcome)

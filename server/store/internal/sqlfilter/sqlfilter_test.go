@@ -26,7 +26,7 @@ func TestPrefixEnd(t *testing.T) {
 			t.Errorf("PrefixEnd(%q) = %q, %v; want %q, %v", tc.prefix, end, ok, tc.end, tc.ok)
 		}
 		// Every string with the prefix sorts before the end.
-		if ok && !(tc.prefix+"\xff\xff" < end) {
+		if ok && (tc.prefix+"\xff\xff" >= end) {
 			t.Errorf("PrefixEnd(%q) = %q is not above the prefix's strings", tc.prefix, end)
 		}
 	}
