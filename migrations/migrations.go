@@ -141,7 +141,8 @@ func Pending(ctx context.Context, db Conn, ms []Migration) ([]Migration, error) 
 		// Most likely a fresh database without the version table; if the
 		// cause was anything else, creating the table fails too and says so.
 		if createErr := db.Exec(ctx, createVersionTable); createErr != nil {
-			return nil, fmt.Errorf("migrations: creating version table (reading it failed: %w): %w", err, createErr)
+			//nolint:errorlint // the create error is the cause; the read error is context only, and its 42P01 must not be matched
+			return nil, fmt.Errorf("migrations: creating version table (reading it failed: %v): %w", err, createErr)
 		}
 		if versions, err = db.QueryVersions(ctx, selectVersions); err != nil {
 			return nil, fmt.Errorf("migrations: reading applied versions: %w", err)

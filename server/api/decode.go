@@ -82,7 +82,8 @@ func decodeRequest(wire []byte, req proto.Message) error {
 	if field := invalidUTF8Field(wire, req.ProtoReflect().Descriptor()); field != "" {
 		return rpcerrors.Status(&rpcerrors.FieldError{Field: field, Problem: "is not valid UTF-8"}, "", "").Err()
 	}
-	return rpcerrors.Status(fmt.Errorf("%w: %w", rpcerrors.ErrMalformedRequest, err), "", "").Err()
+	//nolint:errorlint // the sentinel alone decides the status; the decoder's error is text
+	return rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", "").Err()
 }
 
 // invalidUTF8Field names the first top-level string field of the wire bytes

@@ -47,10 +47,10 @@ func TestCanceledContextReturnsItsError(t *testing.T) {
 	s := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Claim(ctx, claimParams("k")); !errors.Is(err, context.Canceled) {
+	if _, err := s.Claim(ctx, claimParams("k")); err != context.Canceled {
 		t.Errorf("Claim with a canceled context: %v; want context.Canceled", err)
 	}
-	if _, err := s.Lookup(ctx, "billing", "k"); !errors.Is(err, context.Canceled) {
+	if _, err := s.Lookup(ctx, "billing", "k"); err != context.Canceled {
 		t.Errorf("Lookup with a canceled context: %v; want context.Canceled", err)
 	}
 }
@@ -82,7 +82,7 @@ func TestDeadlineDuringLockWait(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	_, err = s.Complete(short, store.CompleteParams{Consumer: "billing", Key: "locked", FencingToken: 1, Policy: policy})
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if err != context.DeadlineExceeded {
 		t.Errorf("Complete blocked past its deadline: %v; want context.DeadlineExceeded", err)
 	}
 }

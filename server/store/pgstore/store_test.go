@@ -243,18 +243,18 @@ func TestRefusalsAreApplysErrors(t *testing.T) {
 
 	_, err := s.Complete(ctx, store.CompleteParams{Consumer: "billing", Key: "k", FencingToken: 2, Policy: policy})
 	var conflict *store.ConflictError
-	if !errors.As(err, &conflict) || !errors.Is(conflict.Err, store.ErrLeaseLost) || conflict.Record.FencingToken != 1 {
+	if !errors.As(err, &conflict) || conflict.Err != store.ErrLeaseLost || conflict.Record.FencingToken != 1 {
 		t.Errorf("Complete with a stale token: %v; want a ConflictError with ErrLeaseLost", err)
 	}
 	other := claimParams("k")
 	other.Digest = []byte("other")
-	if _, err := s.Claim(ctx, other); !errors.As(err, &conflict) || !errors.Is(conflict.Err, store.ErrDigestMismatch) {
+	if _, err := s.Claim(ctx, other); !errors.As(err, &conflict) || conflict.Err != store.ErrDigestMismatch {
 		t.Errorf("Claim with another digest: %v; want a ConflictError with ErrDigestMismatch", err)
 	}
-	if _, err := s.Complete(ctx, store.CompleteParams{Consumer: "billing", Key: "absent", FencingToken: 1, Policy: policy}); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := s.Complete(ctx, store.CompleteParams{Consumer: "billing", Key: "absent", FencingToken: 1, Policy: policy}); err != store.ErrLeaseLost {
 		t.Errorf("Complete of an absent key: %v; want ErrLeaseLost", err)
 	}
-	if _, err := s.Lookup(ctx, "billing", "absent"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Lookup(ctx, "billing", "absent"); err != store.ErrNotFound {
 		t.Errorf("Lookup of an absent key: %v; want ErrNotFound", err)
 	}
 }
