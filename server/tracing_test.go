@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -30,7 +31,9 @@ import (
 // health check makes no span.
 func TestTraceOfOneClaim(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	serverSpan := &spanEnded{name: "dedup.v1.DedupService/Claim", kind: trace.SpanKindServer, ended: make(chan struct{})}
+	// Processors run in order: the span is exported before the notice.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSpanProcessor(serverSpan))
 	cfg := testConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.TracerProvider = tp
@@ -55,6 +58,12 @@ func TestTraceOfOneClaim(t *testing.T) {
 	defer conn.Close()
 	if _, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
+	}
+	// The server ends its span after the reply has gone.
+	select {
+	case <-serverSpan.ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server span never ended")
 	}
 
 	byName := map[string]tracetest.SpanStub{}
@@ -108,22 +117,42 @@ func runInProcess(t *testing.T, cfg Config) string {
 	logs := &servingAddr{addr: make(chan string, 1)}
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg, slog.New(logs)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
 	select {
 	case addr := <-logs.addr:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
 		return addr
 	case err := <-done:
+		cancel()
 		t.Fatalf("Run returned before serving: %v", err)
 	case <-time.After(30 * time.Second):
+		cancel()
 		t.Fatal("Run did not start serving")
 	}
 	return ""
 }
+
+// spanEnded is a span processor that closes ended when a span of that name
+// and kind ends.
+type spanEnded struct {
+	name  string
+	kind  trace.SpanKind
+	once  sync.Once
+	ended chan struct{}
+}
+
+func (s *spanEnded) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (s *spanEnded) OnEnd(span sdktrace.ReadOnlySpan) {
+	if span.Name() == s.name && span.SpanKind() == s.kind {
+		s.once.Do(func() { close(s.ended) })
+	}
+}
+func (s *spanEnded) Shutdown(context.Context) error   { return nil }
+func (s *spanEnded) ForceFlush(context.Context) error { return nil }
 
 // servingAddr is a slog handler that keeps only the address of the
 // "dedupd serving" line.
