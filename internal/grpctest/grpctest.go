@@ -17,7 +17,7 @@ import (
 func ServeInMemory(t testing.TB, srv *grpc.Server) *grpc.ClientConn {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	go srv.Serve(lis)
+	go func() { _ = srv.Serve(lis) }() // returns once stopped
 	t.Cleanup(srv.Stop)
 	conn, err := grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
