@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime"
 	"sync/atomic"
@@ -21,7 +20,7 @@ import (
 
 // BenchmarkHotPath is the whole in-process gRPC path of `dedupd serve`
 // (interceptors, decoding, handler, replay cache, store metrics) over
-// bufconn, from 32 callers, with the logger at WARN as in production. The
+// bufconn, from 32 callers, with a logger that writes nothing. The
 // store is the embedded one with group commit. allocs/op counts the client
 // side too (it shares the process); floor, an empty health Check, shows how
 // much of it that is.
@@ -31,7 +30,7 @@ func BenchmarkHotPath(b *testing.B) {
 	cfg := testConfig()
 	cfg.GroupCommit, cfg.ReplayCacheBytes, cfg.ReplayCacheTTL = true, 32<<20, time.Minute
 	cfg.MaxInFlight, cfg.PolicyCacheTTL = 1024, 5*time.Second // the defaults of `dedupd serve`
-	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.DiscardHandler)
 	backend, err := sqlitestore.Open(context.Background(), b.TempDir(), sqlitestore.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -146,7 +146,7 @@ func TestReportComparesCPU(t *testing.T) {
 		{Name: "floor", Service: Measurement{CPU: &ServerCPU{Micros: 20}}},
 		{Name: "claim-new", Service: Measurement{CPU: &ServerCPU{Micros: 90}}},
 	}}
-	r.compareWithFloor()
+	compareWithFloor(r.Scenarios)
 	if got := r.Scenarios[1].AboveFloorMicros; got != 70 {
 		t.Errorf("above floor: %v, want 70", got)
 	}

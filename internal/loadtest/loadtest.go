@@ -147,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 		report.Scenarios = append(report.Scenarios, sr)
 	}
-	report.compareWithFloor()
+	compareWithFloor(report.Scenarios)
 	if cfg.ServerPID > 0 {
 		report.ServerPeakRSSBytes, _ = peakRSS(cfg.ServerPID)
 	}

@@ -61,10 +61,11 @@ func cpuRatio(service, baseline *ServerCPU) float64 {
 	return service.Micros / baseline.Micros
 }
 
-// compareWithFloor fills in AboveFloorMicros when the floor was measured.
-func (r *Report) compareWithFloor() {
+// compareWithFloor fills in the scenarios' AboveFloorMicros when the floor
+// was measured.
+func compareWithFloor(scenarios []ScenarioReport) {
 	var floor *ServerCPU
-	for _, s := range r.Scenarios {
+	for _, s := range scenarios {
 		if s.Name == "floor" {
 			floor = s.Service.CPU
 		}
@@ -72,8 +73,8 @@ func (r *Report) compareWithFloor() {
 	if floor == nil {
 		return
 	}
-	for i := range r.Scenarios {
-		if s := &r.Scenarios[i]; s.Name != "floor" && s.Service.CPU != nil {
+	for i := range scenarios {
+		if s := &scenarios[i]; s.Name != "floor" && s.Service.CPU != nil {
 			s.AboveFloorMicros = s.Service.CPU.Micros - floor.Micros
 		}
 	}

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,7 +89,7 @@ func scanRecord(row pgx.Row, extra ...any) (store.Record, error) {
 	}
 	dest := t.dest[:]
 	if len(extra) > 0 {
-		dest = append(dest[:len(dest):len(dest)], extra...)
+		dest = append(slices.Clip(dest), extra...)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return store.Record{}, err
