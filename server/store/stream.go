@@ -1,0 +1,329 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// StreamMode says which sequences a stream accepts after its high-water
+// mark.
+type StreamMode string
+
+const (
+	// Dense, the default: sequences are 1, 2, 3, ... with no holes. Only the
+	// high-water mark + 1 is acquired; a higher one is a gap, refused with
+	// ErrSequenceGap so the caller can hold it back.
+	Dense StreamMode = "DENSE"
+	// Versions: sequences increase but need not be dense (Kafka offsets, row
+	// versions, timestamps). Any sequence above the high-water mark is
+	// acquired; once a higher one finishes, lower ones are duplicates
+	// (superseded).
+	Versions StreamMode = "VERSIONS"
+)
+
+// Valid reports whether m is one of the modes.
+func (m StreamMode) Valid() bool { return m == Dense || m == Versions }
+
+// StreamOutcome says what a stream claim found.
+type StreamOutcome int
+
+const (
+	// StreamAcquired: the caller holds the stream's lease for its sequence
+	// and must process the event.
+	StreamAcquired StreamOutcome = iota + 1
+	// StreamInProgress: another caller holds a live lease on the stream.
+	StreamInProgress
+	// StreamDuplicate: the sequence is at or below the high-water mark; the
+	// event was processed (or superseded, or rejected) already. Not an error.
+	StreamDuplicate
+)
+
+func (o StreamOutcome) String() string {
+	switch o {
+	case StreamAcquired:
+		return "ACQUIRED"
+	case StreamInProgress:
+		return "IN_PROGRESS"
+	case StreamDuplicate:
+		return "DUPLICATE"
+	}
+	return "UNKNOWN"
+}
+
+// Stream is the stored state of one (consumer, stream): an entity whose
+// events carry increasing sequence numbers. It is one small row, whatever
+// the number of events: the high-water mark answers "processed already?"
+// for every past event. Times are UTC with microsecond precision.
+type Stream struct {
+	Consumer string
+	Stream   string
+	Mode     StreamMode
+	// HighWater is the last sequence finished, by Complete or by a terminal
+	// Reject; 0 when none.
+	HighWater int64
+	// LastOutcome is how HighWater was finished: Completed or Rejected;
+	// empty while HighWater was set only by an admin reset or is 0.
+	LastOutcome State
+	// LastRejection is the rejection of HighWater's event when LastOutcome
+	// is Rejected (a poison event skipped past).
+	LastRejection *Rejection
+	// FinishedToken is the fencing token that finished HighWater, so that
+	// the same Complete or Reject repeated is recognised and harmless.
+	FinishedToken int64
+	// Rejected counts the poison events of the stream's life.
+	Rejected int64
+
+	// InFlight is the sequence of the current claim; 0 when none. Its lease
+	// may have run out: such a claim awaits reconciliation or takeover.
+	InFlight int64
+	// Digest is the in-flight event's digest, when its claim gave one.
+	Digest []byte
+	// FencingToken is the token of the latest claim; it only grows, also
+	// across expiry (until the row is reaped).
+	FencingToken   int64
+	Owner          string
+	LeaseExpiresAt time.Time
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// ExpiresAt is when an idle stream is forgotten (StreamPolicy.StreamTTL
+	// after its last write, or after its lease runs out). From then on it
+	// counts as absent, as if never seen; see ApplyStream for what a late
+	// event then gets.
+	ExpiresAt time.Time
+}
+
+// LeaseLive reports whether the stream has an in-flight claim whose lease is
+// live at now.
+func (s *Stream) LeaseLive(now time.Time) bool {
+	return s.InFlight != 0 && Now(now).Before(s.LeaseExpiresAt)
+}
+
+// StreamStart is the rule for the first sequence of a stream with no record.
+type StreamStart string
+
+const (
+	// StartAtOne, the default: a new stream expects sequence 1, as if its
+	// high-water mark were 0. After a stream is forgotten, a late event
+	// other than 1 is refused as a gap rather than processed again.
+	StartAtOne StreamStart = "ONE"
+	// StartAtFirstClaim: a new stream (dense mode) acquires whatever
+	// sequence is claimed first. This gives up two things: an earlier
+	// event delivered after a later one is a duplicate and never processed,
+	// and a forgotten stream processes any late redelivery again.
+	StartAtFirstClaim StreamStart = "FIRST_CLAIM"
+)
+
+// StreamPolicy holds the rules in force for one stream call.
+type StreamPolicy struct {
+	// DefaultLeaseTTL applies when a claim or extension names no lease.
+	DefaultLeaseTTL time.Duration
+	// StreamTTL is how long an idle stream is kept (DefaultStreamTTL when
+	// the server is not told otherwise).
+	StreamTTL time.Duration
+	// Mode, when set, fixes the mode of every stream of the consumer: a
+	// claim naming another is refused with ErrModeMismatch. Empty lets each
+	// stream's first claim choose (Dense when it names none).
+	Mode StreamMode
+	// Start is the rule for a new stream's first sequence; empty means
+	// StartAtOne.
+	Start StreamStart
+}
+
+// DefaultStreamTTL is the idle time after which a stream is forgotten
+// unless the consumer's policy says otherwise: streams are small, and a
+// late redelivery can come long after the event.
+const DefaultStreamTTL = 30 * 24 * time.Hour
+
+// ClaimStreamParams are the inputs of StreamStore.ClaimStream.
+type ClaimStreamParams struct {
+	Consumer string
+	Stream   string
+	Sequence int64
+	// Mode is the mode the caller expects; empty accepts the stream's.
+	Mode StreamMode
+	// Digest is optional; when both it and the in-flight claim's are
+	// non-empty and differ, a claim of the in-flight sequence is refused
+	// with ErrDigestMismatch.
+	Digest []byte
+	// LeaseTTL of zero means Policy.DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	Owner    string
+	Policy   StreamPolicy
+}
+
+// CompleteStreamParams are the inputs of StreamStore.CompleteStream.
+type CompleteStreamParams struct {
+	Consumer     string
+	Stream       string
+	Sequence     int64
+	FencingToken int64
+	Policy       StreamPolicy
+}
+
+// RejectStreamParams are the inputs of StreamStore.RejectStream, a terminal
+// rejection: the poison event is skipped past.
+type RejectStreamParams struct {
+	Consumer     string
+	Stream       string
+	Sequence     int64
+	FencingToken int64
+	Rejection    Rejection
+	Policy       StreamPolicy
+}
+
+// ReleaseStreamParams are the inputs of StreamStore.ReleaseStream.
+type ReleaseStreamParams struct {
+	Consumer     string
+	Stream       string
+	Sequence     int64
+	FencingToken int64
+	Policy       StreamPolicy
+}
+
+// ExtendStreamLeaseParams are the inputs of StreamStore.ExtendStreamLease.
+type ExtendStreamLeaseParams struct {
+	Consumer     string
+	Stream       string
+	Sequence     int64
+	FencingToken int64
+	// LeaseTTL of zero means Policy.DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	Policy   StreamPolicy
+}
+
+// ResetStreamParams are the inputs of StreamStore.ResetStream, the admin's
+// way to move a high-water mark either way.
+type ResetStreamParams struct {
+	Consumer  string
+	Stream    string
+	HighWater int64
+	// Mode is the mode of a stream the reset creates; empty means the
+	// policy's, else Dense. An existing stream keeps its own.
+	Mode StreamMode
+	// DryRun decides and returns the stream the reset would leave, and
+	// writes nothing.
+	DryRun bool
+	Policy StreamPolicy
+}
+
+// StreamClaimResult is what StreamStore.ClaimStream returns.
+type StreamClaimResult struct {
+	Outcome StreamOutcome
+	// Stream is the stored stream after the claim.
+	Stream Stream
+	// RetryAfter is set for StreamInProgress: the time left on the lease.
+	RetryAfter time.Duration
+}
+
+// ListStreamsParams are the inputs of StreamStore.ListStreams.
+type ListStreamsParams struct {
+	Consumer string
+	// LeaseExpired keeps only streams with an in-flight claim whose lease
+	// has run out: the reconciliation queue.
+	LeaseExpired bool
+	// AfterStream continues a listing: only streams strictly greater
+	// (bytewise) are returned.
+	AfterStream string
+	// Limit is the most streams returned; it must be positive.
+	Limit int
+}
+
+// Validate reports parameters that no store accepts.
+func (p ListStreamsParams) Validate() error {
+	switch {
+	case p.Consumer == "":
+		return errors.New("store: ListStreams: consumer is required")
+	case p.Limit <= 0:
+		return errors.New("store: ListStreams: limit must be positive")
+	}
+	return nil
+}
+
+// StreamStore is the durable home of streams. The rules of Store hold
+// here too: every method is safe for concurrent use, also from several
+// servers sharing one database; every write is atomic on the stream's one
+// row and decided by ApplyStream on the store's clock; a refusal changes
+// nothing; ErrUnavailable and the context's error after the write was sent
+// mean an unknown outcome, and every write is safe to repeat.
+type StreamStore interface {
+	// ClaimStream applies a claim of one sequence (see ApplyStream). Among
+	// any number of concurrent claims of a stream's next sequence exactly
+	// one is StreamAcquired. Refusals: ErrSequenceGap (a *StreamConflictError carrying
+	// the expected sequence), ErrModeMismatch, ErrDigestMismatch.
+	ClaimStream(ctx context.Context, p ClaimStreamParams) (StreamClaimResult, error)
+
+	// CompleteStream finishes the in-flight sequence under its fencing
+	// token and moves the high-water mark to it. Repeating the call that
+	// finished the high-water mark returns the stream unchanged. Otherwise
+	// ErrLeaseLost when the token or sequence is not the in-flight claim's,
+	// or the stream is absent; ErrAlreadyFinished when the same token
+	// finished the sequence with the other outcome.
+	CompleteStream(ctx context.Context, p CompleteStreamParams) (Stream, error)
+
+	// RejectStream finishes the in-flight sequence as a poison event: the
+	// high-water mark moves past it and the rejection is recorded. Errors
+	// and repeats as for CompleteStream.
+	RejectStream(ctx context.Context, p RejectStreamParams) (Stream, error)
+
+	// ReleaseStream gives up the in-flight claim without moving the
+	// high-water mark, so the sequence can be claimed again at once.
+	// Repeating it is harmless until the next claim. Errors as for
+	// CompleteStream (ErrAlreadyFinished when the token finished it).
+	ReleaseStream(ctx context.Context, p ReleaseStreamParams) (Stream, error)
+
+	// ExtendStreamLease renews the in-flight lease from now. Errors as for
+	// CompleteStream.
+	ExtendStreamLease(ctx context.Context, p ExtendStreamLeaseParams) (Stream, error)
+
+	// ResetStream sets the high-water mark to p.HighWater, down as well as
+	// up: the only way it ever decreases. An in-flight claim is dropped and
+	// the fencing token advanced, so its holder gets ErrLeaseLost. A stream
+	// with no record is created. With DryRun nothing is written.
+	ResetStream(ctx context.Context, p ResetStreamParams) (Stream, error)
+
+	// GetStream returns a live stream, or ErrNotFound.
+	GetStream(ctx context.Context, consumer, stream string) (Stream, error)
+
+	// ListStreams returns at most p.Limit live streams of p.Consumer in
+	// ascending bytewise stream order, greater than p.AfterStream. Paging
+	// with AfterStream set to the last stream returned visits every stream
+	// that stays live throughout exactly once.
+	ListStreams(ctx context.Context, p ListStreamsParams) ([]Stream, error)
+
+	// DeleteExpiredStreams deletes at most limit streams whose ExpiresAt has
+	// passed and returns how many; it never deletes a live stream.
+	DeleteExpiredStreams(ctx context.Context, limit int) (int, error)
+}
+
+// The stream refusals, matched with errors.Is; a StreamConflictError
+// carries the details.
+var (
+	// ErrSequenceGap: a dense stream was claimed past its next sequence.
+	ErrSequenceGap = errors.New("sequence is past the next one the stream expects")
+	// ErrModeMismatch: the claim names another mode than the stream's, or
+	// than the consumer's policy fixes.
+	ErrModeMismatch = errors.New("stream mode differs")
+)
+
+// StreamConflictError is a stream refusal caused by the stored stream.
+type StreamConflictError struct {
+	Err    error
+	Stream Stream
+	// Expected is the next sequence a dense stream accepts; set with
+	// ErrSequenceGap.
+	Expected int64
+}
+
+func (e *StreamConflictError) Error() string {
+	if errors.Is(e.Err, ErrSequenceGap) {
+		return fmt.Sprintf("%s (consumer %q, stream %q, expected sequence %d)",
+			e.Err, e.Stream.Consumer, e.Stream.Stream, e.Expected)
+	}
+	return fmt.Sprintf("%s (consumer %q, stream %q, mode %s, high-water mark %d, fencing token %d)",
+		e.Err, e.Stream.Consumer, e.Stream.Stream, e.Stream.Mode, e.Stream.HighWater, e.Stream.FencingToken)
+}
+
+func (e *StreamConflictError) Unwrap() error { return e.Err }
