@@ -69,6 +69,9 @@ func ApplyStream(stored *Stream, cmd StreamCommand, now time.Time) (StreamDecisi
 	case RejectStreamParams:
 		rej := c.Rejection
 		rej.Retryable = false
+		if len(rej.Detail) == 0 {
+			rej.Detail = nil
+		}
 		return applyStreamFinish(stored, finish{c.Sequence, c.FencingToken, Rejected, &rej, c.Policy}, now)
 	case ReleaseStreamParams:
 		return applyStreamRelease(stored, c, now)
@@ -157,7 +160,10 @@ func isGap(s *Stream, c ClaimStreamParams) bool {
 
 func acquireStream(next Stream, c ClaimStreamParams, now time.Time) StreamDecision {
 	next.InFlight = c.Sequence
-	next.Digest = c.Digest
+	next.Digest = nil
+	if len(c.Digest) > 0 { // no digest is nil, as every store reads it back
+		next.Digest = c.Digest
+	}
 	next.FencingToken++
 	next.Owner = c.Owner
 	next.UpdatedAt = now

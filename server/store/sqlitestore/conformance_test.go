@@ -27,3 +27,11 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+func TestStreamConformance(t *testing.T) {
+	storetest.RunStreams(t, func(t *testing.T) store.StreamStore {
+		s := openStoreWith(t, t.TempDir(), sqlitestore.Options{})
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
