@@ -45,6 +45,9 @@ type Config struct {
 	// Policy holds the lease default and the retention of every consumer.
 	Policy store.Policy
 	Limits api.Limits
+	// StreamTTL is how long an idle stream is kept when the consumer's
+	// stream policy names no TTL; zero means store.DefaultStreamTTL.
+	StreamTTL time.Duration
 	// PolicyCacheTTL bounds how long a consumer's stored policy is cached:
 	// a change through another replica is seen within it. Zero reads the
 	// policy on every call.
@@ -102,6 +105,7 @@ func (c Config) Validate() error {
 		{c.Limits.MaxResultBytes > 0, "--max-result-bytes must be positive"},
 		{c.Limits.MaxResultBytes <= api.MaxResultBytesCeiling, fmt.Sprintf("--max-result-bytes must be at most %d", api.MaxResultBytesCeiling)},
 		{c.PolicyCacheTTL >= 0, "--policy-cache-ttl must not be negative"},
+		{c.StreamTTL >= 0 && c.StreamTTL <= api.MaxTTLCeiling, "--stream-ttl must be between 0 and ten years"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
 		{c.AuthTokens != "" || c.InsecureNoAuth || isLoopback(c.Listen),
@@ -160,6 +164,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	policies := api.NewPolicies(observed, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
 	api.Register(grpcSrv, api.NewDedupService(observed, policies, log))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(observed, policies, log))
+	streams, _ := backend.(store.StreamStore)
+	if streams != nil {
+		sp := api.NewStreamPolicies(streams, policies, cfg.StreamTTL)
+		api.RegisterStreams(grpcSrv, api.NewStreamService(sp, log), api.NewStreamAdminService(sp, log))
+	}
 	m.GRPC.InitializeMetrics(grpcSrv)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv, log)
 	if err != nil {
@@ -178,7 +187,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// started.
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
-	bg.Go(func() { runReaper(bgCtx, observed, cfg, m, log) })
+	bg.Go(func() { runReaper(bgCtx, observed, streams, cfg, m, log) })
 	bg.Go(func() { watcher.run(bgCtx) })
 	bg.Go(func() { handleReloads(bgCtx, cfg.Reload, reload, log) })
 

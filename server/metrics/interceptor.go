@@ -33,6 +33,8 @@ func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 			m.observeError(ctx, info.FullMethod, err)
 		} else if claim, ok := resp.(*dedupv1.ClaimResponse); ok {
 			m.observeClaim(ctx, claim)
+		} else if claim, ok := resp.(*dedupv1.ClaimStreamResponse); ok {
+			m.observeStreamClaim(ctx, claim)
 		}
 		return resp, err
 	}
@@ -48,6 +50,12 @@ func (m *Metrics) observeClaim(ctx context.Context, resp *dedupv1.ClaimResponse)
 	}
 }
 
+func (m *Metrics) observeStreamClaim(ctx context.Context, resp *dedupv1.ClaimStreamResponse) {
+	name, _ := consumer.FromContext(ctx)
+	outcome := strings.ToLower(strings.TrimPrefix(resp.GetOutcome().String(), "STREAM_OUTCOME_"))
+	m.streamClaims.WithLabelValues(m.consumerLabel(name), outcome).Inc()
+}
+
 func (m *Metrics) observeError(ctx context.Context, method string, err error) {
 	reason := reasonOf(err)
 	if refusalReasons[reason] {
@@ -58,6 +66,8 @@ func (m *Metrics) observeError(ctx context.Context, method string, err error) {
 	switch reason {
 	case api.ReasonDigestMismatch:
 		m.digestConflicts.WithLabelValues(m.consumerLabel(name)).Inc()
+	case api.ReasonSequenceGap, api.ReasonStreamModeMismatch:
+		m.streamRefusals.WithLabelValues(m.consumerLabel(name), reason).Inc()
 	case api.ReasonLeaseLost:
 		m.leasesLost.WithLabelValues(m.consumerLabel(name), path.Base(method)).Inc()
 	}
