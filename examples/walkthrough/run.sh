@@ -14,14 +14,17 @@ if [ -z "$bin" ]; then
   go build -o "$work/dedupd" ./cmd/dedupd
   bin="$work/dedupd"
 fi
-"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-format json 2>"$work/log" &
+# --ready-file appears (whole) once dedupd serves; its first line is the
+# address it bound.
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --ready-file "$work/ready" 2>"$work/log" &
 pid=$!
-for _ in $(seq 1 100); do
-  addr="$(grep -o '"msg":"dedupd serving"[^}]*"listen":"[^"]*"' "$work/log" | sed 's/.*"listen":"\([^"]*\)"/\1/' || true)"
-  [ -n "$addr" ] && break
+for _ in $(seq 1 300); do
+  [ -f "$work/ready" ] && break
+  kill -0 "$pid" 2>/dev/null || break
   sleep 0.1
 done
-[ -n "$addr" ] || { cat "$work/log"; echo "dedupd did not start"; exit 1; }
+[ -f "$work/ready" ] || { cat "$work/log"; echo "dedupd did not start"; exit 1; }
+addr="$(head -n 1 "$work/ready")"
 export DEDUPD_ADDR="$addr"
 echo "-- Go";     go run ./examples/walkthrough
 echo "-- Python"; PYTHONPATH=client/python /usr/bin/python3 examples/walkthrough/walkthrough.py

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -119,8 +120,8 @@ func (s *StreamAdminService) DeleteStreamPolicy(ctx context.Context, req *dedupv
 }
 
 func streamPolicyToProto(p store.ConsumerStreamPolicy) *dedupv1.StreamPolicy {
-	pp := &dedupv1.StreamPolicy{Consumer: p.Consumer, Mode: streamModeToProto[p.Mode],
-		Start: streamStartToProto[p.Start], UpdatedAt: timestamp(p.UpdatedAt)}
+	pp := &dedupv1.StreamPolicy{Consumer: p.Consumer, Mode: recordpb.StreamModeToProto(p.Mode),
+		Start: streamStartToProto[p.Start], UpdatedAt: recordpb.Timestamp(p.UpdatedAt)}
 	if p.StreamTTL > 0 {
 		pp.StreamTtl = durationpb.New(p.StreamTTL)
 	}

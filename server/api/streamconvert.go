@@ -13,72 +13,22 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/recordpb"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// The ErrorInfo reasons of streams (see proto/dedup/v1/error_reason.proto).
-const (
-	ReasonSequenceGap        = "SEQUENCE_GAP"
-	ReasonStreamModeMismatch = "STREAM_MODE_MISMATCH"
-	ReasonStreamNotFound     = "STREAM_NOT_FOUND"
-)
-
-// MetaExpectedSequence is the ErrorInfo metadata key of a SEQUENCE_GAP that
-// gives the sequence the stream expects next.
-const MetaExpectedSequence = "expected_sequence"
-
-// streamFail is the status a stream handler returns for err. Stream
-// refusals get their own reasons and carry the stored stream as a detail;
-// everything else is mapped by Status, the one table for shared errors.
+// streamFail is the status a stream handler returns for err: rpcerrors'
+// one mapping, with a missing stream told apart from a missing key.
 func streamFail(ctx context.Context, log *slog.Logger, err error, consumer, stream string) error {
-	var conflict *store.StreamConflictError
-	switch {
-	case errors.As(err, &conflict):
-		return streamConflictStatus(conflict, consumer, stream)
-	case errors.Is(err, store.ErrNotFound):
-		meta := streamMeta(consumer, stream)
-		return withDetails(codes.NotFound, "no live stream "+strconv.Quote(capText(stream)), ReasonStreamNotFound, meta).Err()
+	if errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("stream %q: %w", capText(stream), rpcerrors.ErrStreamNotFound)
 	}
-	st := Status(err, consumer, "")
+	st := rpcerrors.Status(err, consumer, "")
 	if st.Code() == codes.Internal {
 		log.ErrorContext(ctx, "internal error", "consumer", consumer, "stream", capText(stream), "err", err)
 	}
 	return st.Err()
-}
-
-func streamConflictStatus(c *store.StreamConflictError, consumer, stream string) error {
-	meta := streamMeta(consumer, stream)
-	meta["high_water"] = strconv.FormatInt(c.Stream.HighWater, 10)
-	meta["mode"] = string(c.Stream.Mode)
-	code, reason := codes.FailedPrecondition, ReasonAlreadyFinished
-	switch {
-	case errors.Is(c, store.ErrSequenceGap):
-		reason = ReasonSequenceGap
-		meta[MetaExpectedSequence] = strconv.FormatInt(c.Expected, 10)
-	case errors.Is(c, store.ErrModeMismatch):
-		reason = ReasonStreamModeMismatch
-	case errors.Is(c, store.ErrDigestMismatch):
-		reason = ReasonDigestMismatch
-	case errors.Is(c, store.ErrLeaseLost):
-		code, reason = codes.Aborted, ReasonLeaseLost
-		meta["fencing_token"] = strconv.FormatInt(c.Stream.FencingToken, 10)
-	}
-	msg := fmt.Sprintf("%s (stream %q, high-water mark %d)", c.Err, capText(stream), c.Stream.HighWater)
-	if reason == ReasonSequenceGap {
-		msg = fmt.Sprintf("%s: stream %q expects sequence %d", c.Err, capText(stream), c.Expected)
-	}
-	return withDetails(code, msg, reason, meta, StreamToProto(c.Stream)).Err()
-}
-
-func streamMeta(consumer, stream string) map[string]string {
-	meta := map[string]string{}
-	if consumer != "" {
-		meta["consumer"] = consumer
-	}
-	if stream != "" {
-		meta["stream"] = capText(stream)
-	}
-	return meta
 }
 
 // capText bounds a caller's value echoed in an error or a log line.
@@ -91,19 +41,7 @@ func capText(s string) string {
 }
 
 // StreamToProto converts a stored stream to its API form.
-func StreamToProto(st store.Stream) *dedupv1.Stream {
-	ps := &dedupv1.Stream{
-		Consumer: st.Consumer, Stream: st.Stream, Mode: streamModeToProto[st.Mode],
-		HighWater: st.HighWater, LastOutcome: stateToProto[st.LastOutcome], Rejected: st.Rejected,
-		InFlight: st.InFlight, Digest: st.Digest, FencingToken: st.FencingToken, Owner: st.Owner,
-		LeaseExpiresAt: timestamp(st.LeaseExpiresAt), CreatedAt: timestamp(st.CreatedAt),
-		UpdatedAt: timestamp(st.UpdatedAt), ExpiresAt: timestamp(st.ExpiresAt),
-	}
-	if rj := st.LastRejection; rj != nil {
-		ps.LastRejection = &dedupv1.Rejection{Reason: rj.Reason, Message: rj.Message, Detail: rj.Detail}
-	}
-	return ps
-}
+func StreamToProto(st store.Stream) *dedupv1.Stream { return recordpb.StreamFromStore(st) }
 
 var streamOutcomeToProto = map[store.StreamOutcome]dedupv1.StreamOutcome{
 	store.StreamAcquired:   dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED,

@@ -56,11 +56,6 @@ func (p *StreamPolicies) For(ctx context.Context, consumer string) (resolvedStre
 	}, nil
 }
 
-var streamModeToProto = map[store.StreamMode]dedupv1.StreamMode{
-	store.Dense:    dedupv1.StreamMode_STREAM_MODE_DENSE,
-	store.Versions: dedupv1.StreamMode_STREAM_MODE_VERSIONS,
-}
-
 var streamStartToProto = map[store.StreamStart]dedupv1.StreamStart{
 	store.StartAtOne:        dedupv1.StreamStart_STREAM_START_ONE,
 	store.StartAtFirstClaim: dedupv1.StreamStart_STREAM_START_FIRST_CLAIM,

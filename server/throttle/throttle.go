@@ -16,8 +16,8 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
-	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // sweepAt is the number of per-consumer buckets past which full (idle)
@@ -65,7 +65,7 @@ func NewPerConsumer(perSecond float64, burst int) *PerConsumer {
 // work).
 func (p *PerConsumer) Limit(ctx context.Context) error {
 	name, named := consumer.FromContext(ctx)
-	if method, _ := grpc.Method(ctx); !named || !limited(method) || !api.ValidConsumer(name) {
+	if method, _ := grpc.Method(ctx); !named || !limited(method) || !consumer.Valid(name) {
 		return nil
 	}
 	now := p.now()
@@ -75,8 +75,8 @@ func (p *PerConsumer) Limit(ctx context.Context) error {
 		return nil
 	}
 	r.CancelAt(now) // the caller is refused, not queued: give the token back
-	return &api.RetryAfterError{
-		Err:   fmt.Errorf("consumer %q is over its rate of %g calls/s: %w", name, float64(p.limit), api.ErrRateLimited),
+	return &rpcerrors.RetryAfterError{
+		Err:   fmt.Errorf("consumer %q is over its rate of %g calls/s: %w", name, float64(p.limit), rpcerrors.ErrRateLimited),
 		After: delay,
 	}
 }
@@ -109,7 +109,7 @@ func UnaryServerInterceptor(p *PerConsumer) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if err := p.Limit(ctx); err != nil {
 			name, _ := consumer.FromContext(ctx)
-			return nil, api.Status(err, name, "").Err()
+			return nil, rpcerrors.Status(err, name, "").Err()
 		}
 		return handler(ctx, req)
 	}
@@ -140,8 +140,8 @@ func (f *InFlight) Running() int64 { return f.running.Load() }
 
 func (f *InFlight) refusal(ctx context.Context) error {
 	name, _ := consumer.FromContext(ctx)
-	err := fmt.Errorf("%d calls in flight, the most this server takes: %w", f.max, api.ErrOverloaded)
-	return api.Status(err, name, "").Err()
+	err := fmt.Errorf("%d calls in flight, the most this server takes: %w", f.max, rpcerrors.ErrOverloaded)
+	return rpcerrors.Status(err, name, "").Err()
 }
 
 // UnaryServerInterceptor answers RESOURCE_EXHAUSTED / OVERLOADED at once

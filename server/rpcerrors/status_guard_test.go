@@ -1,4 +1,4 @@
-package api
+package rpcerrors
 
 import (
 	"fmt"

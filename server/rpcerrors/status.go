@@ -1,4 +1,15 @@
-package api
+// Package rpcerrors is dedupd's error vocabulary on the wire: the ErrorInfo
+// domain and reasons, the sentinels the server's interceptors refuse calls
+// with, RetryAfterError, FieldError, and Status, the one mapping from an
+// error to a gRPC status. It is a leaf: handlers (server/api) and
+// interceptors (server/auth, server/throttle, server/metrics) both import
+// it, and it imports neither.
+//
+// The reasons are listed once for every language, as the enum ErrorReason
+// in proto/dedup/v1/error_reason.proto; a value's name is its wire string.
+// The constants here are the server's side of that list (a test keeps the
+// two equal).
+package rpcerrors
 
 import (
 	"context"
@@ -13,6 +24,7 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -20,7 +32,8 @@ import (
 const ErrorDomain = "dedup.v1"
 
 // The ErrorInfo reasons dedupd returns. They are part of the API: clients
-// branch on them, so they never change meaning.
+// branch on them, so they never change meaning. Each is the name of a value
+// of the proto enum dedup.v1.ErrorReason; a new reason goes there first.
 const (
 	ReasonInvalidField     = "INVALID_FIELD"
 	ReasonMalformedRequest = "MALFORMED_REQUEST"
@@ -38,7 +51,21 @@ const (
 	ReasonPermissionDenied = "PERMISSION_DENIED"
 	ReasonRateLimited      = "RATE_LIMITED"
 	ReasonOverloaded       = "OVERLOADED"
+	// Stream refusals (StreamService).
+	ReasonSequenceGap        = "SEQUENCE_GAP"
+	ReasonStreamModeMismatch = "STREAM_MODE_MISMATCH"
+	ReasonStreamNotFound     = "STREAM_NOT_FOUND"
 )
+
+// Reasons lists every reason above: the set the server can send, which a
+// test holds equal to the proto enum ErrorReason.
+var Reasons = []string{
+	ReasonInvalidField, ReasonMalformedRequest, ReasonNotFound, ReasonPolicyNotFound,
+	ReasonDigestMismatch, ReasonAlreadyFinished, ReasonLeaseLost, ReasonStoreUnavailable,
+	ReasonDeadlineExceeded, ReasonCanceled, ReasonInternal,
+	ReasonUnauthenticated, ReasonPermissionDenied, ReasonRateLimited, ReasonOverloaded,
+	ReasonSequenceGap, ReasonStreamModeMismatch, ReasonStreamNotFound,
+}
 
 // ErrMalformedRequest is a request whose bytes do not decode as its message,
 // such as a nested message cut short.
@@ -57,6 +84,15 @@ var (
 	// ErrOverloaded: the server is at its bound of calls in flight.
 	ErrOverloaded = errors.New("server overloaded")
 )
+
+// FieldError is a request field that fails validation. Status turns it
+// into INVALID_ARGUMENT with reason INVALID_FIELD, naming the field.
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
 
 // RetryAfterError is a refusal worth retrying after a pause; Status adds
 // the pause as a google.rpc.RetryInfo.
@@ -79,7 +115,10 @@ type errorClass struct {
 // matters only in that the first match wins.
 var errorClasses = []errorClass{
 	{ErrMalformedRequest, codes.InvalidArgument, ReasonMalformedRequest},
+	{ErrStreamNotFound, codes.NotFound, ReasonStreamNotFound},
 	{store.ErrNotFound, codes.NotFound, ReasonNotFound},
+	{store.ErrSequenceGap, codes.FailedPrecondition, ReasonSequenceGap},
+	{store.ErrModeMismatch, codes.FailedPrecondition, ReasonStreamModeMismatch},
 	{store.ErrNoPolicy, codes.NotFound, ReasonPolicyNotFound},
 	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch},
 	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished},
@@ -123,11 +162,15 @@ func Status(err error, consumer, key string) *status.Status {
 			break
 		}
 	}
+	var streamConflict *store.StreamConflictError
+	if errors.As(err, &streamConflict) {
+		return streamConflictStatus(err, streamConflict, code, reason, meta)
+	}
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) {
 		meta["state"] = string(conflict.Record.State)
 		meta["fencing_token"] = strconv.FormatInt(conflict.Record.FencingToken, 10)
-		return withDetails(code, err.Error(), reason, meta, RecordToProto(conflict.Record))
+		return withDetails(code, err.Error(), reason, meta, recordpb.FromStore(conflict.Record))
 	}
 	msg := err.Error()
 	if code == codes.Internal {
@@ -157,4 +200,15 @@ func withDetails(code codes.Code, msg, reason string, meta map[string]string, ex
 		return withInfo
 	}
 	return s
+}
+
+// Info returns the dedupd ErrorInfo (domain ErrorDomain) of a status, or
+// nil when it carries none.
+func Info(st *status.Status) *errdetails.ErrorInfo {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
+			return info
+		}
+	}
+	return nil
 }

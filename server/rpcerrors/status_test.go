@@ -1,4 +1,4 @@
-package api
+package rpcerrors
 
 import (
 	"context"
@@ -17,13 +17,11 @@ import (
 // errorInfo returns the ErrorInfo of a status, failing the test if absent.
 func errorInfo(t *testing.T, st *status.Status) *errdetails.ErrorInfo {
 	t.Helper()
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return info
-		}
+	info := Info(st)
+	if info == nil {
+		t.Fatalf("status %v has no ErrorInfo", st)
 	}
-	t.Fatalf("status %v has no ErrorInfo", st)
-	return nil
+	return info
 }
 
 func TestStatusMapsEveryDomainError(t *testing.T) {

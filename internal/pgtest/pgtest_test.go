@@ -14,3 +14,25 @@ func TestWithSetting(t *testing.T) {
 		}
 	}
 }
+
+func TestInCI(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  bool
+	}{
+		{"", false},
+		{"false", false},
+		{"FALSE", false},
+		{"0", false},
+		{" false ", false},
+		{"true", true},
+		{"1", true},
+		{"yes", true},
+		{"True", true},
+		{"github-actions", true},
+	} {
+		if got := InCI(tc.value); got != tc.want {
+			t.Errorf("InCI(%q) = %v, want %v", tc.value, got, tc.want)
+		}
+	}
+}

@@ -14,8 +14,9 @@
 //
 // When PostgreSQL cannot be reached, URL skips the test with a message
 // naming DEDUP_TEST_POSTGRES_URL, so that a developer without a database can
-// still run the rest. Under CI=true it fails the test instead: CI must never
-// pass by skipping the database tests.
+// still run the rest. Under CI (any non-empty CI value other than "false" or
+// "0", since CI systems set CI=true, CI=1 or CI=yes) it fails the test
+// instead: CI must never pass by skipping the database tests.
 package pgtest
 
 import (
@@ -24,6 +25,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,15 +122,15 @@ func dropDatabase(name string) error {
 
 // URL returns a connection URL to a new, empty schema, dropped when the test
 // ends. It skips the test when PostgreSQL is unreachable, or fails it under
-// CI=true.
+// CI (see InCI).
 func URL(t testing.TB) string {
 	t.Helper()
 	if !process.mainRan {
 		t.Fatal("pgtest: URL needs pgtest.Main: add func TestMain(m *testing.M) { pgtest.Main(m) } to the package's tests")
 	}
 	if process.setupErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("pgtest: %s (CI=true: failing instead of skipping)", unreachableMessage(process.setupErr))
+		if ci := os.Getenv("CI"); InCI(ci) {
+			t.Fatalf("pgtest: %s (CI=%s: failing instead of skipping)", unreachableMessage(process.setupErr), ci)
 		}
 		t.Skipf("pgtest: SKIPPING: %s", unreachableMessage(process.setupErr))
 	}
@@ -180,4 +182,14 @@ func redacted(s string) string {
 		return u.Redacted()
 	}
 	return "the configured server"
+}
+
+// InCI reports whether the value of the CI environment variable means the
+// tests run under CI: any non-empty value other than "false" or "0".
+func InCI(value string) bool {
+	switch strings.ToLower(strings.TrimSpace(value)) {
+	case "", "false", "0":
+		return false
+	}
+	return true
 }
