@@ -14,7 +14,7 @@ from google.protobuf import descriptor_pb2
 _sym_db = _symbol_database.Default()
 
 
-from dedup.v1 import dedup_pb2 as dedup_dot_v1_dot_dedup__pb2
+from dedupd._proto.dedup.v1 import dedup_pb2 as dedup_dot_v1_dot_dedup__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
@@ -1300,168 +1300,168 @@ _sym_db.RegisterFileDescriptor(DESCRIPTOR)
 
 Stream = _reflection.GeneratedProtocolMessageType('Stream', (_message.Message,), dict(
   DESCRIPTOR = _STREAM,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.Stream)
   ))
 _sym_db.RegisterMessage(Stream)
 
 ClaimStreamRequest = _reflection.GeneratedProtocolMessageType('ClaimStreamRequest', (_message.Message,), dict(
   DESCRIPTOR = _CLAIMSTREAMREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ClaimStreamRequest)
   ))
 _sym_db.RegisterMessage(ClaimStreamRequest)
 
 ClaimStreamResponse = _reflection.GeneratedProtocolMessageType('ClaimStreamResponse', (_message.Message,), dict(
   DESCRIPTOR = _CLAIMSTREAMRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ClaimStreamResponse)
   ))
 _sym_db.RegisterMessage(ClaimStreamResponse)
 
 CompleteStreamRequest = _reflection.GeneratedProtocolMessageType('CompleteStreamRequest', (_message.Message,), dict(
   DESCRIPTOR = _COMPLETESTREAMREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.CompleteStreamRequest)
   ))
 _sym_db.RegisterMessage(CompleteStreamRequest)
 
 CompleteStreamResponse = _reflection.GeneratedProtocolMessageType('CompleteStreamResponse', (_message.Message,), dict(
   DESCRIPTOR = _COMPLETESTREAMRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.CompleteStreamResponse)
   ))
 _sym_db.RegisterMessage(CompleteStreamResponse)
 
 RejectStreamRequest = _reflection.GeneratedProtocolMessageType('RejectStreamRequest', (_message.Message,), dict(
   DESCRIPTOR = _REJECTSTREAMREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.RejectStreamRequest)
   ))
 _sym_db.RegisterMessage(RejectStreamRequest)
 
 RejectStreamResponse = _reflection.GeneratedProtocolMessageType('RejectStreamResponse', (_message.Message,), dict(
   DESCRIPTOR = _REJECTSTREAMRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.RejectStreamResponse)
   ))
 _sym_db.RegisterMessage(RejectStreamResponse)
 
 ReleaseStreamRequest = _reflection.GeneratedProtocolMessageType('ReleaseStreamRequest', (_message.Message,), dict(
   DESCRIPTOR = _RELEASESTREAMREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ReleaseStreamRequest)
   ))
 _sym_db.RegisterMessage(ReleaseStreamRequest)
 
 ReleaseStreamResponse = _reflection.GeneratedProtocolMessageType('ReleaseStreamResponse', (_message.Message,), dict(
   DESCRIPTOR = _RELEASESTREAMRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ReleaseStreamResponse)
   ))
 _sym_db.RegisterMessage(ReleaseStreamResponse)
 
 ExtendStreamLeaseRequest = _reflection.GeneratedProtocolMessageType('ExtendStreamLeaseRequest', (_message.Message,), dict(
   DESCRIPTOR = _EXTENDSTREAMLEASEREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ExtendStreamLeaseRequest)
   ))
 _sym_db.RegisterMessage(ExtendStreamLeaseRequest)
 
 ExtendStreamLeaseResponse = _reflection.GeneratedProtocolMessageType('ExtendStreamLeaseResponse', (_message.Message,), dict(
   DESCRIPTOR = _EXTENDSTREAMLEASERESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ExtendStreamLeaseResponse)
   ))
 _sym_db.RegisterMessage(ExtendStreamLeaseResponse)
 
 GetStreamRequest = _reflection.GeneratedProtocolMessageType('GetStreamRequest', (_message.Message,), dict(
   DESCRIPTOR = _GETSTREAMREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.GetStreamRequest)
   ))
 _sym_db.RegisterMessage(GetStreamRequest)
 
 GetStreamResponse = _reflection.GeneratedProtocolMessageType('GetStreamResponse', (_message.Message,), dict(
   DESCRIPTOR = _GETSTREAMRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.GetStreamResponse)
   ))
 _sym_db.RegisterMessage(GetStreamResponse)
 
 ListStreamsRequest = _reflection.GeneratedProtocolMessageType('ListStreamsRequest', (_message.Message,), dict(
   DESCRIPTOR = _LISTSTREAMSREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ListStreamsRequest)
   ))
 _sym_db.RegisterMessage(ListStreamsRequest)
 
 ListStreamsResponse = _reflection.GeneratedProtocolMessageType('ListStreamsResponse', (_message.Message,), dict(
   DESCRIPTOR = _LISTSTREAMSRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ListStreamsResponse)
   ))
 _sym_db.RegisterMessage(ListStreamsResponse)
 
 ResetStreamRequest = _reflection.GeneratedProtocolMessageType('ResetStreamRequest', (_message.Message,), dict(
   DESCRIPTOR = _RESETSTREAMREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ResetStreamRequest)
   ))
 _sym_db.RegisterMessage(ResetStreamRequest)
 
 ResetStreamResponse = _reflection.GeneratedProtocolMessageType('ResetStreamResponse', (_message.Message,), dict(
   DESCRIPTOR = _RESETSTREAMRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ResetStreamResponse)
   ))
 _sym_db.RegisterMessage(ResetStreamResponse)
 
 StreamPolicy = _reflection.GeneratedProtocolMessageType('StreamPolicy', (_message.Message,), dict(
   DESCRIPTOR = _STREAMPOLICY,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.StreamPolicy)
   ))
 _sym_db.RegisterMessage(StreamPolicy)
 
 SetStreamPolicyRequest = _reflection.GeneratedProtocolMessageType('SetStreamPolicyRequest', (_message.Message,), dict(
   DESCRIPTOR = _SETSTREAMPOLICYREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.SetStreamPolicyRequest)
   ))
 _sym_db.RegisterMessage(SetStreamPolicyRequest)
 
 SetStreamPolicyResponse = _reflection.GeneratedProtocolMessageType('SetStreamPolicyResponse', (_message.Message,), dict(
   DESCRIPTOR = _SETSTREAMPOLICYRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.SetStreamPolicyResponse)
   ))
 _sym_db.RegisterMessage(SetStreamPolicyResponse)
 
 GetStreamPolicyRequest = _reflection.GeneratedProtocolMessageType('GetStreamPolicyRequest', (_message.Message,), dict(
   DESCRIPTOR = _GETSTREAMPOLICYREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.GetStreamPolicyRequest)
   ))
 _sym_db.RegisterMessage(GetStreamPolicyRequest)
 
 GetStreamPolicyResponse = _reflection.GeneratedProtocolMessageType('GetStreamPolicyResponse', (_message.Message,), dict(
   DESCRIPTOR = _GETSTREAMPOLICYRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.GetStreamPolicyResponse)
   ))
 _sym_db.RegisterMessage(GetStreamPolicyResponse)
 
 DeleteStreamPolicyRequest = _reflection.GeneratedProtocolMessageType('DeleteStreamPolicyRequest', (_message.Message,), dict(
   DESCRIPTOR = _DELETESTREAMPOLICYREQUEST,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.DeleteStreamPolicyRequest)
   ))
 _sym_db.RegisterMessage(DeleteStreamPolicyRequest)
 
 DeleteStreamPolicyResponse = _reflection.GeneratedProtocolMessageType('DeleteStreamPolicyResponse', (_message.Message,), dict(
   DESCRIPTOR = _DELETESTREAMPOLICYRESPONSE,
-  __module__ = 'dedup.v1.stream_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.DeleteStreamPolicyResponse)
   ))
 _sym_db.RegisterMessage(DeleteStreamPolicyResponse)
