@@ -9,6 +9,7 @@ import (
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/recordpb"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -60,7 +61,7 @@ func (s *StreamAdminService) ResetStream(ctx context.Context, req *dedupv1.Reset
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
 	if !req.GetDryRun() {
-		s.log.InfoContext(ctx, "stream reset", "consumer", req.GetConsumer(), "stream", capText(req.GetStream()),
+		s.log.InfoContext(ctx, "stream reset", "consumer", req.GetConsumer(), "stream", rpcerrors.Capped(req.GetStream()),
 			"high_water", st.HighWater, "previous", prev.HighWater)
 	}
 	resp.Stream = StreamToProto(st)

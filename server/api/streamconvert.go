@@ -22,22 +22,13 @@ import (
 // one mapping, with a missing stream told apart from a missing key.
 func streamFail(ctx context.Context, log *slog.Logger, err error, consumer, stream string) error {
 	if errors.Is(err, store.ErrNotFound) {
-		err = fmt.Errorf("stream %q: %w", capText(stream), rpcerrors.ErrStreamNotFound)
+		err = fmt.Errorf("stream %q: %w", rpcerrors.Capped(stream), rpcerrors.ErrStreamNotFound)
 	}
 	st := rpcerrors.Status(err, consumer, "")
 	if st.Code() == codes.Internal {
-		log.ErrorContext(ctx, "internal error", "consumer", consumer, "stream", capText(stream), "err", err)
+		log.ErrorContext(ctx, "internal error", "consumer", consumer, "stream", rpcerrors.Capped(stream), "err", err)
 	}
 	return st.Err()
-}
-
-// capText bounds a caller's value echoed in an error or a log line.
-func capText(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
 }
 
 // StreamToProto converts a stored stream to its API form.

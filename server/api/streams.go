@@ -73,6 +73,13 @@ func (v *validator) streamTarget(consumer, stream string) {
 	v.streamID(stream)
 }
 
+// held checks the fields of a call by the holder of a claim.
+func (v *validator) held(consumer, stream string, seq, token int64) {
+	v.streamTarget(consumer, stream)
+	v.sequence(seq)
+	v.fencingToken(token)
+}
+
 func (s *StreamService) ClaimStream(ctx context.Context, req *dedupv1.ClaimStreamRequest) (*dedupv1.ClaimStreamResponse, error) {
 	var v validator
 	v.streamTarget(req.GetConsumer(), req.GetStream())
@@ -97,9 +104,7 @@ func (s *StreamService) ClaimStream(ctx context.Context, req *dedupv1.ClaimStrea
 
 func (s *StreamService) CompleteStream(ctx context.Context, req *dedupv1.CompleteStreamRequest) (*dedupv1.CompleteStreamResponse, error) {
 	var v validator
-	v.streamTarget(req.GetConsumer(), req.GetStream())
-	v.sequence(req.GetSequence())
-	v.fencingToken(req.GetFencingToken())
+	v.held(req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken())
 	policy, err := s.policy(ctx, &v, req.GetConsumer(), 0)
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
@@ -114,9 +119,7 @@ func (s *StreamService) CompleteStream(ctx context.Context, req *dedupv1.Complet
 
 func (s *StreamService) RejectStream(ctx context.Context, req *dedupv1.RejectStreamRequest) (*dedupv1.RejectStreamResponse, error) {
 	var v validator
-	v.streamTarget(req.GetConsumer(), req.GetStream())
-	v.sequence(req.GetSequence())
-	v.fencingToken(req.GetFencingToken())
+	v.held(req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken())
 	v.text("reason", req.GetReason(), MaxReasonBytes)
 	v.text("message", req.GetMessage(), MaxStreamMessageBytes)
 	v.bytes("detail", req.GetDetail(), MaxStreamDetailBytes)
@@ -136,9 +139,7 @@ func (s *StreamService) RejectStream(ctx context.Context, req *dedupv1.RejectStr
 
 func (s *StreamService) ReleaseStream(ctx context.Context, req *dedupv1.ReleaseStreamRequest) (*dedupv1.ReleaseStreamResponse, error) {
 	var v validator
-	v.streamTarget(req.GetConsumer(), req.GetStream())
-	v.sequence(req.GetSequence())
-	v.fencingToken(req.GetFencingToken())
+	v.held(req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken())
 	policy, err := s.policy(ctx, &v, req.GetConsumer(), 0)
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
@@ -153,9 +154,7 @@ func (s *StreamService) ReleaseStream(ctx context.Context, req *dedupv1.ReleaseS
 
 func (s *StreamService) ExtendStreamLease(ctx context.Context, req *dedupv1.ExtendStreamLeaseRequest) (*dedupv1.ExtendStreamLeaseResponse, error) {
 	var v validator
-	v.streamTarget(req.GetConsumer(), req.GetStream())
-	v.sequence(req.GetSequence())
-	v.fencingToken(req.GetFencingToken())
+	v.held(req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken())
 	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
 	policy, err := s.policy(ctx, &v, req.GetConsumer(), lease)
 	if err != nil {

@@ -3,6 +3,7 @@ package rpcerrors
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -19,14 +20,15 @@ var ErrStreamNotFound = errors.New("no live stream")
 // sequence the stream expects next.
 const MetaExpectedSequence = "expected_sequence"
 
-// maxEchoedStream bounds a stream id echoed in an error's metadata.
-const maxEchoedStream = 128
+// MaxEchoed bounds a caller's value (a stream id, say) that an error's
+// metadata or a log line echoes.
+const MaxEchoed = 128
 
 // streamConflictStatus is the status of a refusal caused by a stored
 // stream: the stream rides along as a detail, and its id, mark and mode
 // (and, for a gap, the expected sequence) in the metadata.
 func streamConflictStatus(err error, c *store.StreamConflictError, code codes.Code, reason string, meta map[string]string) *status.Status {
-	meta["stream"] = capped(c.Stream.Stream, maxEchoedStream)
+	meta["stream"] = Capped(c.Stream.Stream)
 	meta["high_water"] = strconv.FormatInt(c.Stream.HighWater, 10)
 	meta["mode"] = string(c.Stream.Mode)
 	meta["fencing_token"] = strconv.FormatInt(c.Stream.FencingToken, 10)
@@ -36,9 +38,11 @@ func streamConflictStatus(err error, c *store.StreamConflictError, code codes.Co
 	return withDetails(code, err.Error(), reason, meta, recordpb.StreamFromStore(c.Stream))
 }
 
-func capped(s string, max int) string {
-	if len(s) <= max {
+// Capped is s cut to MaxEchoed bytes (at a character boundary), marked
+// with "…" when cut.
+func Capped(s string) string {
+	if len(s) <= MaxEchoed {
 		return s
 	}
-	return s[:max] + "…"
+	return strings.ToValidUTF8(s[:MaxEchoed], "") + "…"
 }

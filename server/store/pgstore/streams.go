@@ -174,19 +174,7 @@ func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]s
 
 // DeleteExpiredStreams deletes up to limit expired streams.
 func (s *Store) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	var deleted int
-	err := s.withRetry(ctx, "delete expired streams", func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, deleteExpiredStreamsSQL, limit)
-		deleted = int(tag.RowsAffected())
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return deleted, nil
+	return s.deleteBatch(ctx, "delete expired streams", deleteExpiredStreamsSQL, limit)
 }
 
 // scanStream reads one row of streamColumns, then the destinations in extra.
