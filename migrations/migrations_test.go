@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -69,8 +70,8 @@ func TestCockroachDBTTLSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 1 || ms[0].String() != "1001_row_level_ttl" {
-		t.Fatalf("cockroachdb set: %v, want 1001_row_level_ttl", ms)
+	if len(ms) != 2 || ms[0].String() != "1001_row_level_ttl" || ms[1].String() != "1014_streams_row_level_ttl" {
+		t.Fatalf("cockroachdb set: %v, want 1001_row_level_ttl, 1014_streams_row_level_ttl", ms)
 	}
 	pg, err := Load(Postgres)
 	if err != nil {
@@ -86,5 +87,8 @@ func TestCockroachDBTTLSet(t *testing.T) {
 	}
 	if !reflect.DeepEqual(ms[0].Statements, want) {
 		t.Fatalf("statements:\n%q\nwant\n%q", ms[0].Statements, want)
+	}
+	if got := ms[1].Statements; len(got) != 3 || !strings.HasPrefix(got[0], "ALTER TABLE dedup_streams SET (ttl_expiration_expression") {
+		t.Fatalf("streams TTL statements: %q", got)
 	}
 }
