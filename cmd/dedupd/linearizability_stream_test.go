@@ -102,7 +102,7 @@ func lsStep(s lsState, in lsInput) (lsOutput, lsState) {
 		switch {
 		case finishedByCaller:
 			return refuse("ALREADY_FINISHED")
-		case s.present && s.inFlight == 0 && s.token == in.token && in.seq > s.mark:
+		case s.present && s.inFlight == 0 && s.token == in.token && s.finishedBy != in.token && in.seq > s.mark:
 			return ok(s, "") // released already
 		case !holds:
 			return refuse("LEASE_LOST")

@@ -121,9 +121,10 @@ type StreamPolicy struct {
 	// StreamTTL is how long an idle stream is kept (DefaultStreamTTL when
 	// the server is not told otherwise).
 	StreamTTL time.Duration
-	// Mode, when set, fixes the mode of every stream of the consumer: a
-	// claim naming another is refused with ErrModeMismatch. Empty lets each
-	// stream's first claim choose (Dense when it names none).
+	// Mode, when set, fixes the mode of the consumer's new streams: a claim
+	// of a new stream naming another is refused with ErrModeMismatch. Empty
+	// lets each stream's first claim choose (Dense when it names none). A
+	// stream created before the policy changed keeps its own mode.
 	Mode StreamMode
 	// Start is the rule for a new stream's first sequence; empty means
 	// StartAtOne.

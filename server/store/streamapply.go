@@ -132,7 +132,9 @@ func applyStreamClaim(stored *Stream, tokenFloor int64, c ClaimStreamParams, now
 		}
 		return acquireStream(fresh, c, now), nil
 	}
-	if !ok || (mode != "" && mode != stored.Mode) {
+	// An existing stream keeps the mode it was created with, even if the
+	// policy changed since; only a claim that names another is refused.
+	if c.Mode != "" && c.Mode != stored.Mode {
 		return StreamDecision{}, &StreamConflictError{Err: ErrModeMismatch, Stream: *stored}
 	}
 	switch {
@@ -240,7 +242,8 @@ func applyStreamRelease(stored *Stream, c ReleaseStreamParams, now time.Time) (S
 		return StreamDecision{}, ErrLeaseLost
 	case finishedBy(stored, c.Sequence, c.FencingToken):
 		return StreamDecision{}, &StreamConflictError{Err: ErrAlreadyFinished, Stream: *stored}
-	case stored.InFlight == 0 && stored.FencingToken == c.FencingToken && c.Sequence > stored.HighWater:
+	case stored.InFlight == 0 && stored.FencingToken == c.FencingToken && stored.FinishedToken != c.FencingToken &&
+		c.Sequence > stored.HighWater:
 		// Released already, and nobody has claimed since: a repeat.
 		return StreamDecision{Stream: *stored}, nil
 	case !holds(stored, c.Sequence, c.FencingToken):

@@ -153,6 +153,11 @@ func TestApplyStream(t *testing.T) {
 			cmd: ReleaseStreamParams{Sequence: 5, FencingToken: 7, Policy: spol}, now: t0, want: releasedStream()},
 		{name: "release of a finished claim", stored: finishedAt(Completed, nil),
 			cmd: ReleaseStreamParams{Sequence: 5, FencingToken: 7, Policy: spol}, now: t0, err: ErrAlreadyFinished},
+		{name: "release of the next sequence with a token that finished one", stored: finishedAt(Completed, nil),
+			cmd: ReleaseStreamParams{Sequence: 6, FencingToken: 7, Policy: spol}, now: t0, err: ErrLeaseLost},
+		{name: "an existing stream keeps its mode when the policy changes", stored: versionsStream(),
+			cmd: withPolicy(sclaim(5000), StreamPolicy{Mode: Dense}), now: t0,
+			want: acquiredStream(versionsStream(), 5000, 7, t0), write: true, outcome: StreamAcquired},
 		// Admin.
 		{name: "reset moves the mark back and drops the claim", stored: inFlightStream(),
 			cmd: ResetStreamParams{HighWater: 2, Policy: spol}, now: t0.Add(time.Second), want: resetStream(2), write: true},

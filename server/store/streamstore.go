@@ -75,8 +75,9 @@ type StreamStore interface {
 }
 
 // ConsumerStreamPolicy is the stored stream policy of one consumer. Zero
-// fields take the server's defaults. Changing Mode or Start affects new
-// streams and later claims; a stream keeps the mode it was created with.
+// fields take the server's defaults. Mode fixes the mode of new streams
+// (a claim naming the other is refused); an existing stream keeps the mode
+// it was created with. Start applies to streams with no mark yet.
 type ConsumerStreamPolicy struct {
 	Consumer  string
 	StreamTTL time.Duration
