@@ -31,7 +31,12 @@ func newStreamsGetCommand(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "get CONSUMER STREAM",
 		Short: "Show one stream: its high-water mark and the claim in flight",
-		Args:  args(cobra.ExactArgs(2)),
+		Long: `Show one stream: its mode, high-water mark (the last sequence processed),
+how that event ended (and its rejection if it was poison), and the claim in
+flight with its owner and lease.`,
+		Example: `  dedupctl streams get orders order-42
+  dedupctl streams get orders order-42 -o json | jq .stream.highWater`,
+		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			client, err := a.streams()
 			if err != nil {
