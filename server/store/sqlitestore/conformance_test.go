@@ -29,9 +29,19 @@ func TestConformance(t *testing.T) {
 }
 
 func TestStreamConformance(t *testing.T) {
-	storetest.RunStreams(t, func(t *testing.T) store.StreamStore {
-		s := openStoreWith(t, t.TempDir(), sqlitestore.Options{})
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
+	for _, mode := range []struct {
+		name string
+		opts sqlitestore.Options
+	}{
+		{"GroupCommit", sqlitestore.Options{}},
+		{"NoGroupCommit", sqlitestore.Options{MaxBatch: 1}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			storetest.RunStreams(t, func(t *testing.T) store.StreamStore {
+				s := openStoreWith(t, t.TempDir(), mode.opts)
+				t.Cleanup(func() { s.Close() })
+				return s
+			})
+		})
+	}
 }

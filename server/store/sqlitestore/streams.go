@@ -74,26 +74,44 @@ func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (sto
 	return d.Stream, err
 }
 
-// applyStream reads the stream, asks store.ApplyStream and writes the
-// decision, in one transaction on the write connection.
+// applyStream runs a stream command on the write connection: with group
+// commit in the transaction of the commands queued beside it, as keys'.
 func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
-	var d store.StreamDecision
-	err := s.w.write(ctx, func() error {
-		bg := context.Background()
-		stored, err := scanStream(s.w.conn.QueryRowContext(bg, selectStreamSQL, consumer, stream), consumer, stream)
-		if err != nil {
-			return dbError("reading stream", err)
-		}
-		if d, err = store.ApplyStream(stored, cmd, time.Now()); err != nil || !d.Write {
+	var (
+		d   store.StreamDecision
+		err error
+	)
+	if s.w.maxBatch > 1 {
+		c := command{consumer: consumer, key: stream, stream: cmd}
+		err = s.w.runQueued(ctx, &c)
+		d = c.sd
+	} else {
+		err = s.w.write(ctx, func() error {
+			var err error
+			d, err = s.w.decideStream(consumer, stream, cmd)
 			return err
-		}
-		if _, err := s.w.conn.ExecContext(bg, upsertStreamSQL, streamArgs(&d.Stream)...); err != nil {
-			return dbError("writing stream", err)
-		}
-		return nil
-	})
+		})
+	}
 	if err != nil {
 		return store.StreamDecision{}, err
+	}
+	return d, nil
+}
+
+// decideStream reads the stream, asks store.ApplyStream and writes the
+// decision, inside the open transaction.
+func (w *writer) decideStream(consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
+	bg := context.Background()
+	stored, err := scanStream(w.conn.QueryRowContext(bg, selectStreamSQL, consumer, stream), consumer, stream)
+	if err != nil {
+		return store.StreamDecision{}, dbError("reading stream", err)
+	}
+	d, err := store.ApplyStream(stored, cmd, time.Now())
+	if err != nil || !d.Write {
+		return d, err
+	}
+	if _, err := w.conn.ExecContext(bg, upsertStreamSQL, streamArgs(&d.Stream)...); err != nil {
+		return store.StreamDecision{}, dbError("writing stream", err)
 	}
 	return d, nil
 }
