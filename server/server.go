@@ -170,7 +170,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(observed, policies, log))
 	streams, _ := backend.(store.StreamStore)
 	if streams != nil {
-		sp := api.NewStreamPolicies(streams, policies, cfg.StreamTTL)
+		sp := api.NewStreamPolicies(streams, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
 		api.RegisterStreams(grpcSrv, api.NewStreamService(sp, log), api.NewStreamAdminService(sp, log))
 	}
 	m.GRPC.InitializeMetrics(grpcSrv)

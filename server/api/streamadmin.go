@@ -88,6 +88,7 @@ func (s *StreamAdminService) SetStreamPolicy(ctx context.Context, req *dedupv1.S
 		return nil, s.fail(ctx, err, pp.GetConsumer(), "")
 	}
 	stored, err := s.streams.store.PutStreamPolicy(ctx, p)
+	s.streams.Invalidate(p.Consumer) // also on failure: the write may have landed
 	if err != nil {
 		return nil, s.fail(ctx, err, pp.GetConsumer(), "")
 	}
@@ -114,6 +115,7 @@ func (s *StreamAdminService) DeleteStreamPolicy(ctx context.Context, req *dedupv
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
 	p, err := s.streams.store.DeleteStreamPolicy(ctx, req.GetConsumer())
+	s.streams.Invalidate(req.GetConsumer())
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}

@@ -30,7 +30,9 @@ func newStreamClients(t *testing.T) (dedupv1.StreamServiceClient, dedupv1.Stream
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
 	log := slog.New(slog.DiscardHandler)
-	sp := NewStreamPolicies(st, NewPolicies(st, testDefaults, 0), 0)
+	// A long cache: the policy changes in the tests go through this
+	// server, which must see them at its next call.
+	sp := NewStreamPolicies(st, NewPolicies(st, testDefaults, time.Hour), 0, time.Hour)
 	RegisterStreams(srv, NewStreamService(sp, log), NewStreamAdminService(sp, log))
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
@@ -212,5 +214,28 @@ func TestStreamListAndReset(t *testing.T) {
 	next, err := c.ClaimStream(ctx, &dedupv1.ClaimStreamRequest{Consumer: "orders", Stream: "a", Sequence: 8})
 	if err != nil || next.GetOutcome() != dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED {
 		t.Fatalf("claim after the reset: %v, %v", next, err)
+	}
+}
+
+// A stream policy changed through this server applies to its next call,
+// although the previous one was cached.
+func TestStreamPolicyChangeAppliesAtOnce(t *testing.T) {
+	c, admin := newStreamClients(t)
+	ctx := context.Background()
+	if _, err := c.ClaimStream(ctx, &dedupv1.ClaimStreamRequest{Consumer: "flip", Stream: "a", Sequence: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.SetStreamPolicy(ctx, &dedupv1.SetStreamPolicyRequest{Policy: &dedupv1.StreamPolicy{
+		Consumer: "flip", Mode: dedupv1.StreamMode_STREAM_MODE_VERSIONS}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.ClaimStream(ctx, &dedupv1.ClaimStreamRequest{Consumer: "flip", Stream: "b", Sequence: 7,
+		Mode: dedupv1.StreamMode_STREAM_MODE_DENSE})
+	if _, info, _ := streamErrorInfo(t, err); info.GetReason() != "STREAM_MODE_MISMATCH" {
+		t.Fatalf("claim against the new policy: %v", err)
+	}
+	resp, err := c.ClaimStream(ctx, &dedupv1.ClaimStreamRequest{Consumer: "flip", Stream: "b", Sequence: 7})
+	if err != nil || resp.GetStream().GetMode() != dedupv1.StreamMode_STREAM_MODE_VERSIONS {
+		t.Fatalf("a new stream under the new policy: %v, %v", resp, err)
 	}
 }
