@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -17,8 +18,11 @@ var (
 	ErrLeaseLost = errors.New("fencing token is not the current lease of this key")
 	// ErrAlreadyFinished: the key already holds a different terminal outcome.
 	ErrAlreadyFinished = errors.New("key already has a different outcome")
-	// ErrUnavailable: the database could not be reached, or stayed too
-	// contended to commit; nothing was changed and the call may be retried.
+	// ErrUnavailable: the database could not be reached, stayed too
+	// contended to commit, or could not tell whether a commit happened
+	// (CockroachDB's "result is ambiguous", SQLSTATE 40003). The call may be
+	// retried; whether it changed anything is unknown once its write was
+	// sent (see Store), so a retry reads the stored outcome.
 	ErrUnavailable = errors.New("store unavailable")
 	// ErrNoPolicy: the consumer has no stored policy.
 	ErrNoPolicy = errors.New("no policy for this consumer")
@@ -40,4 +44,44 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 
 func conflict(err error, stored *Record) error {
 	return &ConflictError{Err: err, Record: *stored}
+}
+
+// Failure classes: how a store call failed, as metrics and traces name it.
+const (
+	FailureUnavailable = "unavailable"
+	FailureDeadline    = "deadline"
+	FailureCanceled    = "canceled"
+	FailureInternal    = "internal"
+)
+
+// Classify names how a store call ended, for metrics and traces, without
+// any of the call's data: "ok"; one of the refusals the contract defines
+// ("not_found", "digest_mismatch", "lease_lost", "already_finished",
+// "no_policy", "conflict"), which are answers; or, with failed set, one of
+// the Failure classes.
+func Classify(err error) (outcome string, failed bool) {
+	var c *ConflictError
+	switch {
+	case err == nil:
+		return "ok", false
+	case errors.Is(err, ErrNotFound):
+		return "not_found", false
+	case errors.Is(err, ErrDigestMismatch):
+		return "digest_mismatch", false
+	case errors.Is(err, ErrLeaseLost):
+		return "lease_lost", false
+	case errors.Is(err, ErrAlreadyFinished):
+		return "already_finished", false
+	case errors.Is(err, ErrNoPolicy):
+		return "no_policy", false
+	case errors.As(err, &c):
+		return "conflict", false
+	case errors.Is(err, ErrUnavailable):
+		return FailureUnavailable, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return FailureDeadline, true
+	case errors.Is(err, context.Canceled):
+		return FailureCanceled, true
+	}
+	return FailureInternal, true
 }
