@@ -119,13 +119,13 @@ or may not have happened.`,
 				}
 				out.Streams = append(out.Streams, page.GetStreams()...)
 				out.NextPageToken = page.GetNextPageToken()
-				if out.NextPageToken == "" || (!all && len(out.Streams) >= limit) {
+				if out.GetNextPageToken() == "" || (!all && len(out.GetStreams()) >= limit) {
 					break
 				}
-				req.PageToken = out.NextPageToken
+				req.PageToken = out.GetNextPageToken()
 			}
-			if !all && len(out.Streams) > limit {
-				out.Streams = out.Streams[:limit]
+			if !all && len(out.GetStreams()) > limit {
+				out.Streams = out.GetStreams()[:limit]
 			}
 			if a.jsonOutput() {
 				return a.printJSON(out)

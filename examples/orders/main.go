@@ -20,26 +20,32 @@ import (
 func main() {
 	addr := flag.String("dedupd", "127.0.0.1:7070", "dedupd address")
 	flag.Parse()
-	c, err := client.New(*addr)
-	if err != nil {
+	if err := run(*addr); err != nil {
 		log.Fatal(err)
+	}
+}
+
+func run(addr string) error {
+	c, err := client.New(addr)
+	if err != nil {
+		return err
 	}
 	defer c.Close()
 	table := orders.NewTable()
 	consumer := &orders.Consumer{Dedup: c, Table: table, Consumer: "orders-example", Lease: 10 * time.Second}
-	run := fmt.Sprintf("%d", time.Now().UnixNano())
-	events := Events(run)
+	runID := fmt.Sprintf("%d", time.Now().UnixNano())
 	ctx := context.Background()
-	err = orders.Redeliver(ctx, events, 10*time.Millisecond, func(ev orders.Event) (orders.Outcome, error) {
+	err = orders.Redeliver(ctx, Events(runID), 10*time.Millisecond, func(ev orders.Event) (orders.Outcome, error) {
 		return consumer.Handle(ctx, ev)
 	})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	for _, id := range []string{"a", "b", "c"} {
-		order := "order-" + id + "-" + run
+		order := "order-" + id + "-" + runID
 		fmt.Printf("%s: %s\n", order, table.Status(order))
 	}
+	return nil
 }
 
 // Events are three orders' events (a: created, paid; b: created, paid,

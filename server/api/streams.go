@@ -102,71 +102,87 @@ func (s *StreamService) ClaimStream(ctx context.Context, req *dedupv1.ClaimStrea
 	return streamClaimResponse(res), nil
 }
 
-func (s *StreamService) CompleteStream(ctx context.Context, req *dedupv1.CompleteStreamRequest) (*dedupv1.CompleteStreamResponse, error) {
+// asHolder runs a call of a claim's holder: the holder's fields and the
+// call's own checks (which return the lease it asks for, or 0), the policy,
+// then write; the stream it returns, or the caller's error.
+func (s *StreamService) asHolder(ctx context.Context, consumer, stream string, seq, token int64,
+	checks func(*validator) time.Duration, write func(store.StreamPolicy) (store.Stream, error)) (*dedupv1.Stream, error) {
 	var v validator
-	v.held(req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken())
-	policy, err := s.policy(ctx, &v, req.GetConsumer(), 0)
+	v.held(consumer, stream, seq, token)
+	lease := checks(&v)
+	policy, err := s.policy(ctx, &v, consumer, lease)
 	if err != nil {
-		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
+		return nil, s.fail(ctx, err, consumer, stream)
 	}
-	st, err := s.streams.store.CompleteStream(ctx, store.CompleteStreamParams{Consumer: req.GetConsumer(),
-		Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(), Policy: policy})
+	st, err := write(policy)
 	if err != nil {
-		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
+		return nil, s.fail(ctx, err, consumer, stream)
 	}
-	return &dedupv1.CompleteStreamResponse{Stream: StreamToProto(st)}, nil
+	return StreamToProto(st), nil
+}
+
+func noChecks(*validator) time.Duration { return 0 }
+
+func (s *StreamService) CompleteStream(ctx context.Context, req *dedupv1.CompleteStreamRequest) (*dedupv1.CompleteStreamResponse, error) {
+	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), noChecks,
+		func(p store.StreamPolicy) (store.Stream, error) {
+			return s.streams.store.CompleteStream(ctx, store.CompleteStreamParams{Consumer: req.GetConsumer(),
+				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(), Policy: p})
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &dedupv1.CompleteStreamResponse{Stream: st}, nil
 }
 
 func (s *StreamService) RejectStream(ctx context.Context, req *dedupv1.RejectStreamRequest) (*dedupv1.RejectStreamResponse, error) {
-	var v validator
-	v.held(req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken())
-	v.text("reason", req.GetReason(), MaxReasonBytes)
-	v.text("message", req.GetMessage(), MaxStreamMessageBytes)
-	v.bytes("detail", req.GetDetail(), MaxStreamDetailBytes)
-	policy, err := s.policy(ctx, &v, req.GetConsumer(), 0)
-	if err != nil {
-		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
+	checks := func(v *validator) time.Duration {
+		v.text("reason", req.GetReason(), MaxReasonBytes)
+		v.text("message", req.GetMessage(), MaxStreamMessageBytes)
+		v.bytes("detail", req.GetDetail(), MaxStreamDetailBytes)
+		return 0
 	}
-	st, err := s.streams.store.RejectStream(ctx, store.RejectStreamParams{Consumer: req.GetConsumer(),
-		Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(),
-		Rejection: store.Rejection{Reason: req.GetReason(), Message: req.GetMessage(), Detail: req.GetDetail()},
-		Policy:    policy})
+	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), checks,
+		func(p store.StreamPolicy) (store.Stream, error) {
+			return s.streams.store.RejectStream(ctx, store.RejectStreamParams{Consumer: req.GetConsumer(),
+				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(),
+				Rejection: store.Rejection{Reason: req.GetReason(), Message: req.GetMessage(), Detail: req.GetDetail()},
+				Policy:    p})
+		})
 	if err != nil {
-		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
+		return nil, err
 	}
-	return &dedupv1.RejectStreamResponse{Stream: StreamToProto(st)}, nil
+	return &dedupv1.RejectStreamResponse{Stream: st}, nil
 }
 
 func (s *StreamService) ReleaseStream(ctx context.Context, req *dedupv1.ReleaseStreamRequest) (*dedupv1.ReleaseStreamResponse, error) {
-	var v validator
-	v.held(req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken())
-	policy, err := s.policy(ctx, &v, req.GetConsumer(), 0)
+	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), noChecks,
+		func(p store.StreamPolicy) (store.Stream, error) {
+			return s.streams.store.ReleaseStream(ctx, store.ReleaseStreamParams{Consumer: req.GetConsumer(),
+				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(), Policy: p})
+		})
 	if err != nil {
-		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
+		return nil, err
 	}
-	st, err := s.streams.store.ReleaseStream(ctx, store.ReleaseStreamParams{Consumer: req.GetConsumer(),
-		Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(), Policy: policy})
-	if err != nil {
-		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
-	}
-	return &dedupv1.ReleaseStreamResponse{Stream: StreamToProto(st)}, nil
+	return &dedupv1.ReleaseStreamResponse{Stream: st}, nil
 }
 
 func (s *StreamService) ExtendStreamLease(ctx context.Context, req *dedupv1.ExtendStreamLeaseRequest) (*dedupv1.ExtendStreamLeaseResponse, error) {
-	var v validator
-	v.held(req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken())
-	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
-	policy, err := s.policy(ctx, &v, req.GetConsumer(), lease)
-	if err != nil {
-		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
+	var lease time.Duration
+	checks := func(v *validator) time.Duration {
+		lease = v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
+		return lease
 	}
-	st, err := s.streams.store.ExtendStreamLease(ctx, store.ExtendStreamLeaseParams{Consumer: req.GetConsumer(),
-		Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(),
-		LeaseTTL: lease, Policy: policy})
+	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), checks,
+		func(p store.StreamPolicy) (store.Stream, error) {
+			return s.streams.store.ExtendStreamLease(ctx, store.ExtendStreamLeaseParams{Consumer: req.GetConsumer(),
+				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(),
+				LeaseTTL: lease, Policy: p})
+		})
 	if err != nil {
-		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
+		return nil, err
 	}
-	return &dedupv1.ExtendStreamLeaseResponse{Stream: StreamToProto(st)}, nil
+	return &dedupv1.ExtendStreamLeaseResponse{Stream: st}, nil
 }
 
 func (s *StreamService) GetStream(ctx context.Context, req *dedupv1.GetStreamRequest) (*dedupv1.GetStreamResponse, error) {

@@ -34,7 +34,7 @@ func newStreamClients(t *testing.T) (dedupv1.StreamServiceClient, dedupv1.Stream
 	// server, which must see them at its next call.
 	sp := NewStreamPolicies(st, NewPolicies(st, testDefaults, time.Hour), 0, time.Hour)
 	RegisterStreams(srv, NewStreamService(sp, log), NewStreamAdminService(sp, log))
-	go srv.Serve(lis)
+	go func() { _ = srv.Serve(lis) }() // returns once stopped
 	t.Cleanup(srv.Stop)
 	conn, err := grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),

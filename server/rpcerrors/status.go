@@ -53,7 +53,7 @@ const (
 	ReasonPermissionDenied = "PERMISSION_DENIED"
 	ReasonRateLimited      = "RATE_LIMITED"
 	ReasonOverloaded       = "OVERLOADED"
-	// Stream refusals (StreamService).
+	// ReasonSequenceGap and the two below are StreamService's refusals.
 	ReasonSequenceGap        = "SEQUENCE_GAP"
 	ReasonStreamModeMismatch = "STREAM_MODE_MISMATCH"
 	ReasonStreamNotFound     = "STREAM_NOT_FOUND"

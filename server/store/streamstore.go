@@ -14,10 +14,13 @@ import (
 // nothing; ErrUnavailable and the context's error after the write was sent
 // mean an unknown outcome, and every write is safe to repeat.
 type StreamStore interface {
+	StreamAdmin
+
 	// ClaimStream applies a claim of one sequence (see ApplyStream). Among
 	// any number of concurrent claims of a stream's next sequence exactly
-	// one is StreamAcquired. Refusals: ErrSequenceGap (a *StreamConflictError carrying
-	// the expected sequence), ErrModeMismatch, ErrDigestMismatch.
+	// one is StreamAcquired. Refusals: ErrSequenceGap (a
+	// *StreamConflictError carrying the expected sequence),
+	// ErrModeMismatch, ErrDigestMismatch.
 	ClaimStream(ctx context.Context, p ClaimStreamParams) (StreamClaimResult, error)
 
 	// CompleteStream finishes the in-flight sequence under its fencing
@@ -43,24 +46,29 @@ type StreamStore interface {
 	// CompleteStream.
 	ExtendStreamLease(ctx context.Context, p ExtendStreamLeaseParams) (Stream, error)
 
+	// GetStream returns a live stream, or ErrNotFound.
+	GetStream(ctx context.Context, consumer, stream string) (Stream, error)
+
+	// DeleteExpiredStreams deletes at most limit streams whose ExpiresAt has
+	// passed and returns how many; it never deletes a live stream.
+	DeleteExpiredStreams(ctx context.Context, limit int) (int, error)
+}
+
+// StreamAdmin is what operators need of streams beyond the hot path:
+// moving a mark by hand, listing, and per-consumer stream policies. The
+// rules of StreamStore hold.
+type StreamAdmin interface {
 	// ResetStream sets the high-water mark to p.HighWater, down as well as
 	// up: the only way it ever decreases. An in-flight claim is dropped and
 	// the fencing token advanced, so its holder gets ErrLeaseLost. A stream
 	// with no record is created. With DryRun nothing is written.
 	ResetStream(ctx context.Context, p ResetStreamParams) (Stream, error)
 
-	// GetStream returns a live stream, or ErrNotFound.
-	GetStream(ctx context.Context, consumer, stream string) (Stream, error)
-
 	// ListStreams returns at most p.Limit live streams of p.Consumer in
 	// ascending bytewise stream order, greater than p.AfterStream. Paging
 	// with AfterStream set to the last stream returned visits every stream
 	// that stays live throughout exactly once.
 	ListStreams(ctx context.Context, p ListStreamsParams) ([]Stream, error)
-
-	// DeleteExpiredStreams deletes at most limit streams whose ExpiresAt has
-	// passed and returns how many; it never deletes a live stream.
-	DeleteExpiredStreams(ctx context.Context, limit int) (int, error)
 
 	// PutStreamPolicy creates or replaces a consumer's stream policy and
 	// returns it as stored, with UpdatedAt set.

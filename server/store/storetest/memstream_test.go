@@ -32,20 +32,22 @@ func (m *memStreams) apply(ctx context.Context, consumer, stream string, cmd sto
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := [2]string{consumer, stream}
-	var stored *store.Stream
-	if st, ok := m.streams[k]; ok {
-		st = cloneStream(st)
-		stored = &st
-	}
-	d, err := store.ApplyStream(stored, cmd, time.Now())
-	if err != nil {
-		return store.StreamDecision{}, err
-	}
-	if d.Write {
+	d, err := store.ApplyStream(m.load(k), cmd, time.Now())
+	if err == nil && d.Write {
 		m.streams[k] = cloneStream(d.Stream)
 	}
 	d.Stream = cloneStream(d.Stream)
-	return d, nil
+	return d, err
+}
+
+// load returns a copy of the stored stream, nil when there is none.
+func (m *memStreams) load(k [2]string) *store.Stream {
+	st, ok := m.streams[k]
+	if !ok {
+		return nil
+	}
+	st = cloneStream(st)
+	return &st
 }
 
 func (m *memStreams) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (store.StreamClaimResult, error) {

@@ -131,14 +131,20 @@ func wantStreamUnchanged(t *testing.T, s store.StreamStore, before store.Stream)
 	}
 }
 
-func wantStreamErr(t *testing.T, err, target error) *store.StreamConflictError {
+func wantStreamErr(t *testing.T, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Fatalf("error %v, want %v", err, target)
 	}
-	var ce *store.StreamConflictError
-	errors.As(err, &ce)
-	return ce
+}
+
+// wantGap checks that err is a sequence gap expecting expected.
+func wantGap(t *testing.T, err error, expected int64) {
+	t.Helper()
+	ce, ok := errors.AsType[*store.StreamConflictError](err)
+	if !errors.Is(err, store.ErrSequenceGap) || !ok || ce.Expected != expected {
+		t.Fatalf("error %v, want a sequence gap expecting %d", err, expected)
+	}
 }
 
 func checkStreamNormal(t *testing.T, st store.Stream) {
@@ -163,9 +169,7 @@ func testStreamNewAcquiresOne(t *testing.T, s store.StreamStore) {
 
 func testStreamNewRefusesLater(t *testing.T, s store.StreamStore) {
 	_, err := s.ClaimStream(t.Context(), sclaimP("order-1", 2))
-	if ce := wantStreamErr(t, err, store.ErrSequenceGap); ce == nil || ce.Expected != 1 {
-		t.Fatalf("gap on a new stream: %+v, want expected 1", ce)
-	}
+	wantGap(t, err, 1)
 	if _, err := s.GetStream(t.Context(), consumer, "order-1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a refused claim created the stream: %v", err)
 	}
@@ -215,9 +219,7 @@ func testStreamNext(t *testing.T, s store.StreamStore) {
 func testStreamGap(t *testing.T, s store.StreamStore) {
 	before := advance(t, s, "order-1", 2)
 	_, err := s.ClaimStream(t.Context(), sclaimP("order-1", 5))
-	if ce := wantStreamErr(t, err, store.ErrSequenceGap); ce == nil || ce.Expected != 3 {
-		t.Fatalf("gap: %+v, want expected 3", ce)
-	}
+	wantGap(t, err, 3)
 	wantStreamUnchanged(t, s, before)
 }
 

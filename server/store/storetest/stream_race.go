@@ -3,7 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -134,7 +134,7 @@ func testStreamRaceTakeovers(t *testing.T, s store.StreamStore) {
 	if watchErr != nil {
 		t.Fatal(watchErr)
 	}
-	sort.Slice(completed, func(i, j int) bool { return completed[i] < completed[j] })
+	slices.Sort(completed)
 	for i, seq := range completed {
 		if seq != int64(i+1) {
 			t.Fatalf("completed %v: want each of 1..%d exactly once", completed, target)
