@@ -55,6 +55,9 @@ type Config struct {
 	// Policy holds the lease default and the retention of every consumer.
 	Policy store.Policy
 	Limits api.Limits
+	// StreamTTL is how long an idle stream is kept when the consumer's
+	// stream policy names no TTL; zero means store.DefaultStreamTTL.
+	StreamTTL time.Duration
 	// PolicyCacheTTL bounds how long a consumer's stored policy is cached:
 	// a change through another replica is seen within it. Zero reads the
 	// policy on every call.
@@ -122,6 +125,7 @@ func (c Config) Validate() error {
 		{c.Limits.MaxResultBytes > 0, "--max-result-bytes must be positive"},
 		{c.Limits.MaxResultBytes <= api.MaxResultBytesCeiling, fmt.Sprintf("--max-result-bytes must be at most %d", api.MaxResultBytesCeiling)},
 		{c.PolicyCacheTTL >= 0, "--policy-cache-ttl must not be negative"},
+		{c.StreamTTL >= 0 && c.StreamTTL <= api.MaxTTLCeiling, "--stream-ttl must be between 0 and ten years"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
 		{c.AuthTokens != "" || c.InsecureNoAuth || loopback.Target(c.Listen),
@@ -174,8 +178,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	healthSrv := health.NewServer()
-	setHealth(healthSrv, false) // until the first ping answers
-	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
+	setHealth(healthSrv, false)               // until the first ping answers
+	streams, _ := backend.(store.StreamStore) // nil: a store without streams
+	grpcSrv := newServices(cfg, log, healthSrv, g, observed, streams)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv, log)
 	if err != nil {
 		lis.Close()
@@ -193,7 +198,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// started.
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
-	bg.Go(func() { runReaper(bgCtx, observed, cfg, m, log) })
+	bg.Go(func() { runReaper(bgCtx, observed, streams, cfg, m, log) })
 	bg.Go(func() { watcher.run(bgCtx) })
 	bg.Go(func() { handleReloads(bgCtx, cfg.Reload, reload, log) })
 
@@ -224,13 +229,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 // newServices builds the gRPC server with both services on st, which the
 // caller has wrapped in the replay cache and the store metrics.
-func newServices(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards, st store.Store) *grpc.Server {
+func newServices(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards, st store.Store, streams store.StreamStore) *grpc.Server {
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
-	// One resolver for both services, so that a policy changed through
+	// One resolver for every service, so that a policy changed through
 	// AdminService applies to this server's next call.
 	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
 	api.Register(grpcSrv, api.NewDedupService(st, policies, log))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
+	if streams != nil {
+		sp := api.NewStreamPolicies(streams, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
+		api.RegisterStreams(grpcSrv, api.NewStreamService(sp, log), api.NewStreamAdminService(sp, log))
+	}
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv
 }

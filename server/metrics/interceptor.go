@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"path"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -31,6 +32,8 @@ func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 			m.observeError(ctx, info.FullMethod, err)
 		} else if claim, ok := resp.(*dedupv1.ClaimResponse); ok {
 			m.observeClaim(ctx, claim)
+		} else if claim, ok := resp.(*dedupv1.ClaimStreamResponse); ok {
+			m.observeStreamClaim(ctx, claim)
 		}
 		return resp, err
 	}
@@ -45,6 +48,12 @@ func (m *Metrics) observeClaim(ctx context.Context, resp *dedupv1.ClaimResponse)
 	}
 }
 
+func (m *Metrics) observeStreamClaim(ctx context.Context, resp *dedupv1.ClaimStreamResponse) {
+	name, _ := consumer.FromContext(ctx)
+	outcome := strings.ToLower(strings.TrimPrefix(resp.GetOutcome().String(), "STREAM_OUTCOME_"))
+	m.streamClaims.WithLabelValues(m.consumerLabel(name), outcome).Inc()
+}
+
 func (m *Metrics) observeError(ctx context.Context, method string, err error) {
 	reason := reasonOf(err)
 	if refusalReasons[reason] {
@@ -55,6 +64,8 @@ func (m *Metrics) observeError(ctx context.Context, method string, err error) {
 	switch reason {
 	case rpcerrors.ReasonDigestMismatch:
 		m.digestConflicts.WithLabelValues(m.consumerLabel(name)).Inc()
+	case rpcerrors.ReasonSequenceGap, rpcerrors.ReasonStreamModeMismatch:
+		m.streamRefusals.WithLabelValues(m.consumerLabel(name), reason).Inc()
 	case rpcerrors.ReasonLeaseLost:
 		m.leasesLost.WithLabelValues(m.consumerLabel(name), path.Base(method)).Inc()
 	}

@@ -38,6 +38,8 @@ type Metrics struct {
 	GRPC *GRPCMetrics
 
 	claims          *prometheus.CounterVec
+	streamClaims    *prometheus.CounterVec
+	streamRefusals  *prometheus.CounterVec
 	reacquired      *prometheus.CounterVec
 	digestConflicts *prometheus.CounterVec
 	leasesLost      *prometheus.CounterVec
@@ -66,6 +68,8 @@ func New() *Metrics {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
 	m.claims = counterVec("dedupd_claims_total", "Claims answered, by consumer and outcome (acquired, in_progress, completed, rejected).", "consumer", "outcome")
+	m.streamClaims = counterVec("dedupd_stream_claims_total", "Stream claims answered, by consumer and outcome (acquired, in_progress, duplicate); refusals such as SEQUENCE_GAP are counted by dedupd_stream_refusals_total.", "consumer", "outcome")
+	m.streamRefusals = counterVec("dedupd_stream_refusals_total", "Stream claims refused, by consumer and reason (SEQUENCE_GAP, STREAM_MODE_MISMATCH).", "consumer", "reason")
 	m.reacquired = counterVec("dedupd_claims_reacquired_total", "Claims that acquired a key claimed before: a lease that ran out (takeover) or a retryable release.", "consumer")
 	m.digestConflicts = counterVec("dedupd_digest_conflicts_total", "Claims refused because the key is stored with another digest.", "consumer")
 	m.leasesLost = counterVec("dedupd_leases_lost_total", "Complete, Reject or ExtendLease refused because the caller's lease is no longer the key's current one.", "consumer", "method")
@@ -77,7 +81,7 @@ func New() *Metrics {
 	m.storeRetries = counterVec("dedupd_store_retries_total", "Store transactions run again after a serialization failure or lost compare-and-set (PostgreSQL/CockroachDB).", "op")
 	m.storeErrors = counterVec("dedupd_store_errors_total", "Store operations that failed, by operation and class (unavailable, deadline, canceled, internal). Refusals such as LEASE_LOST are not errors.", "op", "class")
 	m.serving = prometheus.NewGauge(prometheus.GaugeOpts{Name: "dedupd_serving", Help: "1 while the health status is SERVING (the store answers), else 0."})
-	m.Registry.MustRegister(m.GRPC, m.claims, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
+	m.Registry.MustRegister(m.GRPC, m.claims, m.streamClaims, m.streamRefusals, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
 		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.initializeSeries()

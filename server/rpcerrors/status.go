@@ -53,6 +53,10 @@ const (
 	ReasonPermissionDenied = "PERMISSION_DENIED"
 	ReasonRateLimited      = "RATE_LIMITED"
 	ReasonOverloaded       = "OVERLOADED"
+	// ReasonSequenceGap and the two below are StreamService's refusals.
+	ReasonSequenceGap        = "SEQUENCE_GAP"
+	ReasonStreamModeMismatch = "STREAM_MODE_MISMATCH"
+	ReasonStreamNotFound     = "STREAM_NOT_FOUND"
 )
 
 // Reasons lists every reason above: the set the server can send, which a
@@ -62,6 +66,7 @@ var Reasons = []string{
 	ReasonDigestMismatch, ReasonAlreadyFinished, ReasonLeaseLost, ReasonStoreUnavailable,
 	ReasonDeadlineExceeded, ReasonCanceled, ReasonInternal,
 	ReasonUnauthenticated, ReasonPermissionDenied, ReasonRateLimited, ReasonOverloaded,
+	ReasonSequenceGap, ReasonStreamModeMismatch, ReasonStreamNotFound,
 }
 
 // ErrMalformedRequest is a request whose bytes do not decode as its message,
@@ -112,7 +117,10 @@ type errorClass struct {
 // matters only in that the first match wins.
 var errorClasses = []errorClass{
 	{ErrMalformedRequest, codes.InvalidArgument, ReasonMalformedRequest},
+	{ErrStreamNotFound, codes.NotFound, ReasonStreamNotFound},
 	{store.ErrNotFound, codes.NotFound, ReasonNotFound},
+	{store.ErrSequenceGap, codes.FailedPrecondition, ReasonSequenceGap},
+	{store.ErrModeMismatch, codes.FailedPrecondition, ReasonStreamModeMismatch},
 	{store.ErrNoPolicy, codes.NotFound, ReasonPolicyNotFound},
 	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch},
 	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished},
@@ -154,6 +162,9 @@ func Status(err error, consumer, key string) *status.Status {
 			code, reason = c.code, c.reason
 			break
 		}
+	}
+	if streamConflict, ok := errors.AsType[*store.StreamConflictError](err); ok {
+		return streamConflictStatus(err, streamConflict, code, reason, meta)
 	}
 	if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
 		meta["state"] = string(conflict.Record.State)

@@ -56,8 +56,8 @@ func NewPerConsumer(perSecond float64, burst int) *PerConsumer {
 }
 
 // Limit takes one token from the bucket of the call's consumer, or returns
-// ErrRateLimited with the time until one is free. Only DedupService calls
-// are limited: AdminService requests may name a consumer too, but an
+// ErrRateLimited with the time until one is free. Only DedupService and
+// StreamService calls are limited: AdminService requests may name a consumer too, but an
 // operator's call must not use up that consumer's rate. A name that is not
 // a valid consumer gets no bucket: the limiter runs before validation, and
 // a bucket would keep the name, up to a whole request in size, in memory
@@ -65,7 +65,7 @@ func NewPerConsumer(perSecond float64, burst int) *PerConsumer {
 // work).
 func (p *PerConsumer) Limit(ctx context.Context) error {
 	name, named := consumer.FromContext(ctx)
-	if method, _ := grpc.Method(ctx); !named || !strings.HasPrefix(method, "/dedup.v1.DedupService/") || !consumer.Valid(name) {
+	if method, _ := grpc.Method(ctx); !named || !limited(method) || !consumer.Valid(name) {
 		return nil
 	}
 	now := p.now()
@@ -165,4 +165,10 @@ func (f *InFlight) StreamServerInterceptor() grpc.StreamServerInterceptor {
 		defer f.release()
 		return handler(srv, ss)
 	}
+}
+
+// limited reports whether a method spends its consumer's rate: the calls
+// consumers make around their work, not an operator's.
+func limited(method string) bool {
+	return strings.HasPrefix(method, "/dedup.v1.DedupService/") || strings.HasPrefix(method, "/dedup.v1.StreamService/")
 }

@@ -13,6 +13,8 @@ import type {
   DoResult, Duration, ErrorReason, ExtendLeaseOptions, FencingToken, Int64, JSONValue, ListRecordsFilters,
   ListRecordsResponse, Outcome, Payload, ReconcileOptions, Rejection, RejectOptions, Settled, State,
   TimeInput, Timestamp, TlsOptions, Work,
+  ClaimStreamOptions, ClaimStreamResponse, DedupStream, InOrderOptions, InOrderResult, InOrderWork,
+  ListStreamsFilters, ListStreamsResponse, RejectStreamOptions, StreamMode, StreamOutcome,
 } from '@dedupd/client';
 
 const CONSUMER = 'typed-example';
@@ -168,6 +170,42 @@ function digests(): void {
   assert.equal(dedupd.duration(undefined), null);
 }
 
+/** A stream claimed in order, a duplicate skipped, a gap refused; doInOrder; a poison event. */
+async function streams(c: dedupd.Client, stream: string): Promise<DedupStream> {
+  const mode: StreamMode = 'STREAM_MODE_DENSE';
+  const options: ClaimStreamOptions = { leaseTtl: 30, owner: 'typed', mode };
+  const first: ClaimStreamResponse = await c.claimStream(CONSUMER, stream, 1, options);
+  const outcome: StreamOutcome = first.outcome;
+  assert.equal(outcome, 'STREAM_OUTCOME_ACQUIRED');
+  const done: DedupStream = await c.completeStream(CONSUMER, stream, 1, first.fencingToken);
+  assert.equal(done.highWater, '1');
+  assert.equal((await c.claimStream(CONSUMER, stream, 1)).outcome, 'STREAM_OUTCOME_DUPLICATE');
+  const gap = await c.claimStream(CONSUMER, stream, 3).catch((e: unknown) => e);
+  assert.ok(gap instanceof dedupd.SequenceGap && gap.expected === '2' && gap.stream?.highWater === '1');
+  const work: InOrderWork = async (token) => { assert.ok(BigInt(token) > 0n); };
+  const inOrder: InOrderOptions = { leaseTtl: 30, maxWait: 5 };
+  const res: InOrderResult = await dedupd.doInOrder(c, CONSUMER, stream, 2, work, inOrder);
+  assert.equal(res.duplicate, false);
+  const poison = await dedupd.doInOrder(c, CONSUMER, stream, 3, () => { throw new dedupd.Terminal('BAD', 'poison'); })
+    .catch((e: unknown) => e);
+  assert.ok(poison instanceof dedupd.StreamRejected && poison.stream?.lastRejection?.reason === 'BAD');
+  const held = await c.claimStream(CONSUMER, stream, 4);
+  await c.releaseStream(CONSUMER, stream, 4, held.fencingToken);
+  const again = await c.claimStream(CONSUMER, stream, 4);
+  const rejectOptions: RejectStreamOptions = { reason: 'BAD', message: 'also poison', detail: 'x' };
+  await c.rejectStream(CONSUMER, stream, 4, again.fencingToken, rejectOptions);
+  const missing = await c.getStream(CONSUMER, `${stream}-absent`).catch((e: unknown) => e);
+  assert.ok(missing instanceof dedupd.StreamNotFound);
+  const versions = await c.claimStream(CONSUMER, `${stream}-v`, 10, { mode: 'STREAM_MODE_VERSIONS' });
+  assert.equal(versions.stream.mode, 'STREAM_MODE_VERSIONS');
+  const mismatch = await c.claimStream(CONSUMER, `${stream}-v`, 11, { mode }).catch((e: unknown) => e);
+  assert.ok(mismatch instanceof dedupd.StreamModeMismatch);
+  const filters: ListStreamsFilters = { pageSize: 10 };
+  const page: ListStreamsResponse = await c.listStreams(CONSUMER, filters);
+  assert.ok(page.streams.length > 0);
+  return c.getStream(CONSUMER, stream);
+}
+
 async function main(): Promise<void> {
   const addr = process.env['DEDUPD_ADDR'] ?? '127.0.0.1:7070';
   const run = `typed-${process.hrtime.bigint()}`;
@@ -179,6 +217,7 @@ async function main(): Promise<void> {
   await twoPhase(c, `${run}-do`);
   await reconciling(c, `${run}-crashed`);
   await typedErrors(c, `${run}-low`);
+  assert.equal((await streams(c, `${run}-stream`)).highWater, '4');
   errors(record);
   digests();
   console.log(`typed example: ok (${await listing(c, run)} records listed)`);

@@ -6,7 +6,7 @@
 
 const net = require('node:net');
 const grpc = require('@grpc/grpc-js');
-const { DedupService } = require('./proto');
+const { DedupService, StreamService } = require('./proto');
 const { fromServiceError } = require('./errors');
 
 // UNAVAILABLE means nothing was done, so gRPC retries it. Every
@@ -16,7 +16,7 @@ const { fromServiceError } = require('./errors');
 // lease runs out.
 const RETRY_SERVICE_CONFIG = JSON.stringify({
   methodConfig: [{
-    name: [{ service: 'dedup.v1.DedupService' }],
+    name: [{ service: 'dedup.v1.DedupService' }, { service: 'dedup.v1.StreamService' }],
     retryPolicy: {
       maxAttempts: 4, initialBackoff: '0.05s', maxBackoff: '1s', backoffMultiplier: 2,
       retryableStatusCodes: ['UNAVAILABLE'],
@@ -144,16 +144,18 @@ class Client {
     Object.defineProperty(this, 'metadata', { value: bearerMetadata(token), enumerable: false });
     this.timeout = timeout;
     this.stub = new DedupService(target, creds, { 'grpc.service_config': RETRY_SERVICE_CONFIG, ...channelOptions });
+    // StreamService on the same channel.
+    this.streamStub = new StreamService(target, creds, { channelOverride: this.stub.getChannel() });
   }
 
   close() {
     this.stub.close();
   }
 
-  call(method, request) {
+  call(method, request, stub = this.stub) {
     const options = this.timeout == null ? {} : { deadline: new Date(Date.now() + this.timeout * 1000) };
     return new Promise((resolve, reject) => {
-      this.stub[method](request, this.metadata.clone(), options,
+      stub[method](request, this.metadata.clone(), options,
         (err, resp) => (err ? reject(fromServiceError(err)) : resolve(resp)));
     });
   }
@@ -196,6 +198,46 @@ class Client {
       yield* page.records;
       pageToken = page.nextPageToken;
     } while (pageToken);
+  }
+
+  // StreamService: events with a sequence number per entity (stream).
+
+  /**
+   * Claims one sequence of a stream; resolves to the ClaimStreamResponse
+   * {outcome, stream, fencingToken, retryAfter}. Rejects with SequenceGap
+   * (err.expected) for an early event of a dense stream.
+   */
+  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0) } = {}) {
+    return this.call('ClaimStream', { consumer, stream, sequence: int64(sequence, 'sequence'), mode, digest,
+      leaseTtl: duration(leaseTtl), owner }, this.streamStub);
+  }
+
+  /** Finishes the sequence and moves the high-water mark to it; resolves to the stream. */
+  async completeStream(consumer, stream, sequence, fencingToken) {
+    return (await this.call('CompleteStream', { consumer, stream, sequence: int64(sequence, 'sequence'),
+      fencingToken: int64(fencingToken) }, this.streamStub)).stream;
+  }
+
+  /** Finishes the sequence as a poison event: the mark moves past it. */
+  async rejectStream(consumer, stream, sequence, fencingToken, { reason = '', message = '', detail = Buffer.alloc(0) } = {}) {
+    return (await this.call('RejectStream', { consumer, stream, sequence: int64(sequence, 'sequence'),
+      fencingToken: int64(fencingToken), reason, message, detail: toBuffer(detail) }, this.streamStub)).stream;
+  }
+
+  /** Gives the claim up without moving the mark. */
+  async releaseStream(consumer, stream, sequence, fencingToken) {
+    return (await this.call('ReleaseStream', { consumer, stream, sequence: int64(sequence, 'sequence'),
+      fencingToken: int64(fencingToken) }, this.streamStub)).stream;
+  }
+
+  /** Resolves to the stream; rejects with StreamNotFound when it has none. */
+  async getStream(consumer, stream) {
+    return (await this.call('GetStream', { consumer, stream }, this.streamStub)).stream;
+  }
+
+  /** One page of ListStreams: {leaseExpired, pageSize, pageToken}. */
+  listStreams(consumer, filters = {}) {
+    return this.call('ListStreams', { consumer, ...filters }, this.streamStub);
   }
 }
 

@@ -158,7 +158,110 @@ export class Client {
   listRecords(consumer: string, filters?: ListRecordsFilters): Promise<ListRecordsResponse>;
   /** Every record ListRecords lists, following the pages. */
   iterRecords(consumer: string, filters?: ListRecordsFilters): AsyncGenerator<DedupRecord, void, undefined>;
+  /** Claims one sequence of a stream; rejects with SequenceGap for an early event of a dense stream. */
+  claimStream(consumer: string, stream: string, sequence: FencingToken, options?: ClaimStreamOptions): Promise<ClaimStreamResponse>;
+  /** Finishes the sequence and moves the high-water mark to it; repeating it is harmless. */
+  completeStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken): Promise<DedupStream>;
+  /** Finishes the sequence as a poison event: the mark moves past it. */
+  rejectStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken,
+    options?: RejectStreamOptions): Promise<DedupStream>;
+  /** Gives the claim up without moving the mark. */
+  releaseStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken): Promise<DedupStream>;
+  /** Rejects with StreamNotFound when the stream has no live record. */
+  getStream(consumer: string, stream: string): Promise<DedupStream>;
+  listStreams(consumer: string, filters?: ListStreamsFilters): Promise<ListStreamsResponse>;
 }
+
+export type StreamMode = 'STREAM_MODE_UNSPECIFIED' | 'STREAM_MODE_DENSE' | 'STREAM_MODE_VERSIONS';
+
+export type StreamOutcome = 'STREAM_OUTCOME_UNSPECIFIED' | 'STREAM_OUTCOME_ACQUIRED' | 'STREAM_OUTCOME_IN_PROGRESS' | 'STREAM_OUTCOME_DUPLICATE';
+
+/** dedup.v1.Stream: a stream's high-water mark and its claim in flight. Unset messages are null. */
+export interface DedupStream {
+  consumer: string;
+  stream: string;
+  mode: StreamMode;
+  /** The last sequence finished; '0' when none. */
+  highWater: Int64;
+  lastOutcome: State;
+  lastRejection: Rejection | null;
+  rejected: Int64;
+  /** The sequence in flight; '0' when none. */
+  inFlight: Int64;
+  digest: Buffer;
+  fencingToken: Int64;
+  owner: string;
+  leaseExpiresAt: Timestamp | null;
+  createdAt: Timestamp | null;
+  updatedAt: Timestamp | null;
+  expiresAt: Timestamp | null;
+}
+
+/** dedup.v1.ClaimStreamResponse. */
+export interface ClaimStreamResponse {
+  outcome: StreamOutcome;
+  stream: DedupStream;
+  /** Set ('0' otherwise) when outcome is STREAM_OUTCOME_ACQUIRED. */
+  fencingToken: Int64;
+  retryAfter: Duration | null;
+}
+
+export interface ClaimStreamOptions {
+  /** Lease length in seconds; the server default when unset. */
+  leaseTtl?: number | null;
+  owner?: string;
+  /** The mode the caller expects; unspecified accepts the stream's. */
+  mode?: StreamMode;
+  digest?: Uint8Array;
+}
+
+export interface RejectStreamOptions {
+  reason?: string;
+  message?: string;
+  detail?: Payload;
+}
+
+/** The filters of ListStreams. */
+export interface ListStreamsFilters {
+  /** Only streams whose claim in flight ran out of lease. */
+  leaseExpired?: boolean;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+/** dedup.v1.ListStreamsResponse. */
+export interface ListStreamsResponse {
+  streams: DedupStream[];
+  nextPageToken: string;
+}
+
+/** The work doInOrder runs once per event: token is the fencing token. */
+export type InOrderWork = (token: Int64) => void | Promise<void>;
+
+export interface InOrderOptions {
+  /** Lease length in seconds (default 30); not extended, so longer than fn takes. */
+  leaseTtl?: number;
+  owner?: string;
+  mode?: StreamMode;
+  digest?: Uint8Array;
+  /** How long to wait for another holder of the stream, in seconds (default 30). */
+  maxWait?: number;
+}
+
+export interface InOrderResult {
+  /** true when the event was at or below the mark and fn did not run. */
+  duplicate: boolean;
+  stream: DedupStream;
+}
+
+/**
+ * Processes event sequence of a stream at most once, in order: skips a
+ * duplicate, rejects with SequenceGap (err.expected) for an early event,
+ * runs fn and completes; fn throwing Terminal records a poison event
+ * (StreamRejected), any other error releases the claim and is rethrown.
+ */
+export function doInOrder(client: Client, consumer: string, stream: string, sequence: FencingToken, fn: InOrderWork,
+  options?: InOrderOptions): Promise<InOrderResult>;
 
 /**
  * The work do() runs once per key: token is the fencing token (pass it to
@@ -270,7 +373,10 @@ export type ErrorReason =
   | 'UNAUTHENTICATED'
   | 'PERMISSION_DENIED'
   | 'RATE_LIMITED'
-  | 'OVERLOADED';
+  | 'OVERLOADED'
+  | 'SEQUENCE_GAP'
+  | 'STREAM_MODE_MISMATCH'
+  | 'STREAM_NOT_FOUND';
 
 /** Each reason by name: Reason.LEASE_LOST === 'LEASE_LOST'. */
 export const Reason: { readonly [R in ErrorReason]: R };
@@ -280,6 +386,7 @@ export interface DedupErrorOptions {
   reason?: string;
   metadata?: { [key: string]: string };
   record?: DedupRecord | null;
+  stream?: DedupStream | null;
   cause?: unknown;
 }
 
@@ -297,6 +404,8 @@ export class DedupError extends Error {
   metadata: { [key: string]: string };
   /** The stored record, when the server attached one. */
   record: DedupRecord | null;
+  /** The stored stream, for stream refusals. */
+  stream: DedupStream | null;
 }
 /** Same key, other content: record is the stored record. */
 export class DigestMismatch extends DedupError {}
@@ -323,6 +432,18 @@ export class Rejected extends DedupError {
   replayed: boolean;
   rejection: Rejection;
 }
+
+/** A dense stream was claimed past the sequence it expects next (SEQUENCE_GAP). */
+export class SequenceGap extends DedupError {
+  /** The sequence the stream accepts next. */
+  readonly expected: Int64;
+}
+/** The claim named another mode than the stream's or its consumer's stream policy. */
+export class StreamModeMismatch extends DedupError {}
+/** getStream of a stream with no live record. */
+export class StreamNotFound extends DedupError {}
+/** doInOrder's fn threw Terminal: the event was recorded as poison; stream is the stream afterwards. */
+export class StreamRejected extends DedupError {}
 
 /** Converts a grpc-js ServiceError into the matching DedupError subclass. */
 export function fromServiceError(err: ServiceError): DedupError;

@@ -1,6 +1,7 @@
 'use strict';
-// Node client of dedupd: Client wraps every DedupService RPC; do() runs the
-// two-phase pattern; reconcile() settles claims whose lease ran out; the
+// Node client of dedupd: Client wraps every DedupService RPC and the
+// StreamService ones; do() runs the two-phase pattern, doInOrder() the same
+// for a stream's sequenced events; reconcile() settles claims whose lease ran out; the
 // digest helpers compute the digest spec every dedupd client shares; the
 // error classes and Reason (from error_reason.proto) describe refusals.
 // index.d.ts declares all of it for TypeScript; every int64 is a decimal
@@ -12,6 +13,7 @@ const { CLASS_BY_REASON, ...errors } = require('./errors');
 const digest = require('./digest');
 const { doOnce, Terminal } = require('./do');
 const { reconcile } = require('./reconcile');
+const { doInOrder, StreamRejected } = require('./inorder');
 const proto = require('./proto');
 
 module.exports = {
@@ -20,6 +22,8 @@ module.exports = {
   doOnce,
   Terminal,
   reconcile,
+  doInOrder,
+  StreamRejected,
   duration,
   seconds,
   digestBytes: digest.digestBytes,

@@ -22,7 +22,8 @@ function protoDir() {
 // the package (scripts/copy-protos.js) and its tests.
 const DEDUP_FILE = 'dedup/v1/dedup.proto';
 const ERROR_REASON_FILE = 'dedup/v1/error_reason.proto';
-const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE];
+const STREAM_FILE = 'dedup/v1/stream.proto';
+const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE, STREAM_FILE];
 
 /**
  * How messages look in JavaScript, for gRPC calls and decoded details alike.
@@ -41,6 +42,14 @@ const packageDefinition = protoLoader.loadSync(DEDUP_PROTO, {
 });
 const { DedupService } = grpc.loadPackageDefinition(packageDefinition).dedup.v1;
 
+// StreamService (stream.proto, which imports dedup.proto), loaded the same way.
+const STREAM_PROTO = path.join(protoDir(), STREAM_FILE);
+const { StreamService } = grpc.loadPackageDefinition(protoLoader.loadSync(STREAM_PROTO, {
+  keepCase: false,
+  includeDirs: [protoDir()],
+  ...OBJECT_OPTIONS,
+})).dedup.v1;
+
 // The ErrorInfo reasons dedupd sends, from the one list every language
 // reads: enum dedup.v1.ErrorReason, whose value names are the wire strings.
 const reasonEnum = protoLoader.loadSync(path.join(protoDir(), ERROR_REASON_FILE), {
@@ -50,7 +59,11 @@ const reasonEnum = protoLoader.loadSync(path.join(protoDir(), ERROR_REASON_FILE)
 const REASONS = Object.freeze(reasonEnum.type.value.map((v) => v.name).filter((name) => name !== 'ERROR_REASON_UNSPECIFIED'));
 
 /** protobufjs types of dedup.v1, e.g. root.lookupType('dedup.v1.ClaimRequest'). */
-const root = protobuf.loadSync(DEDUP_PROTO);
+const root = new protobuf.Root();
+// Imports (stream.proto's of dedup/v1/dedup.proto) are relative to protoDir(),
+// as protoc and proto-loader resolve them.
+root.resolvePath = (origin, target) => (path.isAbsolute(target) ? target : path.join(protoDir(), target));
+root.loadSync([DEDUP_FILE, STREAM_FILE]);
 
 // google.rpc.Status and ErrorInfo, wire-compatible with googleapis' protos,
 // declared here so that no googleapis package is needed. Any is a plain
@@ -81,8 +94,10 @@ const rpcRoot = protobuf.Root.fromJSON({
 
 module.exports = {
   DedupService,
+  StreamService,
   root,
   Record: root.lookupType('dedup.v1.Record'),
+  Stream: root.lookupType('dedup.v1.Stream'),
   Status: rpcRoot.lookupType('dedupd_private.Status'),
   ErrorInfo: rpcRoot.lookupType('dedupd_private.ErrorInfo'),
   OBJECT_OPTIONS,

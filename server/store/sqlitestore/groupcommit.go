@@ -23,13 +23,16 @@ import (
 // Options.MaxBatch is zero.
 const DefaultMaxBatch = 64
 
-// command is one caller's write, queued for the write connection.
+// command is one caller's write, queued for the write connection: a key's
+// cmd, or a stream's (key is then the stream).
 type command struct {
 	ctx           context.Context
 	consumer, key string
 	cmd           store.Command
+	stream        store.StreamCommand
 	// Set by whoever runs the command, before done is closed.
 	d    store.Decision
+	sd   store.StreamDecision
 	err  error
 	done chan struct{}
 }
@@ -40,28 +43,37 @@ type command struct {
 // context's error, nothing written; once the command is running it is no
 // longer withdrawn, as in acquire.
 func (w *writer) applyGrouped(ctx context.Context, c command) (store.Decision, error) {
+	if err := w.runQueued(ctx, &c); err != nil {
+		return store.Decision{}, err
+	}
+	return c.d, nil
+}
+
+// runQueued queues c and waits until it has run (see applyGrouped); the
+// answer is in c.
+func (w *writer) runQueued(ctx context.Context, c *command) error {
 	c.ctx, c.done = ctx, make(chan struct{})
 	w.queueMu.Lock()
-	w.queue = append(w.queue, &c)
+	w.queue = append(w.queue, c)
 	w.queueMu.Unlock()
 	for {
 		select {
 		case <-c.done:
-			return c.d, c.err
+			return c.err
 		default:
 		}
 		select {
 		case <-c.done:
-			return c.d, c.err
+			return c.err
 		case w.slot <- struct{}{}:
 			w.runGroup()
 			w.release()
 		case <-ctx.Done():
-			if w.withdraw(&c) {
-				return store.Decision{}, ctx.Err()
+			if w.withdraw(c) {
+				return ctx.Err()
 			}
 			<-c.done
-			return c.d, c.err
+			return c.err
 		}
 	}
 }
@@ -125,12 +137,12 @@ func (w *writer) runCommands(group []*command) {
 		err := w.transact(func() (bool, error) {
 			write := false
 			for i, c := range group {
-				c.d, c.err = w.decide(c.consumer, c.key, c.cmd)
+				c.run(w)
 				if c.err != nil && !isRefusal(c.err) {
 					failed = i
 					return false, c.err
 				}
-				write = write || c.d.Write
+				write = write || c.d.Write || c.sd.Write
 			}
 			return write, nil
 		})
@@ -142,16 +154,26 @@ func (w *writer) runCommands(group []*command) {
 			// BEGIN or COMMIT failed: nothing of the group was written, and
 			// answers read from its uncommitted writes must not be given.
 			for _, c := range group {
-				c.d, c.err = store.Decision{}, err
+				c.d, c.sd, c.err = store.Decision{}, store.StreamDecision{}, err
 			}
 		}
 		return
 	}
 }
 
-// isRefusal reports the errors store.Apply decides; anything else from
-// decide is the database failing.
+// run decides the command inside the open transaction.
+func (c *command) run(w *writer) {
+	if c.stream != nil {
+		c.sd, c.err = w.decideStream(c.consumer, c.key, c.stream)
+		return
+	}
+	c.d, c.err = w.decide(c.consumer, c.key, c.cmd)
+}
+
+// isRefusal reports the errors store.Apply and store.ApplyStream decide;
+// anything else from decide is the database failing.
 func isRefusal(err error) bool {
 	var conflict *store.ConflictError
-	return errors.As(err, &conflict) || errors.Is(err, store.ErrLeaseLost)
+	var streamConflict *store.StreamConflictError
+	return errors.As(err, &conflict) || errors.As(err, &streamConflict) || errors.Is(err, store.ErrLeaseLost)
 }
