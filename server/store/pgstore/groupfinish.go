@@ -210,6 +210,29 @@ func qualified(alias, columns string) string {
 // updateMany writes records with a compare-and-set each, in one statement,
 // and returns those it wrote, by key.
 func (s *Store) updateMany(ctx context.Context, writes []versionedRecord) (map[recordKey]store.Record, error) {
+	rows, err := s.pool.Query(ctx, updateManySQL, recordArrays(writes, 0)...)
+	if err != nil {
+		return nil, err
+	}
+	return collectWritten(rows)
+}
+
+// collectWritten reads the rows of recordColumns a write returned, by key.
+func collectWritten(rows pgx.Rows) (map[recordKey]store.Record, error) {
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) { return scanRecord(row) })
+	if err != nil {
+		return nil, err
+	}
+	written := make(map[recordKey]store.Record, len(recs))
+	for _, r := range recs {
+		written[recordKey{r.Consumer, r.Key}] = r
+	}
+	return written, nil
+}
+
+// recordArrays are the parameters of a multi-row write of records: one
+// array per column of recordColumns, then the versions plus versionDelta.
+func recordArrays(writes []versionedRecord, versionDelta int64) []any {
 	n := len(writes)
 	var (
 		consumers, keys, states, owners = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -224,24 +247,12 @@ func (s *Store) updateMany(ctx context.Context, writes []versionedRecord) (map[r
 		r := w.rec
 		consumers[i], keys[i], states[i], owners[i] = r.Consumer, r.Key, string(r.State), r.Owner
 		digests[i], results[i] = notNull(r.Digest), r.Result
-		tokens[i], attempts[i], versions[i] = r.FencingToken, r.Attempts, w.version
+		tokens[i], attempts[i], versions[i] = r.FencingToken, r.Attempts, w.version+versionDelta
 		if j := r.Rejection; j != nil {
 			reasons[i], messages[i], details[i], retryables[i] = &j.Reason, &j.Message, j.Detail, &j.Retryable
 		}
 		created[i], updated[i], leases[i], expires[i] = r.CreatedAt, r.UpdatedAt, r.LeaseExpiresAt, r.ExpiresAt
 	}
-	rows, err := s.pool.Query(ctx, updateManySQL, consumers, keys, states, digests, tokens, attempts, owners, results,
-		reasons, messages, details, retryables, created, updated, leases, expires, versions)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) { return scanRecord(row) })
-	if err != nil {
-		return nil, err
-	}
-	written := make(map[recordKey]store.Record, len(recs))
-	for _, r := range recs {
-		written[recordKey{r.Consumer, r.Key}] = r
-	}
-	return written, nil
+	return []any{consumers, keys, states, digests, tokens, attempts, owners, results,
+		reasons, messages, details, retryables, created, updated, leases, expires, versions}
 }
