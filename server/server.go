@@ -112,6 +112,8 @@ func (c Config) Validate() error {
 			"--max-message-bytes must be at least --max-result-bytes + 65536"},
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
+		{c.Limits.MaxBatchItems >= 0 && c.Limits.MaxBatchItems <= api.MaxBatchItemsCeiling,
+			fmt.Sprintf("--max-batch-items must be between 1 and %d", api.MaxBatchItemsCeiling)},
 		{c.HealthInterval > 0, "--health-interval must be positive"},
 		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
 		{c.ReplayCacheBytes == 0 || c.ReplayCacheTTL > 0, "--replay-cache-ttl must be positive"},
@@ -158,7 +160,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// One resolver for both services, so that a policy changed through
 	// AdminService applies to this server's next call.
 	policies := api.NewPolicies(observed, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, api.NewDedupService(observed, policies, log))
+	api.Register(grpcSrv, newDedupService(observed, policies, log, g))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(observed, policies, log))
 	m.GRPC.InitializeMetrics(grpcSrv)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv, log)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dedupd/dedupd/server"
+	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -70,6 +71,8 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 	f.DurationVar(&cfg.Policy.RejectedTTL, "rejected-ttl", 24*time.Hour, "how long a terminal rejection is kept")
 	f.DurationVar(&cfg.Policy.ReleasedTTL, "released-ttl", 24*time.Hour, "how long a released claim, or a pending one whose lease ran out, is kept")
 	f.IntVar(&cfg.Limits.MaxResultBytes, "max-result-bytes", 64<<10, "largest result (or rejection detail) a caller may store, in bytes")
+	f.IntVar(&cfg.Limits.MaxBatchItems, "max-batch-items", api.DefaultMaxBatchItems,
+		fmt.Sprintf("most items in one batch call (ClaimBatch, FinishBatch, ExtendLeaseBatch, LookupBatch), at most %d", api.MaxBatchItemsCeiling))
 	f.DurationVar(&cfg.PolicyCacheTTL, "policy-cache-ttl", 5*time.Second, "how long a consumer's policy is cached; a change made through another replica applies within it (0 reads it on every call)")
 	f.StringVar(&reaper, "reaper", "on", "on: delete expired records every --reap-interval; off: leave them to the database (CockroachDB row-level TTL, see docs/cockroachdb.md)")
 	f.DurationVar(&cfg.ReapInterval, "reap-interval", 30*time.Second, "how often expired records are deleted; 0 turns the reaper off")

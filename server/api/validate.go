@@ -43,11 +43,15 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
 
 // validator collects the first problem found in a request, so that each
 // handler reads as a list of checks.
-type validator struct{ err *FieldError }
+// Its prefix names the batch item checked, such as "items[3].".
+type validator struct {
+	err    *FieldError
+	prefix string
+}
 
 func (v *validator) fail(field, format string, args ...any) {
 	if v.err == nil {
-		v.err = &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
+		v.err = &FieldError{Field: v.prefix + field, Problem: fmt.Sprintf(format, args...)}
 	}
 }
 

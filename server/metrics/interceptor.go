@@ -29,10 +29,13 @@ var refusalReasons = map[string]bool{
 func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
-		if err != nil {
+		switch r := resp.(type) {
+		case nil:
 			m.observeError(ctx, info.FullMethod, err)
-		} else if claim, ok := resp.(*dedupv1.ClaimResponse); ok {
-			m.observeClaim(ctx, claim)
+		case *dedupv1.ClaimResponse:
+			m.observeClaim(ctx, r)
+		default:
+			m.observeBatch(ctx, info.FullMethod, req, resp)
 		}
 		return resp, err
 	}
@@ -49,7 +52,14 @@ func (m *Metrics) observeClaim(ctx context.Context, resp *dedupv1.ClaimResponse)
 }
 
 func (m *Metrics) observeError(ctx context.Context, method string, err error) {
-	reason := reasonOf(err)
+	if err != nil {
+		m.observeReason(ctx, method, reasonOf(err))
+	}
+}
+
+// observeReason counts an error, of a call or of one batch item, by its
+// ErrorInfo reason.
+func (m *Metrics) observeReason(ctx context.Context, method, reason string) {
 	if refusalReasons[reason] {
 		m.refused.WithLabelValues(reason).Inc()
 		return
