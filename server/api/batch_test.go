@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
@@ -83,11 +81,11 @@ func TestClaimBatchAnswersAsLoneClaims(t *testing.T) {
 	}
 	items := []*dedupv1.ClaimBatchItem{
 		{Key: "fresh", Digest: []byte("d")},
-		{Key: "fresh", Digest: []byte("d")},     // a repeat: IN_PROGRESS behind the first
-		{Key: "done", Digest: []byte("d")},      // the stored result
-		{Key: "done", Digest: []byte("other")},  // DIGEST_MISMATCH
-		{Key: ""},                               // INVALID_FIELD key
-		{Key: "k", Digest: make([]byte, 65)},    // INVALID_FIELD digest
+		{Key: "fresh", Digest: []byte("d")},      // a repeat: IN_PROGRESS behind the first
+		{Key: "done", Digest: []byte("d")},       // the stored result
+		{Key: "done", Digest: []byte("other")},   // DIGEST_MISMATCH
+		{Key: ""},                                // INVALID_FIELD key
+		{Key: "k", Digest: make([]byte, 65)},     // INVALID_FIELD digest
 		{Key: "k", LeaseTtl: durationpb.New(-1)}, // INVALID_FIELD lease_ttl
 		{Key: "k", LeaseTtl: durationpb.New(2 * time.Hour)},
 		{Key: "bad\x00key"},
@@ -294,6 +292,3 @@ func TestBatchItemsBeyondTheRateAreRateLimited(t *testing.T) {
 func st2Lookup(svc *DedupService, consumer, key string) (*dedupv1.LookupResponse, error) {
 	return svc.Lookup(context.Background(), &dedupv1.LookupRequest{Consumer: consumer, Key: key})
 }
-
-var _ = bytes.Equal
-var _ = proto.Size
