@@ -95,17 +95,31 @@ func runLzWorkload(c dedupv1.DedupServiceClient, seed uint64, opsPerClient int) 
 		go func() {
 			defer wg.Done()
 			cl := &lzClient{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))), tokens: map[string]int64{}}
-			for i := range opsPerClient {
-				in := cl.nextInput(i / lzOpsPerKeySet)
-				callAt := time.Since(start).Nanoseconds()
-				out := cl.do(c, in)
-				returnAt := time.Since(start).Nanoseconds()
-				if out.unknown {
-					returnAt = lzNever
+			for i := 0; i < opsPerClient; {
+				// Some calls are batches: each item is an operation of its
+				// own, placed anywhere between the batch's call and return.
+				ins := []lzInput{cl.nextInput(i / lzOpsPerKeySet)}
+				if cl.rng.IntN(4) == 0 {
+					ins = cl.nextBatch(ins[0], i/lzOpsPerKeySet)
 				}
+				callAt := time.Since(start).Nanoseconds()
+				outs := []lzOutput{}
+				if len(ins) == 1 {
+					outs = append(outs, cl.do(c, ins[0]))
+				} else {
+					outs = cl.doBatch(c, ins)
+				}
+				returnAt := time.Since(start).Nanoseconds()
 				mu.Lock()
-				history = append(history, porcupine.Operation{ClientId: id, Input: in, Call: callAt, Output: out, Return: returnAt})
+				for j, out := range outs {
+					ret := returnAt
+					if out.unknown {
+						ret = lzNever
+					}
+					history = append(history, porcupine.Operation{ClientId: id, Input: ins[j], Call: callAt, Output: out, Return: ret})
+				}
 				mu.Unlock()
+				i += len(ins)
 			}
 		}()
 	}
@@ -179,6 +193,12 @@ func (cl *lzClient) do(c dedupv1.DedupServiceClient, in lzInput) lzOutput {
 		r, err = c.Lookup(ctx, &dedupv1.LookupRequest{Consumer: consumer, Key: in.key})
 		rec = r.GetRecord()
 	}
+	return cl.output(in.key, rec, out, err)
+}
+
+// output turns an answer, the record or the error, into an lzOutput, and
+// notes the token it saw.
+func (cl *lzClient) output(key string, rec *dedupv1.Record, out lzOutput, err error) lzOutput {
 	if err != nil {
 		out = errorOutput(err)
 		if out.unknown {
@@ -188,7 +208,7 @@ func (cl *lzClient) do(c dedupv1.DedupServiceClient, in lzInput) lzOutput {
 	}
 	if rec != nil {
 		out.record = summarizeProto(rec)
-		cl.tokens[in.key] = max(cl.tokens[in.key], rec.GetFencingToken())
+		cl.tokens[key] = max(cl.tokens[key], rec.GetFencingToken())
 	}
 	return out
 }
