@@ -34,6 +34,9 @@ type ScenarioReport struct {
 	// Ratio is the service's throughput over the baseline's; above 1 the
 	// service is faster.
 	Ratio float64 `json:"ratio,omitempty"`
+	// KeysPerOp is the keys one operation handles: the batch size of a
+	// batch scenario, else 1. Keys/s is ops/s times it.
+	KeysPerOp int `json:"keys_per_op"`
 }
 
 // Measurement is one side of one scenario.
@@ -87,7 +90,11 @@ func (r Report) WriteTable(w io.Writer) error {
 		if s.Baseline != nil {
 			ratio = strconv.FormatFloat(s.Ratio, 'f', 2, 64) + "x"
 		}
-		row(s.Name, "dedupd", s.Service, ratio)
+		name := s.Name
+		if s.KeysPerOp > 1 {
+			name = fmt.Sprintf("%s (%d keys/op, %.0f keys/s)", s.Name, s.KeysPerOp, s.Service.PerSecond*float64(s.KeysPerOp))
+		}
+		row(name, "dedupd", s.Service, ratio)
 		if s.Baseline != nil {
 			row("", "baseline", *s.Baseline, "")
 		}

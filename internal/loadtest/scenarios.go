@@ -42,11 +42,12 @@ type scenarios struct {
 	replayKeys  int
 	contended   int
 	concurrency int
+	batchSize   int
 }
 
 func newScenarios(s side, cfg Config) *scenarios {
 	return &scenarios{side: s, result: resultOf(cfg.ResultBytes), replayKeys: cfg.ReplayKeys,
-		contended: cfg.ContendedKeys, concurrency: cfg.Concurrency}
+		contended: cfg.ContendedKeys, concurrency: cfg.Concurrency, batchSize: cfg.BatchSize}
 }
 
 func resultOf(n int) []byte { return bytes.Repeat([]byte("r"), n) }
@@ -75,6 +76,9 @@ func (s *scenarios) operation(ctx context.Context, name string) (operation, erro
 		return s.mixed, nil
 	case "contended":
 		return s.contendedClaim, nil
+	}
+	if op, ok, err := s.batchOperation(ctx, name); ok {
+		return op, err
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }
