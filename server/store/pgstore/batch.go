@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -103,25 +105,25 @@ func (s *Store) tryRound(ctx context.Context, cmds []store.Command, pending []in
 	for _, w := range writes {
 		waiting = append(waiting, writing[recordKey{w.rec.Consumer, w.rec.Key}])
 	}
-	rows, err := s.pool.Query(ctx, writeRoundSQL, recordArrays(writes, 1)...)
-	if err != nil {
-		return waiting, err
-	}
-	written, err := collectWritten(rows)
-	if err != nil {
+	rows, _ := s.pool.Query(ctx, writeRoundSQL, recordArrays(writes, 1)...)
+	written := make(map[recordKey]bool, len(writes))
+	var k recordKey
+	if _, err := pgx.ForEachRow(rows, []any{&k.consumer, &k.key}, func() error {
+		written[k] = true
+		return nil
+	}); err != nil {
 		return waiting, err
 	}
 	var missed []int
 	for _, i := range waiting {
-		c, k := store.KeyOf(cmds[i])
-		rec, ok := written[recordKey{c, k}]
-		if !ok {
+		c, key := store.KeyOf(cmds[i])
+		if !written[recordKey{c, key}] {
 			missed = append(missed, i)
 			continue
 		}
-		d := decided[i]
-		d.Record = rec
-		results[i] = store.ResultOf(d, nil)
+		// The row now holds exactly the decided record: every column was
+		// written from it, its times already at the stored precision.
+		results[i] = store.ResultOf(decided[i], nil)
 	}
 	return missed, nil
 }
@@ -177,7 +179,7 @@ func (s *Store) readKeys(ctx context.Context, keys []recordKey) (map[recordKey]v
 // is left alone (the WHERE of DO UPDATE), and a key read as present whose
 // row has gone is not inserted (the EXISTS). Rows are proposed in the
 // order given, which the caller sorts by key. Only the rows written come
-// back.
+// back, by key.
 var writeRoundSQL = `INSERT INTO dedup_records (` + recordColumns + `, row_version)
 SELECT ` + qualified("u", recordColumns) + `, u.row_version
 FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::INT8[], $6::INT8[], $7::TEXT[], $8::BYTEA[],
@@ -195,7 +197,7 @@ ON CONFLICT (consumer, key) DO UPDATE SET
     lease_expires_at = excluded.lease_expires_at, expires_at = excluded.expires_at,
     row_version = excluded.row_version
 WHERE dedup_records.row_version = excluded.row_version - 1
-RETURNING ` + qualified("dedup_records", recordColumns)
+RETURNING dedup_records.consumer, dedup_records.key`
 
 // LookupBatch reads every key in one statement per chunk.
 func (s *Store) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
