@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/internal/loopback"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -32,6 +33,7 @@ const (
 // Client calls one dedupd server. It is safe for concurrent use.
 type Client struct {
 	conn  *grpc.ClientConn // owned by the client; nil from NewFromConn
+	ic    *interceptedConn
 	dedup dedupv1.DedupServiceClient
 	admin dedupv1.AdminServiceClient
 }
@@ -43,10 +45,12 @@ func New(addr string, opts ...Option) (*Client, error) {
 		o(&s)
 	}
 	dial := append([]grpc.DialOption{}, s.dialOptions...)
-	if s.tlsConfig != nil {
-		dial = append(dial, grpc.WithTransportCredentials(credentials.NewTLS(s.tlsConfig)))
+	tlsConfig := s.transportTLS()
+	plaintextOK := loopback.Target(addr) || s.insecureToken
+	if tlsConfig != nil {
+		dial = append(dial, grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)))
 	} else {
-		if s.token != "" && !isLoopback(addr) {
+		if s.token != "" && !plaintextOK {
 			return nil, fmt.Errorf("dedup: refusing to send a bearer token in plaintext to %s: use WithTLS", addr)
 		}
 		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -55,7 +59,7 @@ func New(addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dedup: %w", err)
 	}
-	c := newClient(conn, s, s.tlsConfig != nil || !isLoopback(addr))
+	c := newClient(conn, s, tlsConfig != nil || !plaintextOK)
 	c.conn = conn
 	return c, nil
 }
@@ -70,7 +74,7 @@ func NewFromConn(conn *grpc.ClientConn, opts ...Option) *Client {
 	for _, o := range opts {
 		o(&s)
 	}
-	return newClient(conn, s, !isLoopback(conn.Target()))
+	return newClient(conn, s, !loopback.Target(conn.Target()) && !s.insecureToken)
 }
 
 func newClient(conn *grpc.ClientConn, s settings, requireTLS bool) *Client {
@@ -79,7 +83,7 @@ func newClient(conn *grpc.ClientConn, s settings, requireTLS bool) *Client {
 		ic.callOptions = append(ic.callOptions,
 			grpc.PerRPCCredentials(bearerToken{token: s.token, requireTLS: requireTLS}))
 	}
-	return &Client{dedup: dedupv1.NewDedupServiceClient(ic), admin: dedupv1.NewAdminServiceClient(ic)}
+	return &Client{ic: ic, dedup: dedupv1.NewDedupServiceClient(ic), admin: dedupv1.NewAdminServiceClient(ic)}
 }
 
 // interceptedConn runs every unary call through the retry interceptor and
@@ -112,6 +116,14 @@ func (c *Client) Close() error {
 	}
 	return c.conn.Close()
 }
+
+// Conn is the client's connection with its credentials and retries, for
+// generated clients of other services on the same server (health, or the
+// raw dedup.v1 stubs, as dedupctl uses them).
+func (c *Client) Conn() grpc.ClientConnInterface { return c.ic }
+
+// Target is the gRPC target the client calls.
+func (c *Client) Target() string { return c.ic.conn.Target() }
 
 // Admin is the generated AdminService client on the same connection, with
 // the same credentials and retries.

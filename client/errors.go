@@ -51,17 +51,33 @@ var (
 	ErrRejected = errors.New("dedup: rejected")
 )
 
-// reasonErrors maps ErrorInfo reasons to sentinels.
+// reasonErrors maps ErrorInfo reasons to sentinels. The reasons come from
+// the proto enum dedup.v1.ErrorReason, the one list the server sends from
+// (a value's name is its wire string).
 var reasonErrors = map[string]error{
-	"DIGEST_MISMATCH":   ErrDigestMismatch,
-	"LEASE_LOST":        ErrLeaseLost,
-	"ALREADY_FINISHED":  ErrAlreadyFinished,
-	"RECORD_NOT_FOUND":  ErrNotFound,
-	"INVALID_FIELD":     ErrInvalidArgument,
-	"MALFORMED_REQUEST": ErrInvalidArgument,
-	"STORE_UNAVAILABLE": ErrUnavailable,
-	"UNAUTHENTICATED":   ErrUnauthenticated,
-	"PERMISSION_DENIED": ErrPermissionDenied,
+	dedupv1.ErrorReason_DIGEST_MISMATCH.String():   ErrDigestMismatch,
+	dedupv1.ErrorReason_LEASE_LOST.String():        ErrLeaseLost,
+	dedupv1.ErrorReason_ALREADY_FINISHED.String():  ErrAlreadyFinished,
+	dedupv1.ErrorReason_RECORD_NOT_FOUND.String():  ErrNotFound,
+	dedupv1.ErrorReason_INVALID_FIELD.String():     ErrInvalidArgument,
+	dedupv1.ErrorReason_MALFORMED_REQUEST.String(): ErrInvalidArgument,
+	dedupv1.ErrorReason_STORE_UNAVAILABLE.String(): ErrUnavailable,
+	dedupv1.ErrorReason_UNAUTHENTICATED.String():   ErrUnauthenticated,
+	dedupv1.ErrorReason_PERMISSION_DENIED.String(): ErrPermissionDenied,
+}
+
+// reasonsByCode are the reasons with no sentinel of their own, each with
+// the decision of how a caller sees it: Error.Is matches them through
+// their gRPC code, and Error.Reason names them. A reason the server can
+// send must be in reasonErrors or here (a test holds every value of the
+// enum to that).
+var reasonsByCode = map[string]string{
+	dedupv1.ErrorReason_POLICY_NOT_FOUND.String():  "AdminService only (NOT_FOUND); dedupctl reports it",
+	dedupv1.ErrorReason_DEADLINE_EXCEEDED.String(): "matches context.DeadlineExceeded through its code",
+	dedupv1.ErrorReason_CANCELED.String():          "matches context.Canceled through its code",
+	dedupv1.ErrorReason_INTERNAL.String():          "a server bug; nothing to branch on",
+	dedupv1.ErrorReason_RATE_LIMITED.String():      "RESOURCE_EXHAUSTED with RetryInfo; Error.Reason names it",
+	dedupv1.ErrorReason_OVERLOADED.String():        "RESOURCE_EXHAUSTED with RetryInfo; Error.Reason names it",
 }
 
 // Error is a call refused by the server (or by gRPC on its way there). It

@@ -6,9 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/retry"
@@ -20,11 +18,14 @@ import (
 type Option func(*settings)
 
 type settings struct {
-	token       string
-	tlsConfig   *tls.Config
-	retries     uint
-	backoff     retry.BackoffFunc
-	dialOptions []grpc.DialOption
+	token string
+	// insecureToken allows the token over plaintext to any address.
+	insecureToken bool
+	tlsConfig     *tls.Config
+	tlsServerName string
+	retries       uint
+	backoff       retry.BackoffFunc
+	dialOptions   []grpc.DialOption
 }
 
 func defaultSettings() settings {
@@ -40,6 +41,16 @@ func defaultSettings() settings {
 // without WithTLS it is only allowed to a loopback address (127.0.0.0/8,
 // ::1, localhost or a unix socket); New refuses any other.
 func WithBearerToken(token string) Option { return func(s *settings) { s.token = token } }
+
+// WithInsecureToken lets WithBearerToken send the token over plaintext to
+// an address that is not loopback: an escape hatch for a network the
+// caller trusts (dedupctl's --insecure-token), never a default.
+func WithInsecureToken() Option { return func(s *settings) { s.insecureToken = true } }
+
+// WithTLSServerName verifies the server's certificate against name instead
+// of the host New dials, e.g. when dialing an IP address; it implies TLS
+// (with the system roots unless WithTLS gives a configuration).
+func WithTLSServerName(name string) Option { return func(s *settings) { s.tlsServerName = name } }
 
 // WithTLS connects over TLS with cfg (see LoadTLSConfig). Without it New
 // connects in plaintext.
@@ -100,26 +111,30 @@ func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]
 }
 
 // RequireTransportSecurity makes gRPC itself refuse to send the token over
-// a plaintext connection, except to loopback.
+// a plaintext connection, except to loopback (or where WithInsecureToken
+// allowed it).
 func (b bearerToken) RequireTransportSecurity() bool { return b.requireTLS }
 
-// isLoopback reports whether a gRPC target names this machine only.
-func isLoopback(target string) bool {
-	if strings.HasPrefix(target, "unix:") || strings.HasPrefix(target, "unix-abstract:") {
-		return true
+// String keeps the token out of any log or error that prints the value.
+func (bearerToken) String() string { return "bearer token (redacted)" }
+
+// GoString is String for %#v.
+func (b bearerToken) GoString() string { return b.String() }
+
+// transportTLS is the TLS configuration New dials with, or nil for
+// plaintext.
+func (s settings) transportTLS() *tls.Config {
+	if s.tlsConfig == nil && s.tlsServerName == "" {
+		return nil
 	}
-	for _, scheme := range []string{"dns:///", "passthrough:///", "dns:"} {
-		target = strings.TrimPrefix(target, scheme)
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.tlsConfig != nil {
+		cfg = s.tlsConfig.Clone()
 	}
-	host, _, err := net.SplitHostPort(target)
-	if err != nil {
-		host = target
+	if s.tlsServerName != "" {
+		cfg.ServerName = s.tlsServerName
 	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return cfg
 }
 
 // retryInterceptor retries UNAVAILABLE only: it means the call did not

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 const (
@@ -84,22 +84,22 @@ func TestAuthDecidesEveryCall(t *testing.T) {
 		code     codes.Code
 		reason   string
 	}{
-		{"no token", lookup, "", "inventory", codes.Unauthenticated, api.ReasonUnauthenticated},
-		{"unknown token", lookup, "tok-guess", "inventory", codes.Unauthenticated, api.ReasonUnauthenticated},
-		{"covered consumer", lookup, inventoryToken, "inventory", codes.NotFound, api.ReasonNotFound},
-		{"uncovered consumer", lookup, inventoryToken, "payments", codes.PermissionDenied, api.ReasonPermissionDenied},
-		{"star covers any", lookup, allToken, "payments", codes.NotFound, api.ReasonNotFound},
-		{"admin token is no consumer token", lookup, adminToken, "inventory", codes.PermissionDenied, api.ReasonPermissionDenied},
-		{"list uncovered", list, inventoryToken, "payments", codes.PermissionDenied, api.ReasonPermissionDenied},
+		{"no token", lookup, "", "inventory", codes.Unauthenticated, rpcerrors.ReasonUnauthenticated},
+		{"unknown token", lookup, "tok-guess", "inventory", codes.Unauthenticated, rpcerrors.ReasonUnauthenticated},
+		{"covered consumer", lookup, inventoryToken, "inventory", codes.NotFound, rpcerrors.ReasonNotFound},
+		{"uncovered consumer", lookup, inventoryToken, "payments", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
+		{"star covers any", lookup, allToken, "payments", codes.NotFound, rpcerrors.ReasonNotFound},
+		{"admin token is no consumer token", lookup, adminToken, "inventory", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
+		{"list uncovered", list, inventoryToken, "payments", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
 		{"list covered", list, inventoryToken, "inventory", codes.OK, ""},
-		{"batch uncovered", claimBatch, inventoryToken, "payments", codes.PermissionDenied, api.ReasonPermissionDenied},
+		{"batch uncovered", claimBatch, inventoryToken, "payments", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
 		{"batch covered", claimBatch, inventoryToken, "inventory", codes.OK, ""},
-		{"lookup batch uncovered", lookupBatch, inventoryToken, "payments", codes.PermissionDenied, api.ReasonPermissionDenied},
-		{"admin without token", stats, "", "", codes.Unauthenticated, api.ReasonUnauthenticated},
-		{"admin with consumer token", stats, allToken, "", codes.PermissionDenied, api.ReasonPermissionDenied},
+		{"lookup batch uncovered", lookupBatch, inventoryToken, "payments", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
+		{"admin without token", stats, "", "", codes.Unauthenticated, rpcerrors.ReasonUnauthenticated},
+		{"admin with consumer token", stats, allToken, "", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
 		{"admin with admin token", stats, adminToken, "", codes.OK, ""},
-		{"admin stream with consumer token", purge, allToken, "", codes.PermissionDenied, api.ReasonPermissionDenied},
-		{"admin stream with admin token", purge, adminToken, "", codes.InvalidArgument, api.ReasonInvalidField},
+		{"admin stream with consumer token", purge, allToken, "", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
+		{"admin stream with admin token", purge, adminToken, "", codes.InvalidArgument, rpcerrors.ReasonInvalidField},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

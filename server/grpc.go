@@ -23,6 +23,7 @@ import (
 	"github.com/dedupd/dedupd/server/auth"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/throttle"
 )
 
@@ -146,7 +147,7 @@ func recoverPanic(log *slog.Logger, m *metrics.Metrics) recovery.RecoveryHandler
 	return func(ctx context.Context, p any) error {
 		m.Panic()
 		log.ErrorContext(ctx, "panic in handler", "panic", p, "stack", string(debug.Stack()))
-		return api.Status(errPanic, "", "").Err()
+		return rpcerrors.Status(errPanic, "", "").Err()
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -58,8 +59,8 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 				info = i
 			}
 		}
-		if info.GetReason() != api.ReasonInternal {
-			t.Fatalf("ErrorInfo = %v, want reason %s", info, api.ReasonInternal)
+		if info.GetReason() != rpcerrors.ReasonInternal {
+			t.Fatalf("ErrorInfo = %v, want reason %s", info, rpcerrors.ReasonInternal)
 		}
 	}
 	// Validation still runs before the store, so the server is alive.

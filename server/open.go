@@ -22,8 +22,9 @@ func withReplayCache(st store.Store, cfg Config) store.Store {
 // OpenStore opens the store the configuration selects. The embedded store
 // migrates itself; a shared database must already be at the head of its
 // migrations (`dedupd migrate`), because several servers may share it and
-// schema changes there are an operator's decision.
-func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
+// schema changes there are an operator's decision. onRetry, when not nil,
+// is told of every retried attempt on a shared database (for metrics).
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, onRetry func(op string)) (store.Store, error) {
 	if cfg.DatabaseURL == "" {
 		opts := cfg.Embedded
 		if !cfg.GroupCommit {
@@ -36,11 +37,11 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 		log.Info("embedded store open", "data_dir", cfg.DataDir)
 		return st, nil
 	}
-	var opts pgstore.Options
+	opts := pgstore.Options{OnRetry: onRetry}
 	if !cfg.GroupCommit {
 		opts.MaxBatch = 1
 	}
-	st, err := pgstore.OpenWith(ctx, cfg.DatabaseURL, opts)
+	st, err := pgstore.Open(ctx, cfg.DatabaseURL, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening database: %w", err)
 	}
@@ -59,7 +60,7 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 
 // Migrate brings a shared database to the head of its migrations.
 func Migrate(ctx context.Context, databaseURL string, log *slog.Logger) error {
-	st, err := pgstore.Open(ctx, databaseURL)
+	st, err := pgstore.Open(ctx, databaseURL, pgstore.Options{})
 	if err != nil {
 		return fmt.Errorf("opening database: %w", err)
 	}

@@ -15,10 +15,10 @@ import (
 
 	"google.golang.org/grpc/health"
 
+	"github.com/dedupd/dedupd/internal/loopback"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -26,6 +26,13 @@ import (
 type Config struct {
 	// Listen is the gRPC address, host:port.
 	Listen string
+	// ReadyFile, when set, is written once the server serves: the bound
+	// gRPC address on the first line (dialable even when Listen asks for
+	// port 0) and, with MetricsListen, "metrics <address>" on the second.
+	// It appears whole (written beside, then renamed), never before the
+	// server serves, not at all when startup fails, and is removed when
+	// the server stops.
+	ReadyFile string
 	// DatabaseURL selects PostgreSQL/CockroachDB; empty selects the
 	// embedded store in DataDir.
 	DatabaseURL string
@@ -104,7 +111,7 @@ func (c Config) Validate() error {
 		{c.PolicyCacheTTL >= 0, "--policy-cache-ttl must not be negative"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
-		{c.AuthTokens != "" || c.InsecureNoAuth || isLoopback(c.Listen),
+		{c.AuthTokens != "" || c.InsecureNoAuth || loopback.Target(c.Listen),
 			"refusing to serve without authentication on " + c.Listen + ": give --auth-tokens, listen on a loopback address, or pass --insecure-no-auth"},
 		{(c.TLSCert == "") == (c.TLSKey == ""), "--tls-cert and --tls-key go together"},
 		{c.TLSClientCA == "" || c.TLSCert != "", "--tls-client-ca needs --tls-cert and --tls-key"},
@@ -139,12 +146,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	backend, err := OpenStore(ctx, cfg, log)
+	backend, err := OpenStore(ctx, cfg, log, m.StoreRetry)
 	if err != nil {
 		return err
-	}
-	if pg, ok := backend.(*pgstore.Store); ok {
-		pg.OnRetry(m.StoreRetry)
 	}
 	st := withReplayCache(backend, cfg)
 	defer st.Close() // closes backend too
@@ -188,33 +192,25 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	go func() { serveErr <- grpcSrv.Serve(lis) }()
 	log.Info("dedupd serving", "listen", lis.Addr().String(), "store", storeName(cfg),
 		"metrics", metricsAddr, "auth", g.auth != nil, "tls", g.creds != nil)
-
-	select {
-	case err = <-serveErr:
-		err = fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-		log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
-		healthSrv.Shutdown()
-		stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
+	if err = writeReadyFile(cfg.ReadyFile, lis.Addr().String(), metricsAddr); err != nil {
+		grpcSrv.Stop()
+	} else {
+		if cfg.ReadyFile != "" {
+			defer os.Remove(cfg.ReadyFile)
+		}
+		select {
+		case err = <-serveErr:
+			err = fmt.Errorf("serving: %w", err)
+		case <-ctx.Done():
+			log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+			healthSrv.Shutdown()
+			stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
+		}
 	}
 	stopBackground()
 	bg.Wait()
 	log.Info("dedupd stopped")
 	return err
-}
-
-// isLoopback reports whether a listen address only takes connections from
-// this machine.
-func isLoopback(hostPort string) bool {
-	host, _, err := net.SplitHostPort(hostPort)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func storeName(cfg Config) string {

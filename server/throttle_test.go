@@ -2,16 +2,17 @@ package server
 
 import (
 	"context"
-	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"testing"
 	"time"
+
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -35,7 +36,7 @@ func TestRateLimitIsPerConsumerWithRetryHint(t *testing.T) {
 		}
 	}
 	err := lookup("inventory")
-	if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != api.ReasonRateLimited {
+	if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != rpcerrors.ReasonRateLimited {
 		t.Fatalf("call over the rate: %v (reason %q), want RESOURCE_EXHAUSTED / RATE_LIMITED", err, reasonOf(err))
 	}
 	if d := retryDelay(err); d < 900*time.Second || d > 1000*time.Second {
@@ -48,7 +49,7 @@ func TestRateLimitIsPerConsumerWithRetryHint(t *testing.T) {
 	admin := dedupv1.NewAdminServiceClient(srv.dial(t))
 	for range 3 {
 		_, err := admin.DeleteRecord(context.Background(), &dedupv1.DeleteRecordRequest{Consumer: "inventory", Key: "k"})
-		if status.Code(err) != codes.NotFound || reasonOf(err) != api.ReasonNotFound {
+		if status.Code(err) != codes.NotFound || reasonOf(err) != rpcerrors.ReasonNotFound {
 			t.Fatalf("AdminService call: %v, want it to reach the handler (RECORD_NOT_FOUND)", err)
 		}
 	}
@@ -94,7 +95,7 @@ func TestInFlightBoundShedsAtOnce(t *testing.T) {
 		<-st.entered
 	}
 	err = lookup()
-	if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != api.ReasonOverloaded {
+	if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != rpcerrors.ReasonOverloaded {
 		t.Fatalf("call over the bound: %v (reason %q), want RESOURCE_EXHAUSTED / OVERLOADED", err, reasonOf(err))
 	}
 	if resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
@@ -161,7 +162,7 @@ func TestBatchTakesOneTokenPerItem(t *testing.T) {
 			continue
 		}
 		err := status.FromProto(res.GetError()).Err()
-		if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != api.ReasonRateLimited {
+		if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != rpcerrors.ReasonRateLimited {
 			t.Errorf("item %d past the burst: %v, want RATE_LIMITED", i, err)
 		}
 		if d := retryDelay(err); d < 900*time.Second || d > 2000*time.Second {
@@ -169,11 +170,11 @@ func TestBatchTakesOneTokenPerItem(t *testing.T) {
 		}
 	}
 	_, err = c.Lookup(ctx, &dedupv1.LookupRequest{Consumer: "inventory", Key: "a"})
-	if reasonOf(err) != api.ReasonRateLimited {
+	if reasonOf(err) != rpcerrors.ReasonRateLimited {
 		t.Errorf("lone call after the batch used the burst: %v, want RATE_LIMITED", err)
 	}
 	resp, err = c.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: "inventory", Items: items[:1]})
-	if err != nil || reasonOf(status.FromProto(resp.GetResults()[0].GetError()).Err()) != api.ReasonRateLimited {
+	if err != nil || reasonOf(status.FromProto(resp.GetResults()[0].GetError()).Err()) != rpcerrors.ReasonRateLimited {
 		t.Errorf("batch with no tokens left: %v, %v; want its item RATE_LIMITED", resp, err)
 	}
 }

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 
 	"github.com/spf13/pflag"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dedupd/dedupd/client"
+	"github.com/dedupd/dedupd/internal/loopback"
 )
 
 // connOptions are the global flags that decide how dedupctl reaches
@@ -47,36 +43,44 @@ func (o *connOptions) useTLS() bool {
 	return o.tls || o.tlsCA != "" || o.tlsCert != "" || o.tlsKey != "" || o.tlsServerName != ""
 }
 
-// dial builds the client connection; it does not connect yet (gRPC
-// connects on the first call). Mistakes in the flags are usage errors.
-func (o *connOptions) dial() (*grpc.ClientConn, error) {
+// dial builds the client through client.New (with retries off: each
+// dedupctl call is one attempt, its failure reported as it is); it does not
+// connect yet (gRPC connects on the first call). Mistakes in the flags are
+// usage errors.
+func (o *connOptions) dial() (*client.Client, error) {
 	if o.server == "" {
 		return nil, usagef("--server is empty")
 	}
-	transport := insecure.NewCredentials()
+	opts := []client.Option{client.WithRetries(0)}
 	if o.useTLS() {
 		cfg, err := o.tlsConfig()
 		if err != nil {
 			return nil, err
 		}
-		transport = credentials.NewTLS(cfg)
+		opts = append(opts, client.WithTLS(cfg))
+		if o.tlsServerName != "" {
+			opts = append(opts, client.WithTLSServerName(o.tlsServerName))
+		}
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(transport)}
 	if o.token != "" {
-		if !o.useTLS() && !o.insecureToken && !isLoopback(o.server) {
+		// client.New refuses the same; checked here to name the flags.
+		if !o.useTLS() && !o.insecureToken && !loopback.Target(o.server) {
 			return nil, usagef("--token would be sent in the clear to %s: use --tls, or --insecure-token if the network is trusted", o.server)
 		}
-		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken{token: o.token, requireTLS: o.useTLS()}))
+		opts = append(opts, client.WithBearerToken(o.token))
+		if o.insecureToken {
+			opts = append(opts, client.WithInsecureToken())
+		}
 	}
-	conn, err := grpc.NewClient(o.server, opts...)
+	c, err := client.New(o.server, opts...)
 	if err != nil {
 		return nil, usagef("--server %q: %v", o.server, err)
 	}
-	return conn, nil
+	return c, nil
 }
 
-// tlsConfig is the client TLS configuration from the --tls-* flags: the
-// Go client's, with the server name dedupctl may override.
+// tlsConfig is the client TLS configuration from the --tls-* flags (the
+// server name goes separately, as client.WithTLSServerName).
 func (o *connOptions) tlsConfig() (*tls.Config, error) {
 	// Checked before any file is read, so the message names the flags.
 	if (o.tlsCert == "") != (o.tlsKey == "") {
@@ -86,46 +90,8 @@ func (o *connOptions) tlsConfig() (*tls.Config, error) {
 	if err != nil {
 		return nil, usagef("--tls-ca/--tls-cert/--tls-key: %v", err)
 	}
-	cfg.ServerName = o.tlsServerName
 	return cfg, nil
 }
-
-// isLoopback reports whether a gRPC target names this machine, where a
-// plaintext token does not cross a network.
-func isLoopback(target string) bool {
-	host, _, err := net.SplitHostPort(target)
-	if err != nil {
-		host = target
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// bearerToken is per-RPC credentials carrying a static bearer token.
-type bearerToken struct {
-	token      string
-	requireTLS bool
-}
-
-func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + b.token}, nil
-}
-
-// RequireTransportSecurity makes gRPC refuse to send the token over a
-// plaintext connection when TLS was asked for; a plaintext token was
-// allowed explicitly by dial.
-func (b bearerToken) RequireTransportSecurity() bool { return b.requireTLS }
-
-// String keeps the token out of any log or error that prints the value.
-func (bearerToken) String() string { return "bearer token (redacted)" }
-
-// GoString is String for %#v.
-func (b bearerToken) GoString() string { return b.String() }
-
-var _ credentials.PerRPCCredentials = bearerToken{}
 
 // describeTarget is the server address as shown in messages.
 func (o *connOptions) describeTarget() string {

@@ -7,17 +7,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dedupd/dedupd/client"
+	"github.com/dedupd/dedupd/internal/envflags"
 	"github.com/dedupd/dedupd/internal/loadtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
@@ -31,7 +31,7 @@ type app struct {
 	std     stdio
 	now     func() time.Time
 
-	client *grpc.ClientConn
+	client *client.Client
 }
 
 // run executes dedupctl with args and returns its exit status. Errors are
@@ -92,8 +92,8 @@ Exit status: 0 success, 1 the server refused or could not be reached,
 
 // prepare reads DEDUPCTL_* and checks the global flags before any command.
 func (a *app) prepare(cmd *cobra.Command) error {
-	if err := flagsFromEnv(cmd.Root().PersistentFlags()); err != nil {
-		return err
+	if err := envflags.Apply(cmd.Root().PersistentFlags(), "DEDUPCTL"); err != nil {
+		return usageError{err}
 	}
 	if a.output != "table" && a.output != "json" {
 		return usagef("--output must be table or json, not %q", a.output)
@@ -101,34 +101,17 @@ func (a *app) prepare(cmd *cobra.Command) error {
 	return nil
 }
 
-// flagsFromEnv sets every flag not given on the command line from
-// DEDUPCTL_<FLAG> when that is set. It leaves the defaults alone, so that
-// --help never shows a token taken from the environment.
-func flagsFromEnv(flags *pflag.FlagSet) error {
-	var err error
-	flags.VisitAll(func(f *pflag.Flag) {
-		name := "DEDUPCTL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		v, ok := os.LookupEnv(name)
-		if err != nil || f.Changed || !ok {
-			return
-		}
-		if setErr := flags.Set(f.Name, v); setErr != nil {
-			err = usagef("%s: %v", name, setErr)
-		}
-	})
-	return err
-}
-
-// dial returns the connection to dedupd, making it on first use.
-func (a *app) dial() (*grpc.ClientConn, error) {
+// dial returns the connection to dedupd (with its credentials), making
+// it on first use.
+func (a *app) dial() (grpc.ClientConnInterface, error) {
 	if a.client == nil {
-		conn, err := a.conn.dial()
+		c, err := a.conn.dial()
 		if err != nil {
 			return nil, err
 		}
-		a.client = conn
+		a.client = c
 	}
-	return a.client, nil
+	return a.client.Conn(), nil
 }
 
 func (a *app) admin() (dedupv1.AdminServiceClient, error) {

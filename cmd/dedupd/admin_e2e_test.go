@@ -253,7 +253,7 @@ func TestPurgeThroughTheBinary(t *testing.T) {
 		// call's log line says when it has stopped.
 		for deadline := time.Now().Add(30 * time.Second); purgesFinished(srv) < 2; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("the cancelled purge never finished; logs:\n%s", srv.logs)
+				t.Fatalf("the cancelled purge never finished; logs:\n%s", srv.Logs)
 			}
 		}
 		left := listKeys(t, c, "inventory")
@@ -307,7 +307,7 @@ func listKeys(t *testing.T, c adminClients, consumer string) []string {
 // purgesFinished counts the Purge calls a server has logged as finished.
 func purgesFinished(p *process) int {
 	n := 0
-	for _, line := range strings.Split(p.logs.String(), "\n") {
+	for _, line := range strings.Split(p.Logs.String(), "\n") {
 		if strings.Contains(line, `"grpc.method":"Purge"`) && strings.Contains(line, "finished call") {
 			n++
 		}

@@ -48,10 +48,10 @@ func TestCrashKeepsAcknowledgedOutcomes(t *testing.T) {
 		ctx, stop := context.WithCancel(context.Background())
 		done := runCrashLoad(ctx, dedupv1.NewDedupServiceClient(srv.dial(t)), log, 1)
 		log.waitForAcks(t, crashAcksBefore)
-		if err := srv.cmd.Process.Kill(); err != nil {
+		if err := srv.Cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		<-srv.exited
+		<-srv.Exited
 		stop()
 		done.Wait()
 		t.Logf("killed dedupd after %d acknowledged Completes", log.ackCount())

@@ -10,7 +10,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -121,7 +121,7 @@ func lzStep(s lzState, in lzInput) (lzOutput, lzState) {
 	}
 	if in.op == lzLookup {
 		if stored == nil {
-			return lzOutput{reason: api.ReasonNotFound}, s
+			return lzOutput{reason: rpcerrors.ReasonNotFound}, s
 		}
 		return lzOutput{record: summarize(*stored)}, s
 	}
@@ -164,10 +164,10 @@ func (in lzInput) command() store.Command {
 // docs/api.md documents it.
 func reasonOf(err error) string {
 	for sentinel, reason := range map[error]string{
-		store.ErrDigestMismatch:  api.ReasonDigestMismatch,
-		store.ErrLeaseLost:       api.ReasonLeaseLost,
-		store.ErrAlreadyFinished: api.ReasonAlreadyFinished,
-		store.ErrNotFound:        api.ReasonNotFound,
+		store.ErrDigestMismatch:  rpcerrors.ReasonDigestMismatch,
+		store.ErrLeaseLost:       rpcerrors.ReasonLeaseLost,
+		store.ErrAlreadyFinished: rpcerrors.ReasonAlreadyFinished,
+		store.ErrNotFound:        rpcerrors.ReasonNotFound,
 	} {
 		if errors.Is(err, sentinel) {
 			return reason
@@ -254,11 +254,11 @@ func TestLinearizabilityCheckerCatchesViolations(t *testing.T) {
 		{"unanswered claim that took effect", []porcupine.Operation{
 			op(0, claimA, 0, lzNever, lzOutput{unknown: true}), op(1, lookup, 4, 5, lzOutput{record: pending1})}, true},
 		{"unanswered claim that did not", []porcupine.Operation{
-			op(0, claimA, 0, lzNever, lzOutput{unknown: true}), op(1, lookup, 4, 5, lzOutput{reason: api.ReasonNotFound})}, true},
+			op(0, claimA, 0, lzNever, lzOutput{unknown: true}), op(1, lookup, 4, 5, lzOutput{reason: rpcerrors.ReasonNotFound})}, true},
 		{"read of a record nobody wrote", []porcupine.Operation{
 			op(1, lookup, 4, 5, lzOutput{record: done1})}, false},
 		{"lease lost although current", []porcupine.Operation{
-			op(0, claimA, 0, 1, acquired(pending1)), op(0, complete1, 2, 3, lzOutput{reason: api.ReasonLeaseLost, record: pending1})}, false},
+			op(0, claimA, 0, 1, acquired(pending1)), op(0, complete1, 2, 3, lzOutput{reason: rpcerrors.ReasonLeaseLost, record: pending1})}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

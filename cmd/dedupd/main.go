@@ -9,9 +9,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
+	"github.com/dedupd/dedupd/internal/envflags"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -35,7 +35,7 @@ func newRootCommand() *cobra.Command {
 		// Every flag can also come from DEDUPD_<FLAG_NAME>, e.g.
 		// DEDUPD_DATABASE_URL; a flag on the command line wins.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return flagsFromEnv(cmd.Flags())
+			return envflags.Apply(cmd.Flags(), "DEDUPD")
 		},
 	}
 	root.AddCommand(newServeCommand(), newMigrateCommand(), &cobra.Command{
@@ -44,25 +44,6 @@ func newRootCommand() *cobra.Command {
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version) },
 	})
 	return root
-}
-
-// envName is the environment variable that sets a flag.
-func envName(flag string) string {
-	return "DEDUPD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
-
-func flagsFromEnv(flags *pflag.FlagSet) error {
-	var err error
-	flags.VisitAll(func(f *pflag.Flag) {
-		v, ok := os.LookupEnv(envName(f.Name))
-		if err != nil || f.Changed || !ok {
-			return
-		}
-		if setErr := flags.Set(f.Name, v); setErr != nil {
-			err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, setErr)
-		}
-	})
-	return err
 }
 
 // signalContext is cancelled by SIGINT or SIGTERM.

@@ -57,7 +57,7 @@ refuses any database that is not CockroachDB, PostgreSQL included.`,
 }
 
 func migrateEmbedded(ctx context.Context, dataDir string, log *slog.Logger) error {
-	st, err := server.OpenStore(ctx, server.Config{DataDir: dataDir}, log)
+	st, err := server.OpenStore(ctx, server.Config{DataDir: dataDir}, log, nil)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func migrateCockroachDBTTL(ctx context.Context, databaseURL string, log *slog.Lo
 	if databaseURL == "" {
 		return errors.New("--cockroachdb-ttl needs --database-url (a CockroachDB cluster)")
 	}
-	st, err := pgstore.Open(ctx, databaseURL)
+	st, err := pgstore.Open(ctx, databaseURL, pgstore.Options{})
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // TestMetricsCountCalls: each kind of call moves its counter by exactly
@@ -83,7 +83,7 @@ func TestMetricsCountCalls(t *testing.T) {
 	}
 	p.stop(t)
 
-	logs := p.logs.String()
+	logs := p.Logs.String()
 	if strings.Contains(logs, secret) {
 		t.Fatal("result bytes appear in the logs")
 	}

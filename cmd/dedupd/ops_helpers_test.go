@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,17 +16,13 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// opsMetricsAddr returns the --metrics-listen address the process logged.
+// opsMetricsAddr returns the --metrics-listen address from the ready file.
 func (p *process) opsMetricsAddr(t *testing.T) string {
 	t.Helper()
-	for _, line := range strings.Split(p.logs.String(), "\n") {
-		var entry struct{ Msg, Metrics string }
-		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "dedupd serving" && entry.Metrics != "" {
-			return entry.Metrics
-		}
+	if p.MetricsAddr == "" {
+		t.Fatalf("the ready file names no metrics address; logs:\n%s", p.Logs)
 	}
-	t.Fatalf("no metrics address in the logs:\n%s", p.logs)
-	return ""
+	return p.MetricsAddr
 }
 
 // opsScrape fetches /metrics and parses it.

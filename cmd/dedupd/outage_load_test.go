@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 const (
@@ -57,21 +57,21 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	proxy := startProxy(t, u.Host)
 	u.Host = proxy.addr
 	srv := startDedupd(t, "--database-url", u.String(), "--metrics-listen", "127.0.0.1:0")
-	if srv.metricsAddr == "" {
-		t.Fatalf("dedupd serves no metrics address; logs:\n%s", srv.logs)
+	if srv.MetricsAddr == "" {
+		t.Fatalf("dedupd serves no metrics address; logs:\n%s", srv.Logs)
 	}
 	load := startOutageLoad(dedupv1.NewDedupServiceClient(srv.dial(t)))
 	defer load.stop()
 
 	load.waitForOK(t, 100, 30*time.Second)
-	before := scrapeMetric(t, srv.metricsAddr, "go_goroutines")
+	before := scrapeMetric(t, srv.MetricsAddr, "go_goroutines")
 
 	proxy.cut()
 	cutAt := time.Now()
 	load.resetCounts()
 	peak := before
 	for time.Since(cutAt) < outageLength {
-		peak = max(peak, scrapeMetric(t, srv.metricsAddr, "go_goroutines"))
+		peak = max(peak, scrapeMetric(t, srv.MetricsAddr, "go_goroutines"))
 		time.Sleep(100 * time.Millisecond)
 	}
 	during := load.resetCounts()
@@ -81,7 +81,7 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	load.waitForOK(t, 1, outageRecovery)
 	t.Logf("answering again %s after the database returned", time.Since(restoredAt).Round(time.Millisecond))
 	load.waitForOK(t, 100, 30*time.Second)
-	after := scrapeMetric(t, srv.metricsAddr, "go_goroutines")
+	after := scrapeMetric(t, srv.MetricsAddr, "go_goroutines")
 	load.stop()
 
 	t.Logf("during the outage: %v; goroutines before %v, peak %v, after %v", during, before, peak, after)

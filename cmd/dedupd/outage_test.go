@@ -11,8 +11,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // tcpProxy forwards a local port to the database, and can cut every

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 const (
@@ -46,7 +46,7 @@ func TestOverloadIsShed(t *testing.T) {
 		clients = append(clients, dedupv1.NewDedupServiceClient(srv.dial(t)))
 	}
 	claim(t, clients[0], "overload-warmup", nil, 0)
-	rssBefore := procStatusBytes(t, srv.cmd.Process.Pid, "VmRSS")
+	rssBefore := procStatusBytes(t, srv.Cmd.Process.Pid, "VmRSS")
 
 	burst := &overloadBurst{acked: map[string][]byte{}, codes: map[string]int{}}
 	start := make(chan struct{})
@@ -61,7 +61,7 @@ func TestOverloadIsShed(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	peak := procStatusBytes(t, srv.cmd.Process.Pid, "VmHWM")
+	peak := procStatusBytes(t, srv.Cmd.Process.Pid, "VmHWM")
 
 	t.Logf("answers: %v; %d Completes acknowledged; RSS %d MiB before, peak %d MiB", burst.codes,
 		len(burst.acked), rssBefore>>20, peak>>20)
@@ -140,7 +140,7 @@ func (b *overloadBurst) call(name string, f func(context.Context) error) error {
 	switch code {
 	case codes.OK, codes.Unavailable:
 	case codes.ResourceExhausted:
-		if reason := errorReason(err); reason != api.ReasonOverloaded {
+		if reason := errorReason(err); reason != rpcerrors.ReasonOverloaded {
 			b.bad = append(b.bad, fmt.Sprintf("%s shed with reason %q, want OVERLOADED: %v", name, reason, err))
 		}
 	default:

@@ -35,7 +35,7 @@ func BenchmarkPurge100k(b *testing.B) {
 			seed(b, flags, records)
 			srv := startDedupd(b, flags...)
 			c := dialBoth(b, srv)
-			pid := srv.cmd.Process.Pid
+			pid := srv.Cmd.Process.Pid
 			b.ResetTimer()
 			for range b.N {
 				idle := claimLatencies(b, c, "idle", 2*time.Second, nil)
@@ -92,7 +92,7 @@ func seed(b *testing.B, flags []string, n int) {
 	case "--data-dir":
 		st, err = sqlitestore.Open(ctx, flags[1], sqlitestore.Options{Sync: sqlitestore.SyncNormal})
 	case "--database-url":
-		st, err = pgstore.Open(ctx, flags[1])
+		st, err = pgstore.Open(ctx, flags[1], pgstore.Options{})
 	default:
 		b.Fatalf("unknown backend flags %v", flags)
 	}

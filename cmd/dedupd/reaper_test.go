@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dedupd/dedupd/internal/dedupdproc"
+	"github.com/dedupd/dedupd/internal/pgtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // expiredCount asks the server how many of the consumer's records are past
@@ -28,7 +29,7 @@ func expiredCount(t *testing.T, admin dedupv1.AdminServiceClient) int64 {
 
 // waitExpired polls Stats until the consumer has want expired records. It
 // only waits; how long the store takes is not what is tested.
-func waitExpired(t *testing.T, admin dedupv1.AdminServiceClient, want int64, logs *logBuffer) {
+func waitExpired(t *testing.T, admin dedupv1.AdminServiceClient, want int64, logs *dedupdproc.LogBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for got := expiredCount(t, admin); got != want; got = expiredCount(t, admin) {
@@ -56,23 +57,23 @@ func TestReaperOffKeepsExpiredRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitExpired(t, admin, 3, srv.logs)
+		waitExpired(t, admin, 3, srv.Logs)
 		// Thirty reap intervals: a running reaper would have emptied them.
 		time.Sleep(300 * time.Millisecond)
 		if got := expiredCount(t, admin); got != 3 {
-			t.Fatalf("with --reaper=off, %d expired records are left of 3; logs:\n%s", got, srv.logs)
+			t.Fatalf("with --reaper=off, %d expired records are left of 3; logs:\n%s", got, srv.Logs)
 		}
 		srv.stop(t)
-		if !strings.Contains(srv.logs.String(), "reaper off (--reaper=off)") {
-			t.Errorf("startup does not log that the reaper is off; logs:\n%s", srv.logs)
+		if !strings.Contains(srv.Logs.String(), "reaper off (--reaper=off)") {
+			t.Errorf("startup does not log that the reaper is off; logs:\n%s", srv.Logs)
 		}
 
 		srv = startDedupd(t, append(flags, "--reaper=on")...)
 		admin = dedupv1.NewAdminServiceClient(srv.dial(t))
-		waitExpired(t, admin, 0, srv.logs)
+		waitExpired(t, admin, 0, srv.Logs)
 		srv.stop(t)
-		if !strings.Contains(srv.logs.String(), `"msg":"reaper on"`) {
-			t.Errorf("startup does not log that the reaper is on; logs:\n%s", srv.logs)
+		if !strings.Contains(srv.Logs.String(), `"msg":"reaper on"`) {
+			t.Errorf("startup does not log that the reaper is on; logs:\n%s", srv.Logs)
 		}
 	})
 }

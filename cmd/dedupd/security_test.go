@@ -24,13 +24,13 @@ func TestServeWithoutAuthOnlyOnLoopback(t *testing.T) {
 	}
 	p := startDedupd(t, "--listen", "0.0.0.0:0", "--insecure-no-auth", "--data-dir", t.TempDir())
 	p.stop(t)
-	if !strings.Contains(p.logs.String(), "authentication is off") {
-		t.Fatalf("no warning that auth is off; logs:\n%s", p.logs)
+	if !strings.Contains(p.Logs.String(), "authentication is off") {
+		t.Fatalf("no warning that auth is off; logs:\n%s", p.Logs)
 	}
 	p = startDedupd(t, "--data-dir", t.TempDir()) // loopback
 	p.stop(t)
-	if !strings.Contains(p.logs.String(), "authentication is off") {
-		t.Fatalf("no warning that auth is off on loopback; logs:\n%s", p.logs)
+	if !strings.Contains(p.Logs.String(), "authentication is off") {
+		t.Fatalf("no warning that auth is off on loopback; logs:\n%s", p.Logs)
 	}
 }
 
@@ -83,7 +83,7 @@ func TestSIGHUPReloadsTokensWithoutDroppingCalls(t *testing.T) {
 		})
 	}
 	opsRewrite(t, path, fmt.Sprintf("tokens: [{sha256: %s, consumers: [payments]}]\n", opsSHA256(token)))
-	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -91,7 +91,7 @@ func TestSIGHUPReloadsTokensWithoutDroppingCalls(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		close(abort)
 		wg.Wait()
-		t.Fatalf("no call was denied within 30s of SIGHUP; logs:\n%s", p.logs)
+		t.Fatalf("no call was denied within 30s of SIGHUP; logs:\n%s", p.Logs)
 	}
 	wg.Wait()
 	for _, err := range badErrs {
@@ -99,10 +99,10 @@ func TestSIGHUPReloadsTokensWithoutDroppingCalls(t *testing.T) {
 	}
 
 	opsRewrite(t, path, "tokens: [{sha256: broken}]\n")
-	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	opsEventually(t, "logging the failed reload", func() bool { return strings.Contains(p.logs.String(), "reload failed") })
+	opsEventually(t, "logging the failed reload", func() bool { return strings.Contains(p.Logs.String(), "reload failed") })
 	c := dedupv1.NewDedupServiceClient(p.dial(t))
 	ctx, cancel := opsBearer(token)
 	defer cancel()
@@ -110,7 +110,7 @@ func TestSIGHUPReloadsTokensWithoutDroppingCalls(t *testing.T) {
 		t.Fatalf("after a broken file: %v, want the rules in force (payments allowed)", err)
 	}
 	p.stop(t)
-	if strings.Contains(p.logs.String(), token) {
+	if strings.Contains(p.Logs.String(), token) {
 		t.Fatal("the token appears in the logs")
 	}
 }

@@ -42,7 +42,7 @@ func TestShutdownUnderLoadKeepsAcknowledgedOutcomes(t *testing.T) {
 			}()
 		}
 		time.Sleep(300 * time.Millisecond)
-		if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := srv.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()

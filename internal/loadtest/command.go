@@ -11,7 +11,7 @@ import (
 // NewCommand returns `bench`, for dedupctl's root command. dial returns
 // the connection to dedupd that dedupctl's global flags describe (server,
 // TLS, token), and output the global -o.
-func NewCommand(dial func() (*grpc.ClientConn, error), output func() string) *cobra.Command {
+func NewCommand(dial func() (grpc.ClientConnInterface, error), output func() string) *cobra.Command {
 	var (
 		cfg       Config
 		scenarios string

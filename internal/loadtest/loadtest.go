@@ -65,7 +65,7 @@ type Config struct {
 	// Conn, when set, is the connection to dedupd (with whatever TLS and
 	// credentials it was made with) and Addr only names it in the report;
 	// otherwise Run dials Addr in plaintext.
-	Conn *grpc.ClientConn
+	Conn grpc.ClientConnInterface
 }
 
 // Scenarios lists the scenario names in their default order.
@@ -74,8 +74,8 @@ func Scenarios() []string {
 }
 
 func (c *Config) defaults() error {
-	if c.Addr == "" && c.Conn != nil {
-		c.Addr = c.Conn.Target()
+	if named, ok := c.Conn.(interface{ Target() string }); ok && c.Addr == "" {
+		c.Addr = named.Target()
 	}
 	if c.Addr == "" {
 		return errors.New("loadtest: no dedupd address")

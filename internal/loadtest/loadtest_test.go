@@ -13,10 +13,10 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -27,7 +27,7 @@ func startService(t *testing.T) (addr, url string) {
 	t.Helper()
 	url = pgtest.URL(t)
 	ctx := context.Background()
-	st, err := pgstore.Open(ctx, url)
+	st, err := pgstore.Open(ctx, url, pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

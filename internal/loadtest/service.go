@@ -12,8 +12,8 @@ import (
 
 // service is the dedupd side: every key under a consumer of its own run.
 type service struct {
-	conn     *grpc.ClientConn
-	owned    bool // dialed by Run, so closed by it
+	conn     grpc.ClientConnInterface
+	owned    *grpc.ClientConn // the connection Run dialed, closed by close
 	client   dedupv1.DedupServiceClient
 	consumer string
 	digest   []byte
@@ -22,14 +22,15 @@ type service struct {
 }
 
 func dialService(cfg Config, runID string) (*service, error) {
-	conn, owned := cfg.Conn, false
+	conn := cfg.Conn
+	var owned *grpc.ClientConn
 	if conn == nil {
 		var err error
-		conn, err = grpc.NewClient(cfg.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		owned, err = grpc.NewClient(cfg.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return nil, fmt.Errorf("loadtest: dialing dedupd at %s: %w", cfg.Addr, err)
 		}
-		owned = true
+		conn = owned
 	}
 	s := &service{conn: conn, owned: owned, client: dedupv1.NewDedupServiceClient(conn),
 		consumer: "bench-" + runID, digest: []byte("dedupctl-bench-digest-0123456789"), result: resultOf(cfg.ResultBytes)}
@@ -39,8 +40,8 @@ func dialService(cfg Config, runID string) (*service, error) {
 
 // close closes the connection if Run dialed it.
 func (s *service) close() {
-	if s.owned {
-		s.conn.Close()
+	if s.owned != nil {
+		s.owned.Close()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -147,7 +148,7 @@ func (s *AdminService) DeleteRecord(ctx context.Context, req *dedupv1.DeleteReco
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
-	return &dedupv1.DeleteRecordResponse{Record: RecordToProto(rec)}, nil
+	return &dedupv1.DeleteRecordResponse{Record: recordpb.FromStore(rec)}, nil
 }
 
 func (s *AdminService) Stats(ctx context.Context, req *dedupv1.StatsRequest) (*dedupv1.StatsResponse, error) {
@@ -171,7 +172,7 @@ func (s *AdminService) Stats(ctx context.Context, req *dedupv1.StatsRequest) (*d
 			Rejected:            c.Rejected,
 			Released:            c.Released,
 			PendingLeaseExpired: c.PendingLeaseExpired,
-			OldestPendingAt:     timestamp(c.OldestPendingAt),
+			OldestPendingAt:     recordpb.Timestamp(c.OldestPendingAt),
 			Expired:             c.Expired,
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -91,7 +92,7 @@ func TestSetPolicyRefusesBadPolicies(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.admin.SetPolicy(ctx, &dedupv1.SetPolicyRequest{Policy: tc.policy})
-			wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, tc.field)
+			wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, tc.field)
 		})
 	}
 	list, err := c.admin.ListPolicies(ctx, &dedupv1.ListPoliciesRequest{})
@@ -170,7 +171,7 @@ func TestConsumerPolicyAppliesOnTheNextCall(t *testing.T) {
 	}
 
 	_, err := c.dedup.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "inv", Key: "no-digest"})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "digest")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "digest")
 	if _, err := c.dedup.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "other", Key: "no-digest"}); err != nil {
 		t.Fatalf("another consumer without a digest: %v", err)
 	}
@@ -180,13 +181,13 @@ func TestConsumerPolicyAppliesOnTheNextCall(t *testing.T) {
 		t.Fatalf("inv claim with a 90m lease: %v", err)
 	}
 	_, err = c.dedup.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "other", Key: "long", LeaseTtl: long})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "lease_ttl")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "lease_ttl")
 	_, err = c.dedup.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "inv", Key: "long",
 		FencingToken: claim.GetFencingToken(), Result: []byte("12345")})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "result")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "result")
 	_, err = c.dedup.Reject(ctx, &dedupv1.RejectRequest{Consumer: "inv", Key: "long",
 		FencingToken: claim.GetFencingToken(), Reason: "NO", Detail: []byte("12345")})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "detail")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "detail")
 
 	deleted, err := c.admin.DeletePolicy(ctx, &dedupv1.DeletePolicyRequest{Consumer: "inv"})
 	if err != nil || !deleted.GetPolicy().GetRequireDigest() {
@@ -196,7 +197,7 @@ func TestConsumerPolicyAppliesOnTheNextCall(t *testing.T) {
 		t.Fatalf("after DeletePolicy a claim without digest: %v", err)
 	}
 	_, err = c.admin.DeletePolicy(ctx, &dedupv1.DeletePolicyRequest{Consumer: "inv"})
-	wantStatus(t, err, codes.NotFound, ReasonPolicyNotFound, "")
+	wantStatus(t, err, codes.NotFound, rpcerrors.ReasonPolicyNotFound, "")
 }
 
 func TestGetAndListPolicies(t *testing.T) {
@@ -212,7 +213,7 @@ func TestGetAndListPolicies(t *testing.T) {
 		t.Fatalf("GetPolicy without a policy = %v, want only the defaults in effect", none)
 	}
 	_, err = c.admin.GetPolicy(ctx, &dedupv1.GetPolicyRequest{})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "consumer")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "consumer")
 
 	c.setPolicy(t, &dedupv1.Policy{Consumer: "web", RejectedTtl: durationpb.New(time.Minute)})
 	c.setPolicy(t, &dedupv1.Policy{Consumer: "inv", RequireDigest: true})
@@ -239,9 +240,9 @@ func TestDeleteRecordForgetsTheKey(t *testing.T) {
 	ctx := context.Background()
 	c.finish(t, "inv", "k")
 	_, err := c.admin.DeleteRecord(ctx, &dedupv1.DeleteRecordRequest{Consumer: "inv", Key: "missing"})
-	wantStatus(t, err, codes.NotFound, ReasonNotFound, "")
+	wantStatus(t, err, codes.NotFound, rpcerrors.ReasonNotFound, "")
 	_, err = c.admin.DeleteRecord(ctx, &dedupv1.DeleteRecordRequest{Consumer: "inv"})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "key")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "key")
 
 	deleted, err := c.admin.DeleteRecord(ctx, &dedupv1.DeleteRecordRequest{Consumer: "inv", Key: "k"})
 	if err != nil {
@@ -292,7 +293,7 @@ func TestStatsCountsByState(t *testing.T) {
 		t.Fatalf("Stats(web) = %v, %v", one, err)
 	}
 	_, err = c.admin.Stats(ctx, &dedupv1.StatsRequest{Consumer: "Web"})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "consumer")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "consumer")
 }
 
 // recvAll reads a purge stream to its end.
@@ -351,13 +352,13 @@ func TestFailedPolicyWriteStillInvalidatesTheCache(t *testing.T) {
 	}
 
 	_, err := admin.SetPolicy(ctx, &dedupv1.SetPolicyRequest{Policy: &dedupv1.Policy{Consumer: "inv", CompletedTtl: durationpb.New(72 * time.Hour)}})
-	wantStatus(t, err, codes.Unavailable, ReasonStoreUnavailable, "")
+	wantStatus(t, err, codes.Unavailable, rpcerrors.ReasonStoreUnavailable, "")
 	if got := completedTTL(t, policies, "inv"); got != 72*time.Hour {
 		t.Fatalf("after a SetPolicy that failed but landed: %s, want the stored 72h", got)
 	}
 
 	_, err = admin.DeletePolicy(ctx, &dedupv1.DeletePolicyRequest{Consumer: "inv"})
-	wantStatus(t, err, codes.Unavailable, ReasonStoreUnavailable, "")
+	wantStatus(t, err, codes.Unavailable, rpcerrors.ReasonStoreUnavailable, "")
 	if got := completedTTL(t, policies, "inv"); got != testPolicy.CompletedTTL {
 		t.Fatalf("after a DeletePolicy that failed but landed: %s, want the default", got)
 	}

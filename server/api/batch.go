@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -74,8 +75,8 @@ func (s *DedupService) prepare(consumer string, keys []string, check func(i int,
 	for i, key := range keys {
 		items[i].key = key
 		if i >= taken {
-			items[i].res.Err = &RetryAfterError{After: after,
-				Err: fmt.Errorf("consumer %q is over its rate; item %d is past the tokens left: %w", consumer, i, ErrRateLimited)}
+			items[i].res.Err = &rpcerrors.RetryAfterError{After: after,
+				Err: fmt.Errorf("consumer %q is over its rate; item %d is past the tokens left: %w", consumer, i, rpcerrors.ErrRateLimited)}
 			continue
 		}
 		v := validator{prefix: fmt.Sprintf("items[%d].", i)}

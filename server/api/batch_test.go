@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -198,14 +199,14 @@ func TestBatchRefusedWhole(t *testing.T) {
 		tooMany[i] = &dedupv1.ClaimBatchItem{Key: fmt.Sprint(i)}
 	}
 	_, err := c.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: "orders", Items: tooMany})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "items")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "items")
 	_, err = c.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: "Not Valid", Items: tooMany[:1]})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "consumer")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "consumer")
 	_, err = c.LookupBatch(ctx, &dedupv1.LookupBatchRequest{Consumer: "orders", Keys: make([]string, DefaultMaxBatchItems+1)})
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "keys")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "keys")
 	// Nothing of the refused batch was stored.
 	_, err = c.Lookup(ctx, &dedupv1.LookupRequest{Consumer: "orders", Key: "0"})
-	wantStatus(t, err, codes.NotFound, ReasonNotFound, "")
+	wantStatus(t, err, codes.NotFound, rpcerrors.ReasonNotFound, "")
 	// An empty batch is a batch.
 	resp, err := c.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: "orders"})
 	if err != nil || len(resp.GetResults()) != 0 {
@@ -224,9 +225,9 @@ func TestLookupBatchPerKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []answer{
-		{code: codes.NotFound, reason: ReasonNotFound},
+		{code: codes.NotFound, reason: rpcerrors.ReasonNotFound},
 		{state: dedupv1.State_STATE_PENDING, token: 1},
-		{code: codes.InvalidArgument, reason: ReasonInvalidField, field: "keys[2]"},
+		{code: codes.InvalidArgument, reason: rpcerrors.ReasonInvalidField, field: "keys[2]"},
 	}
 	for i, w := range want {
 		if got := answerOfRecordResult(resp.GetResults()[i]); got != w {
@@ -271,7 +272,7 @@ func TestBatchItemsBeyondTheRateAreRateLimited(t *testing.T) {
 			continue
 		}
 		st := status.FromProto(res.GetError())
-		if a := answerOfError(st); a.code != codes.ResourceExhausted || a.reason != ReasonRateLimited {
+		if a := answerOfError(st); a.code != codes.ResourceExhausted || a.reason != rpcerrors.ReasonRateLimited {
 			t.Errorf("item %d: %+v, want RESOURCE_EXHAUSTED RATE_LIMITED", i, a)
 		}
 		delay := time.Duration(0)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // Register registers the service on s with request decoding that answers a
@@ -79,9 +80,9 @@ func decodeRequest(wire []byte, req proto.Message) error {
 		return nil
 	}
 	if field := invalidUTF8Field(wire, req.ProtoReflect().Descriptor()); field != "" {
-		return Status(&FieldError{Field: field, Problem: "is not valid UTF-8"}, "", "").Err()
+		return rpcerrors.Status(&rpcerrors.FieldError{Field: field, Problem: "is not valid UTF-8"}, "", "").Err()
 	}
-	return Status(fmt.Errorf("%w: %v", ErrMalformedRequest, err), "", "").Err()
+	return rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", "").Err()
 }
 
 // invalidUTF8Field names the first top-level string field of the wire bytes

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // wireCodec sends hand-made bytes, as a client in a language that does not
@@ -40,11 +41,11 @@ func TestUndecodableRequestsAreInvalidArguments(t *testing.T) {
 		reason string
 		field  string
 	}{
-		{"key not UTF-8", "Claim", field(field(nil, 1, []byte("orders")), 2, notUTF8), ReasonInvalidField, "key"},
-		{"owner not UTF-8", "Claim", field(field(field(nil, 1, []byte("orders")), 2, []byte("k")), 5, notUTF8), ReasonInvalidField, "owner"},
-		{"consumer not UTF-8 on Lookup", "Lookup", field(nil, 1, notUTF8), ReasonInvalidField, "consumer"},
-		{"reason not UTF-8 on Reject", "Reject", field(field(nil, 1, []byte("orders")), 4, notUTF8), ReasonInvalidField, "reason"},
-		{"lease cut short", "Claim", field(field(field(nil, 1, []byte("orders")), 2, []byte("k")), 4, cutDuration), ReasonMalformedRequest, ""},
+		{"key not UTF-8", "Claim", field(field(nil, 1, []byte("orders")), 2, notUTF8), rpcerrors.ReasonInvalidField, "key"},
+		{"owner not UTF-8", "Claim", field(field(field(nil, 1, []byte("orders")), 2, []byte("k")), 5, notUTF8), rpcerrors.ReasonInvalidField, "owner"},
+		{"consumer not UTF-8 on Lookup", "Lookup", field(nil, 1, notUTF8), rpcerrors.ReasonInvalidField, "consumer"},
+		{"reason not UTF-8 on Reject", "Reject", field(field(nil, 1, []byte("orders")), 4, notUTF8), rpcerrors.ReasonInvalidField, "reason"},
+		{"lease cut short", "Claim", field(field(field(nil, 1, []byte("orders")), 2, []byte("k")), 4, cutDuration), rpcerrors.ReasonMalformedRequest, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +84,7 @@ func TestAdminRequestsDecodeLeniently(t *testing.T) {
 	notUTF8 := field(nil, 1, []byte{'i', 0xff})
 	var reply []byte
 	err := conn.Invoke(context.Background(), "/dedup.v1.AdminService/GetPolicy", notUTF8, &reply, grpc.ForceCodec(wireCodec{}))
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "consumer")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "consumer")
 
 	desc := &grpc.StreamDesc{StreamName: "Purge", ServerStreams: true}
 	stream, err := conn.NewStream(context.Background(), desc, "/dedup.v1.AdminService/Purge", grpc.ForceCodec(wireCodec{}))
@@ -97,5 +98,5 @@ func TestAdminRequestsDecodeLeniently(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = stream.RecvMsg(&reply)
-	wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, "consumer")
+	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "consumer")
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -53,7 +54,7 @@ func (s *DedupService) ListRecords(ctx context.Context, req *dedupv1.ListRecords
 	}
 	resp.Records = make([]*dedupv1.Record, len(recs))
 	for i, r := range recs {
-		resp.Records[i] = RecordToProto(r)
+		resp.Records[i] = recordpb.FromStore(r)
 	}
 	return resp, nil
 }

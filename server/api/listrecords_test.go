@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // listAll pages through a listing with the given page size and returns the
@@ -138,7 +139,7 @@ func TestListRecordsRefusesBadRequests(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.dedup.ListRecords(ctx, tc.req)
-			wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, tc.field)
+			wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, tc.field)
 		})
 	}
 	// The token goes on with another page size, and with the states listed

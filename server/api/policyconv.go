@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -23,7 +24,7 @@ func PolicyToProto(p store.ConsumerPolicy) *dedupv1.Policy {
 		MaxLeaseTtl:     duration(p.MaxLeaseTTL),
 		MaxResultBytes:  p.MaxResultBytes,
 		RequireDigest:   p.RequireDigest,
-		UpdatedAt:       timestamp(p.UpdatedAt),
+		UpdatedAt:       recordpb.Timestamp(p.UpdatedAt),
 	}
 }
 

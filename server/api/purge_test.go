@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -94,7 +95,7 @@ func TestPurgeRefusesBadRequests(t *testing.T) {
 			if err == nil {
 				_, err = stream.Recv()
 			}
-			wantStatus(t, err, codes.InvalidArgument, ReasonInvalidField, tc.field)
+			wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, tc.field)
 		})
 	}
 	// Expired records of every consumer need no consumer.

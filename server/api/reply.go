@@ -9,6 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/recordpb"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -97,7 +99,7 @@ func (s *DedupService) itemError(ctx context.Context, err error, consumer, key s
 	if lean && errors.As(err, &conflict) {
 		err = &store.ConflictError{Err: conflict.Err, Record: withoutPayload(conflict.Record)}
 	}
-	st := Status(err, consumer, key)
+	st := rpcerrors.Status(err, consumer, key)
 	if st.Code() == codes.Internal && !*logged {
 		*logged = true
 		s.log.ErrorContext(ctx, "internal error in a batch item", "consumer", consumer, "key", key, "err", err)
@@ -134,7 +136,7 @@ func (s *DedupService) recordResults(ctx context.Context, consumer string, items
 		if lean {
 			rec = withoutPayload(rec)
 		}
-		return &dedupv1.RecordResult{ResultOmitted: lean && hasPayload(rec0), Result: &dedupv1.RecordResult_Record{Record: RecordToProto(rec)}}
+		return &dedupv1.RecordResult{ResultOmitted: lean && hasPayload(rec0), Result: &dedupv1.RecordResult_Record{Record: recordpb.FromStore(rec)}}
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -135,8 +136,8 @@ func TestWorstCaseBatchReplyFits(t *testing.T) {
 	for name, res := range map[string]store.ItemResult{
 		"conflict":  {Err: &store.ConflictError{Err: store.ErrDigestMismatch, Record: rec}},
 		"replay":    {Outcome: store.AlreadyRejected, Record: rec},
-		"rate":      {Err: &RetryAfterError{Err: ErrRateLimited, After: time.Hour}},
-		"bad field": {Err: &FieldError{Field: "items[999].key", Problem: "is " + wide(MaxKeyBytes)}},
+		"rate":      {Err: &rpcerrors.RetryAfterError{Err: rpcerrors.ErrRateLimited, After: time.Hour}},
+		"bad field": {Err: &rpcerrors.FieldError{Field: "items[999].key", Problem: "is " + wide(MaxKeyBytes)}},
 	} {
 		items := make([]batchItem, MaxBatchItemsCeiling)
 		for i := range items {

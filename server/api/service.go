@@ -1,6 +1,9 @@
-// Package api serves dedup.v1.DedupService over gRPC: it validates each
-// request before any store work, resolves the policy in force, calls the
-// store, and turns every outcome and error into its wire form.
+// Package api serves dedup.v1's two gRPC services, DedupService (claims and
+// their outcomes) and AdminService (policies, records, purges, stats): it
+// validates each request before any store work, resolves the policy in
+// force, calls the store, and turns every outcome into its wire form. Errors
+// go to the wire through server/rpcerrors, the vocabulary this package
+// shares with the interceptors.
 package api
 
 import (
@@ -11,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/recordpb"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -76,7 +81,7 @@ func (s *DedupService) fail(ctx context.Context, err error, consumer, key string
 // failWith is the error a handler returns for err: its status, and for an
 // internal error (a bug) a log line with the cause the caller is not told.
 func failWith(ctx context.Context, log *slog.Logger, err error, consumer, key string) error {
-	st := Status(err, consumer, key)
+	st := rpcerrors.Status(err, consumer, key)
 	if st.Code() == codes.Internal {
 		log.ErrorContext(ctx, "internal error", "consumer", consumer, "key", key, "err", err)
 	}
@@ -132,7 +137,7 @@ func (s *DedupService) Complete(ctx context.Context, req *dedupv1.CompleteReques
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
-	return &dedupv1.CompleteResponse{Record: RecordToProto(rec)}, nil
+	return &dedupv1.CompleteResponse{Record: recordpb.FromStore(rec)}, nil
 }
 
 func (s *DedupService) Reject(ctx context.Context, req *dedupv1.RejectRequest) (*dedupv1.RejectResponse, error) {
@@ -163,7 +168,7 @@ func (s *DedupService) Reject(ctx context.Context, req *dedupv1.RejectRequest) (
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
-	return &dedupv1.RejectResponse{Record: RecordToProto(rec)}, nil
+	return &dedupv1.RejectResponse{Record: recordpb.FromStore(rec)}, nil
 }
 
 func (s *DedupService) Lookup(ctx context.Context, req *dedupv1.LookupRequest) (*dedupv1.LookupResponse, error) {
@@ -177,7 +182,7 @@ func (s *DedupService) Lookup(ctx context.Context, req *dedupv1.LookupRequest) (
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
-	return &dedupv1.LookupResponse{Record: RecordToProto(rec)}, nil
+	return &dedupv1.LookupResponse{Record: recordpb.FromStore(rec)}, nil
 }
 
 func (s *DedupService) ExtendLease(ctx context.Context, req *dedupv1.ExtendLeaseRequest) (*dedupv1.ExtendLeaseResponse, error) {
@@ -202,5 +207,5 @@ func (s *DedupService) ExtendLease(ctx context.Context, req *dedupv1.ExtendLease
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
-	return &dedupv1.ExtendLeaseResponse{Record: RecordToProto(rec)}, nil
+	return &dedupv1.ExtendLeaseResponse{Record: recordpb.FromStore(rec)}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -143,7 +144,7 @@ func TestCompleteThenReplayOverGRPC(t *testing.T) {
 	}
 	_, err = c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "orders", Key: "o-2",
 		FencingToken: got.GetFencingToken(), Result: []byte("other")})
-	if status.Code(err) != codes.FailedPrecondition || errorInfo(t, status.Convert(err)).Reason != ReasonAlreadyFinished {
+	if status.Code(err) != codes.FailedPrecondition || errorInfo(t, status.Convert(err)).Reason != rpcerrors.ReasonAlreadyFinished {
 		t.Fatalf("second Complete with other bytes = %v, want ALREADY_FINISHED", err)
 	}
 }

@@ -2,11 +2,12 @@ package api
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -30,28 +31,17 @@ const (
 	MaxTTLCeiling         = 10 * 365 * 24 * time.Hour
 )
 
-var consumerPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
-
-// FieldError is a request field that fails validation. The gRPC layer turns
-// it into INVALID_ARGUMENT naming the field.
-type FieldError struct {
-	Field   string
-	Problem string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
-
 // validator collects the first problem found in a request, so that each
 // handler reads as a list of checks.
 // Its prefix names the batch item checked, such as "items[3].".
 type validator struct {
-	err    *FieldError
+	err    *rpcerrors.FieldError
 	prefix string
 }
 
 func (v *validator) fail(field, format string, args ...any) {
 	if v.err == nil {
-		v.err = &FieldError{Field: v.prefix + field, Problem: fmt.Sprintf(format, args...)}
+		v.err = &rpcerrors.FieldError{Field: v.prefix + field, Problem: fmt.Sprintf(format, args...)}
 	}
 }
 
@@ -62,17 +52,12 @@ func (v *validator) result() error {
 	return v.err
 }
 
-// ValidConsumer reports whether s is a consumer name a request may carry.
-// Code that runs before validation uses it to keep names it will refuse
-// out of anything it keeps.
-func ValidConsumer(s string) bool { return consumerPattern.MatchString(s) }
-
 func (v *validator) consumer(s string) {
 	switch {
 	case s == "":
 		v.fail("consumer", "is required")
-	case !ValidConsumer(s):
-		v.fail("consumer", "must match %s", consumerPattern)
+	case !consumer.Valid(s):
+		v.fail("consumer", "must match %s", consumer.Pattern)
 	}
 }
 

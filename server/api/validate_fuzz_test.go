@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -81,7 +82,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, method byte, wire []byte) {
 		req := fuzzRequest{method: method % 5}.build()
 		if err := decodeRequest(wire, req); err != nil {
-			wantReason(t, err, ReasonMalformedRequest, ReasonInvalidField)
+			wantReason(t, err, rpcerrors.ReasonMalformedRequest, rpcerrors.ReasonInvalidField)
 			return
 		}
 		st := &recordingStore{}
@@ -106,7 +107,7 @@ func checkValidation(t *testing.T, invalid []string, err error, st *recordingSto
 	if err == nil {
 		t.Fatalf("request with bad fields %v accepted", invalid)
 	}
-	info := wantReason(t, err, ReasonInvalidField)
+	info := wantReason(t, err, rpcerrors.ReasonInvalidField)
 	if !containsString(invalid, info.GetMetadata()["field"]) {
 		t.Fatalf("refused naming field %q; the bad fields are %v (%v)", info.GetMetadata()["field"], invalid, err)
 	}
@@ -122,7 +123,7 @@ func wantReason(t *testing.T, err error, reasons ...string) *errdetails.ErrorInf
 		t.Fatalf("error %v is not INVALID_ARGUMENT", err)
 	}
 	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain && containsString(reasons, info.GetReason()) {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == rpcerrors.ErrorDomain && containsString(reasons, info.GetReason()) {
 			return info
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -96,8 +97,8 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 			if st.Code() != codes.InvalidArgument {
 				t.Fatalf("code = %v (%s), want InvalidArgument", st.Code(), st.Message())
 			}
-			if info := errorInfo(t, st); info.Reason != ReasonInvalidField || info.Metadata["field"] != tc.field {
-				t.Fatalf("ErrorInfo = %v, want reason %s naming %q", info, ReasonInvalidField, tc.field)
+			if info := errorInfo(t, st); info.Reason != rpcerrors.ReasonInvalidField || info.Metadata["field"] != tc.field {
+				t.Fatalf("ErrorInfo = %v, want reason %s naming %q", info, rpcerrors.ReasonInvalidField, tc.field)
 			}
 			var violation *errdetails.BadRequest
 			for _, d := range st.Details() {

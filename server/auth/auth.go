@@ -20,8 +20,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 
-	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // Service prefixes of the methods with their own rules. Methods of any
@@ -87,7 +87,7 @@ func (a *Authorizer) AuthFunc(ctx context.Context) (context.Context, error) {
 		err = authorize(grant, method, name)
 	}
 	if err != nil {
-		return nil, api.Status(err, name, "").Err()
+		return nil, rpcerrors.Status(err, name, "").Err()
 	}
 	return ctx, nil
 }
@@ -95,9 +95,9 @@ func (a *Authorizer) AuthFunc(ctx context.Context) (context.Context, error) {
 func authorize(g *Grant, method, name string) error {
 	switch {
 	case strings.HasPrefix(method, adminPrefix) && !g.Admin:
-		return fmt.Errorf("%s may not call AdminService: %w", g.Name, api.ErrPermissionDenied)
+		return fmt.Errorf("%s may not call AdminService: %w", g.Name, rpcerrors.ErrPermissionDenied)
 	case strings.HasPrefix(method, dedupPrefix) && !g.covers(name):
-		return fmt.Errorf("%s may not act for consumer %q: %w", g.Name, name, api.ErrPermissionDenied)
+		return fmt.Errorf("%s may not act for consumer %q: %w", g.Name, name, rpcerrors.ErrPermissionDenied)
 	}
 	return nil
 }
@@ -111,15 +111,15 @@ func (a *Authorizer) identify(ctx context.Context) (*Grant, error) {
 		if g := rules.byToken(token); g != nil {
 			return g, nil
 		}
-		return nil, fmt.Errorf("unknown bearer token: %w", api.ErrUnauthenticated)
+		return nil, fmt.Errorf("unknown bearer token: %w", rpcerrors.ErrUnauthenticated)
 	}
 	if leaf := verifiedLeaf(ctx); leaf != nil {
 		if g := rules.byCertificate(leaf); g != nil {
 			return g, nil
 		}
-		return nil, fmt.Errorf("client certificate %q is not in the auth file: %w", leaf.Subject, api.ErrUnauthenticated)
+		return nil, fmt.Errorf("client certificate %q is not in the auth file: %w", leaf.Subject, rpcerrors.ErrUnauthenticated)
 	}
-	return nil, fmt.Errorf("no bearer token (metadata authorization: Bearer <token>): %w", api.ErrUnauthenticated)
+	return nil, fmt.Errorf("no bearer token (metadata authorization: Bearer <token>): %w", rpcerrors.ErrUnauthenticated)
 }
 
 // byToken hashes the presented token and compares the hash with every

@@ -7,6 +7,7 @@ package consumer
 
 import (
 	"context"
+	"regexp"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -60,3 +61,11 @@ func UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 		return handler(NewContext(ctx, req), req)
 	}
 }
+
+// Pattern is the form of a consumer name a request may carry.
+var Pattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+
+// Valid reports whether s is a consumer name a request may carry. Code that
+// runs before validation uses it to keep names it will refuse out of
+// anything it keeps.
+func Valid(s string) bool { return Pattern.MatchString(s) }

@@ -5,12 +5,11 @@ import (
 	"path"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/status"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // newBatchItems is the histogram of batch sizes, by method.
@@ -77,10 +76,5 @@ func recordErrors(results []*dedupv1.RecordResult) []*spb.Status {
 }
 
 func statusReason(s *spb.Status) string {
-	for _, d := range status.FromProto(s).Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == api.ErrorDomain {
-			return info.GetReason()
-		}
-	}
-	return ""
+	return rpcerrors.Info(status.FromProto(s)).GetReason()
 }

@@ -5,22 +5,21 @@ import (
 	"path"
 	"strings"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // refusalReasons are the reasons given before a handler runs; they are
 // counted by reason only, since the consumer of such a call is unchecked.
 var refusalReasons = map[string]bool{
-	api.ReasonUnauthenticated:  true,
-	api.ReasonPermissionDenied: true,
-	api.ReasonRateLimited:      true,
-	api.ReasonOverloaded:       true,
+	rpcerrors.ReasonUnauthenticated:  true,
+	rpcerrors.ReasonPermissionDenied: true,
+	rpcerrors.ReasonRateLimited:      true,
+	rpcerrors.ReasonOverloaded:       true,
 }
 
 // UnaryServerInterceptor counts the domain outcomes of each call from its
@@ -66,18 +65,11 @@ func (m *Metrics) observeReason(ctx context.Context, method, reason string) {
 	}
 	name, _ := consumer.FromContext(ctx)
 	switch reason {
-	case api.ReasonDigestMismatch:
+	case rpcerrors.ReasonDigestMismatch:
 		m.digestConflicts.WithLabelValues(m.consumerLabel(name)).Inc()
-	case api.ReasonLeaseLost:
+	case rpcerrors.ReasonLeaseLost:
 		m.leasesLost.WithLabelValues(m.consumerLabel(name), path.Base(method)).Inc()
 	}
 }
 
-func reasonOf(err error) string {
-	for _, d := range status.Convert(err).Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == api.ErrorDomain {
-			return info.GetReason()
-		}
-	}
-	return ""
-}
+func reasonOf(err error) string { return rpcerrors.Info(status.Convert(err)).GetReason() }

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
-	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // sweepAt is the number of per-consumer buckets past which full (idle)
@@ -71,7 +71,7 @@ func (p *PerConsumer) Limit(ctx context.Context) error {
 	name, named := consumer.FromContext(ctx)
 	method, _ := grpc.Method(ctx)
 	if !named || !strings.HasPrefix(method, "/dedup.v1.DedupService/") || strings.HasSuffix(method, "Batch") ||
-		!api.ValidConsumer(name) {
+		!consumer.Valid(name) {
 		return nil
 	}
 	now := p.now()
@@ -81,8 +81,8 @@ func (p *PerConsumer) Limit(ctx context.Context) error {
 		return nil
 	}
 	r.CancelAt(now) // the caller is refused, not queued: give the token back
-	return &api.RetryAfterError{
-		Err:   fmt.Errorf("consumer %q is over its rate of %g calls/s: %w", name, float64(p.limit), api.ErrRateLimited),
+	return &rpcerrors.RetryAfterError{
+		Err:   fmt.Errorf("consumer %q is over its rate of %g calls/s: %w", name, float64(p.limit), rpcerrors.ErrRateLimited),
 		After: delay,
 	}
 }
@@ -92,7 +92,7 @@ func (p *PerConsumer) Limit(ctx context.Context) error {
 // until the next of the rest could be taken (at most a full bucket's worth
 // is ever asked for at once).
 func (p *PerConsumer) TakeUpTo(name string, n int) (int, time.Duration) {
-	if !api.ValidConsumer(name) || n <= 0 {
+	if !consumer.Valid(name) || n <= 0 {
 		return n, 0
 	}
 	b := p.bucket(name)
@@ -149,7 +149,7 @@ func UnaryServerInterceptor(p *PerConsumer) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if err := p.Limit(ctx); err != nil {
 			name, _ := consumer.FromContext(ctx)
-			return nil, api.Status(err, name, "").Err()
+			return nil, rpcerrors.Status(err, name, "").Err()
 		}
 		return handler(ctx, req)
 	}
@@ -180,8 +180,8 @@ func (f *InFlight) Running() int64 { return f.running.Load() }
 
 func (f *InFlight) refusal(ctx context.Context) error {
 	name, _ := consumer.FromContext(ctx)
-	err := fmt.Errorf("%d calls in flight, the most this server takes: %w", f.max, api.ErrOverloaded)
-	return api.Status(err, name, "").Err()
+	err := fmt.Errorf("%d calls in flight, the most this server takes: %w", f.max, rpcerrors.ErrOverloaded)
+	return rpcerrors.Status(err, name, "").Err()
 }
 
 // UnaryServerInterceptor answers RESOURCE_EXHAUSTED / OVERLOADED at once

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // methodStream is the least a context needs for grpc.Method to name a
@@ -48,7 +48,7 @@ func TestInvalidConsumerNamesGetNoBucket(t *testing.T) {
 	if err := p.Limit(lookupCall("inventory")); err != nil {
 		t.Fatalf("first call of a valid consumer: %v", err)
 	}
-	if err := p.Limit(lookupCall("inventory")); !errors.Is(err, api.ErrRateLimited) {
+	if err := p.Limit(lookupCall("inventory")); !errors.Is(err, rpcerrors.ErrRateLimited) {
 		t.Fatalf("second call of a valid consumer: %v, want ErrRateLimited", err)
 	}
 }

@@ -27,18 +27,26 @@ async function startServer(extraArgs = []) {
     bin = path.join(dir, 'dedupd');
     execFileSync('go', ['build', '-o', bin, './cmd/dedupd'], { cwd: REPO, stdio: 'inherit' });
   }
-  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', path.join(dir, 'data'), ...extraArgs],
-    { stdio: ['ignore', 'ignore', 'pipe'] });
+  // --ready-file appears (whole) once dedupd serves; its first line is the
+  // address it bound.
+  const ready = path.join(dir, 'ready');
+  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', path.join(dir, 'data'),
+    '--ready-file', ready, ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
   const logs = [];
+  readline.createInterface({ input: proc.stderr }).on('line', (line) => logs.push(line));
   const addr = await new Promise((resolve, reject) => {
-    const lines = readline.createInterface({ input: proc.stderr });
-    lines.on('line', (line) => {
-      logs.push(line);
-      let entry;
-      try { entry = JSON.parse(line); } catch { return; }
-      if (entry.msg === 'dedupd serving') resolve(entry.listen);
+    let exited = false;
+    proc.once('exit', (code) => {
+      exited = true;
+      reject(new Error(`dedupd exited (${code}) before serving:\n${logs.join('\n')}`));
     });
-    proc.on('exit', (code) => reject(new Error(`dedupd exited (${code}) before serving:\n${logs.join('\n')}`)));
+    const poll = () => {
+      if (exited) return;
+      let content;
+      try { content = fs.readFileSync(ready, 'utf8'); } catch { setTimeout(poll, 10); return; }
+      resolve(content.split('\n')[0]);
+    };
+    poll();
   });
   return {
     addr,

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import unittest
 import uuid
 
@@ -51,24 +52,26 @@ class Server:
     def __init__(self, extra_args=()):
         binary = _dedupd_binary()
         self.dir = tempfile.mkdtemp(prefix="dedupd-py-")
+        # --ready-file appears (whole) once dedupd serves; its first line
+        # is the address it bound.
+        self.ready = os.path.join(self.dir, "ready")
         self.proc = subprocess.Popen(
             [binary, "serve", "--listen", "127.0.0.1:0", "--log-format", "json",
-             "--data-dir", os.path.join(self.dir, "data"), *extra_args],
+             "--data-dir", os.path.join(self.dir, "data"), "--ready-file", self.ready, *extra_args],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         self.logs = []
-        self.addr = self._wait_serving()
-        threading.Thread(target=self._drain, daemon=True).start()
+        drain = threading.Thread(target=self._drain, daemon=True)
+        drain.start()
+        self.addr = self._wait_serving(drain)
 
-    def _wait_serving(self):
-        for line in self.proc.stderr:
-            self.logs.append(line)
+    def _wait_serving(self, drain):
+        while self.proc.poll() is None:
             try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if entry.get("msg") == "dedupd serving":
-                return entry["listen"]
-        self.proc.wait()
+                with open(self.ready, encoding="utf-8") as f:
+                    return f.readline().strip()
+            except FileNotFoundError:
+                time.sleep(0.01)
+        drain.join()
         raise RuntimeError("dedupd exited before serving:\n" + "".join(self.logs))
 
     def _drain(self):

@@ -11,7 +11,7 @@ import (
 	"github.com/dedupd/dedupd/client"
 	"github.com/dedupd/dedupd/client/dedupdtest"
 	"github.com/dedupd/dedupd/examples/inventory/stock"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
+	"github.com/dedupd/dedupd/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { dedupdtest.Main(m) }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // A batch costs one multi-row read and at most one multi-row write, for

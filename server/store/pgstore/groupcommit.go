@@ -48,6 +48,11 @@ type Options struct {
 	// DefaultMaxBatch; one turns group commit off, so every call is its
 	// own statement (or two).
 	MaxBatch int
+	// OnRetry, when set, is called with the operation's name each time the
+	// store runs an attempt again after a serialization failure or a lost
+	// compare-and-set (for metrics). It must be cheap and safe for
+	// concurrent use.
+	OnRetry func(op string)
 }
 
 func (o Options) maxBatch() int {

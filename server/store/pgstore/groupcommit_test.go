@@ -15,9 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 // answer is what a claim returned, without the times the database chose, so
@@ -358,7 +358,7 @@ VALUES ('billing', 'k', 'PENDING', '', 1, 1, 'other', now(), now(), now() + INTE
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			url := pgtest.URL(t)
-			s, err := pgstore.OpenWith(ctx, url, pgstore.Options{})
+			s, err := pgstore.Open(ctx, url, pgstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -429,7 +429,7 @@ func TestGroupCommitFailedWriteKeepsReadAnswers(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	// The batch's UPDATE fails on the row lock below instead of waiting.
-	s, err := pgstore.OpenWith(ctx, url+"&lock_timeout=50", pgstore.Options{})
+	s, err := pgstore.Open(ctx, url+"&lock_timeout=50", pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,15 +7,21 @@ import (
 	"testing"
 )
 
-// TestOnRetryIsToldOfEveryRetry: two lost compare-and-sets then success
+// TestOnRetryIsToldOfEveryRetry: the hook given to Open sees every retry:
+// two lost compare-and-sets then success
 // make two retries of the named operation; a refusal makes none.
 func TestOnRetryIsToldOfEveryRetry(t *testing.T) {
 	var seen []string
-	s := &Store{}
-	s.OnRetry(func(op string) { seen = append(seen, op) })
+	// The pool connects lazily: no database is needed to open the store.
+	s, err := Open(context.Background(), "postgres://127.0.0.1:1/none?sslmode=disable",
+		Options{OnRetry: func(op string) { seen = append(seen, op) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 
 	fails := 2
-	err := s.withRetry(context.Background(), "complete", func(context.Context) error {
+	err = s.withRetry(context.Background(), "complete", func(context.Context) error {
 		if fails > 0 {
 			fails--
 			return errConcurrentWrite

@@ -58,28 +58,18 @@ type Store struct {
 	finish *finishBatcher
 }
 
-// OnRetry makes the store call f with the operation's name each time it
-// runs an attempt again after a serialization failure or a lost
-// compare-and-set. Set it before the store is used; f must be cheap and safe
-// for concurrent use.
-func (s *Store) OnRetry(f func(op string)) { s.onRetry = f }
-
 var _ store.Store = (*Store)(nil)
 
 // Open returns a store on the database at databaseURL (a postgres:// URL or
-// a key=value connection string; pgxpool's pool_* settings apply). The pool
-// connects lazily, so Open succeeds while the database is down; calls then
-// fail with store.ErrUnavailable until it is back.
-func Open(ctx context.Context, databaseURL string) (*Store, error) {
-	return open(ctx, databaseURL, Options{}, nil)
-}
-
-// OpenWith is Open with options.
-func OpenWith(ctx context.Context, databaseURL string, opts Options) (*Store, error) {
+// a key=value connection string; pgxpool's pool_* settings apply), tuned by
+// opts (the zero value is the default). The pool connects lazily, so Open
+// succeeds while the database is down; calls then fail with
+// store.ErrUnavailable until it is back.
+func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error) {
 	return open(ctx, databaseURL, opts, nil)
 }
 
-// open is OpenWith with a hook to adjust the pool configuration (tests add
+// open is Open with a hook to adjust the pool configuration (tests add
 // a query tracer).
 func open(ctx context.Context, databaseURL string, opts Options, configure func(*pgxpool.Config)) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
@@ -98,7 +88,7 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: creating connection pool: %w", err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, onRetry: opts.OnRetry}
 	if n := opts.maxBatch(); n > 1 {
 		s.fresh = s.newFreshBatcher(n)
 		s.finish = s.newFinishBatcher(n)

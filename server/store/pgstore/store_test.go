@@ -11,10 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -35,9 +35,9 @@ func newStore(t testing.TB) *pgstore.Store {
 // newStoreWith opens a migrated store with options on a fresh schema.
 func newStoreWith(t testing.TB, opts pgstore.Options) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.OpenWith(context.Background(), pgtest.URL(t), opts)
+	s, err := pgstore.Open(context.Background(), pgtest.URL(t), opts)
 	if err != nil {
-		t.Fatalf("OpenWith: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return migrated(t, s)
@@ -45,7 +45,7 @@ func newStoreWith(t testing.TB, opts pgstore.Options) *pgstore.Store {
 
 func openStore(t testing.TB, url string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), url)
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

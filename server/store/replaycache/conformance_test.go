@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
-	"github.com/dedupd/dedupd/server/store/pgstore/pgtest"
 	"github.com/dedupd/dedupd/server/store/replaycache"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 	"github.com/dedupd/dedupd/server/store/storetest"
@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		storetest.RunAll(t, func(t *testing.T) store.Store {
-			inner, err := pgstore.Open(context.Background(), pgtest.URL(t))
+			inner, err := pgstore.Open(context.Background(), pgtest.URL(t), pgstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

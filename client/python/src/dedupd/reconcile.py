@@ -1,0 +1,102 @@
+"""reconcile(): settle the claims whose lease ran out.
+
+A PENDING record past its lease belongs to a caller that crashed (or hung)
+somewhere between Claim and Complete: its side effect may or may not have
+happened. Only the caller's own system can tell, so reconcile() lists those
+records (ListRecords with lease_expired), takes each one over with a Claim
+(so that the crashed holder, should it wake up, is fenced out), asks
+decide(record, token) what happened, and records the answer:
+
+    Complete(result)                    the effect happened; store its result
+    Reject(reason, message, detail)     refuse the key for good
+    Release(reason, message)            the effect did not happen; let the
+                                        next delivery run it again
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional, Union
+
+from ._proto.dedup.v1 import dedup_pb2
+from .client import Client
+from .errors import DedupError
+
+
+@dataclasses.dataclass
+class Complete:
+    result: bytes = b""
+
+
+@dataclasses.dataclass
+class Reject:
+    reason: str
+    message: str = ""
+    detail: bytes = b""
+
+
+@dataclasses.dataclass
+class Release:
+    reason: str = "RECONCILED"
+    message: str = ""
+
+
+# What decide returns.
+Decision = Union[Complete, Reject, Release]
+
+
+@dataclasses.dataclass
+class Settled:
+    """What reconcile() did with one expired claim. decision is None when
+    the key was no longer up for grabs (record then is what the takeover
+    Claim found: someone else finished or took it first)."""
+    key: str
+    decision: Optional[Decision]
+    record: dedup_pb2.Record
+
+
+# decide(record, fencing_token): what happened to an expired claim's work.
+Decide = Callable[[dedup_pb2.Record, int], Decision]
+
+
+def reconcile(client: Client, consumer: str, decide: Decide, *, lease_ttl: float = 30.0,
+              owner: str = "reconciler", page_size: int = 100) -> list[Settled]:
+    """Settles every expired PENDING claim of consumer; returns [Settled].
+
+    If decide raises, the claim taken for it is released (so it stays up for
+    the next reconciliation or redelivery) and the exception propagates.
+    """
+    settled: list[Settled] = []
+    for expired in client.iter_records(consumer, lease_expired=True, page_size=page_size):
+        claim = client.claim(consumer, expired.key, digest=expired.digest,
+                             lease_ttl=lease_ttl, owner=owner)
+        if claim.outcome != dedup_pb2.OUTCOME_ACQUIRED:
+            settled.append(Settled(expired.key, None, claim.record))
+            continue
+        settled.append(_settle(client, consumer, claim, decide))
+    return settled
+
+
+def _settle(client: Client, consumer: str, claim: dedup_pb2.ClaimResponse,
+            decide: Decide) -> Settled:
+    key, token = claim.record.key, claim.fencing_token
+    try:
+        decision = decide(claim.record, token)
+    except BaseException:
+        try:
+            client.reject(consumer, key, token, reason="RECONCILE_FAILED", retryable=True)
+        except DedupError:
+            pass  # our lease runs out anyway
+        raise
+    if isinstance(decision, Complete):
+        record = client.complete(consumer, key, token, decision.result)
+    elif isinstance(decision, Reject):
+        record = client.reject(consumer, key, token, reason=decision.reason,
+                               message=decision.message, detail=decision.detail)
+    elif isinstance(decision, Release):
+        record = client.reject(consumer, key, token, reason=decision.reason,
+                               message=decision.message, retryable=True)
+    else:
+        client.reject(consumer, key, token, reason="RECONCILE_FAILED", retryable=True)
+        raise TypeError(f"decide must return Complete, Reject or Release, not {decision!r}")
+    return Settled(key, decision, record)

@@ -1,0 +1,202 @@
+// Package rpcerrors is dedupd's error vocabulary on the wire: the ErrorInfo
+// domain and reasons, the sentinels the server's interceptors refuse calls
+// with, RetryAfterError, FieldError, and Status, the one mapping from an
+// error to a gRPC status. It is a leaf: handlers (server/api) and
+// interceptors (server/auth, server/throttle, server/metrics) both import
+// it, and it imports neither.
+//
+// The reasons are listed once for every language, as the enum ErrorReason
+// in proto/dedup/v1/error_reason.proto; a value's name is its wire string.
+// The constants here are the server's side of that list (a test keeps the
+// two equal).
+package rpcerrors
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/dedupd/dedupd/server/recordpb"
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// ErrorDomain is the ErrorInfo domain of every error dedupd returns.
+const ErrorDomain = "dedup.v1"
+
+// The ErrorInfo reasons dedupd returns. They are part of the API: clients
+// branch on them, so they never change meaning. Each is the name of a value
+// of the proto enum dedup.v1.ErrorReason; a new reason goes there first.
+const (
+	ReasonInvalidField     = "INVALID_FIELD"
+	ReasonMalformedRequest = "MALFORMED_REQUEST"
+	ReasonNotFound         = "RECORD_NOT_FOUND"
+	ReasonPolicyNotFound   = "POLICY_NOT_FOUND"
+	ReasonDigestMismatch   = "DIGEST_MISMATCH"
+	ReasonAlreadyFinished  = "ALREADY_FINISHED"
+	ReasonLeaseLost        = "LEASE_LOST"
+	ReasonStoreUnavailable = "STORE_UNAVAILABLE"
+	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
+	ReasonCanceled         = "CANCELED"
+	ReasonInternal         = "INTERNAL"
+	// Refusals made before a handler runs (server interceptors).
+	ReasonUnauthenticated  = "UNAUTHENTICATED"
+	ReasonPermissionDenied = "PERMISSION_DENIED"
+	ReasonRateLimited      = "RATE_LIMITED"
+	ReasonOverloaded       = "OVERLOADED"
+)
+
+// Reasons lists every reason above: the set the server can send, which a
+// test holds equal to the proto enum ErrorReason.
+var Reasons = []string{
+	ReasonInvalidField, ReasonMalformedRequest, ReasonNotFound, ReasonPolicyNotFound,
+	ReasonDigestMismatch, ReasonAlreadyFinished, ReasonLeaseLost, ReasonStoreUnavailable,
+	ReasonDeadlineExceeded, ReasonCanceled, ReasonInternal,
+	ReasonUnauthenticated, ReasonPermissionDenied, ReasonRateLimited, ReasonOverloaded,
+}
+
+// ErrMalformedRequest is a request whose bytes do not decode as its message,
+// such as a nested message cut short.
+var ErrMalformedRequest = errors.New("request does not decode as its message")
+
+// Refusals of the server's interceptors. Wrap them with %w to say more; the
+// message reaches the caller, so it must never carry a credential.
+var (
+	// ErrUnauthenticated: no credential, or one the server does not know.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrPermissionDenied: a known credential that does not cover the
+	// consumer or service called.
+	ErrPermissionDenied = errors.New("permission denied")
+	// ErrRateLimited: the consumer has used up its request rate.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrOverloaded: the server is at its bound of calls in flight.
+	ErrOverloaded = errors.New("server overloaded")
+)
+
+// FieldError is a request field that fails validation. Status turns it
+// into INVALID_ARGUMENT with reason INVALID_FIELD, naming the field.
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+// RetryAfterError is a refusal worth retrying after a pause; Status adds
+// the pause as a google.rpc.RetryInfo.
+type RetryAfterError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// errorClass is how one kind of error appears on the wire.
+type errorClass struct {
+	sentinel error
+	code     codes.Code
+	reason   string
+}
+
+// errorClasses is the one table from domain errors to gRPC codes. Order
+// matters only in that the first match wins.
+var errorClasses = []errorClass{
+	{ErrMalformedRequest, codes.InvalidArgument, ReasonMalformedRequest},
+	{store.ErrNotFound, codes.NotFound, ReasonNotFound},
+	{store.ErrNoPolicy, codes.NotFound, ReasonPolicyNotFound},
+	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch},
+	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished},
+	{store.ErrLeaseLost, codes.Aborted, ReasonLeaseLost},
+	{store.ErrUnavailable, codes.Unavailable, ReasonStoreUnavailable},
+	{context.DeadlineExceeded, codes.DeadlineExceeded, ReasonDeadlineExceeded},
+	{context.Canceled, codes.Canceled, ReasonCanceled},
+	{ErrUnauthenticated, codes.Unauthenticated, ReasonUnauthenticated},
+	{ErrPermissionDenied, codes.PermissionDenied, ReasonPermissionDenied},
+	{ErrRateLimited, codes.ResourceExhausted, ReasonRateLimited},
+	{ErrOverloaded, codes.ResourceExhausted, ReasonOverloaded},
+}
+
+// Status converts any error from a handler into a gRPC status carrying a
+// google.rpc.ErrorInfo, plus a BadRequest for invalid fields and the stored
+// record for conflicts. consumer and key, when known, go into the metadata.
+// Errors it does not know become INTERNAL: only bugs should end up there.
+func Status(err error, consumer, key string) *status.Status {
+	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
+		return s // already a status, e.g. from an interceptor
+	}
+	meta := map[string]string{}
+	if consumer != "" {
+		meta["consumer"] = consumer
+	}
+	if key != "" {
+		meta["key"] = key
+	}
+	var fieldErr *FieldError
+	if errors.As(err, &fieldErr) {
+		meta["field"] = fieldErr.Field
+		return withDetails(codes.InvalidArgument, err.Error(), ReasonInvalidField, meta,
+			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+				{Field: fieldErr.Field, Description: fieldErr.Problem},
+			}})
+	}
+	code, reason := codes.Internal, ReasonInternal
+	for _, c := range errorClasses {
+		if errors.Is(err, c.sentinel) {
+			code, reason = c.code, c.reason
+			break
+		}
+	}
+	var conflict *store.ConflictError
+	if errors.As(err, &conflict) {
+		meta["state"] = string(conflict.Record.State)
+		meta["fencing_token"] = strconv.FormatInt(conflict.Record.FencingToken, 10)
+		return withDetails(code, err.Error(), reason, meta, recordpb.FromStore(conflict.Record))
+	}
+	msg := err.Error()
+	if code == codes.Internal {
+		msg = "internal error" // the cause is logged, not sent
+	}
+	var retry *RetryAfterError
+	if errors.As(err, &retry) {
+		return withDetails(code, msg, reason, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
+	}
+	return withDetails(code, msg, reason, meta)
+}
+
+func withDetails(code codes.Code, msg, reason string, meta map[string]string, extra ...protoadapt.MessageV1) *status.Status {
+	s := status.New(code, msg)
+	// Protobuf refuses to marshal a string that is not UTF-8, and would
+	// then drop every detail; a consumer or key can only be invalid here
+	// when a handler is called directly, but the reason must survive.
+	for k, v := range meta {
+		meta[k] = strings.ToValidUTF8(v, "\uFFFD")
+	}
+	details := append([]protoadapt.MessageV1{&errdetails.ErrorInfo{
+		Reason:   reason,
+		Domain:   ErrorDomain,
+		Metadata: meta,
+	}}, extra...)
+	if withInfo, err := s.WithDetails(details...); err == nil {
+		return withInfo
+	}
+	return s
+}
+
+// Info returns the dedupd ErrorInfo (domain ErrorDomain) of a status, or
+// nil when it carries none.
+func Info(st *status.Status) *errdetails.ErrorInfo {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
+			return info
+		}
+	}
+	return nil
+}
