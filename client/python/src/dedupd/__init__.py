@@ -6,7 +6,8 @@
                         digest=dedupd.digest_json(request))
 
 Client wraps every DedupService RPC; do() runs the two-phase pattern;
-reconcile() settles claims whose lease ran out; digest_* compute the digest
+do_batch() does the same for a whole poll in one claim_batch and one
+finish_batch; reconcile() settles claims whose lease ran out; digest_* compute the digest
 spec every dedupd client shares. Errors are DedupError subclasses carrying
 the server's ErrorInfo reason and the stored record. dedup_pb2, admin_pb2
 and error_reason_pb2 are the generated dedup.v1 messages (requests,
@@ -18,10 +19,12 @@ from ._proto.dedup.v1.dedup_pb2 import (  # noqa: F401  (re-exported enums)
     OUTCOME_ACQUIRED, OUTCOME_COMPLETED, OUTCOME_IN_PROGRESS, OUTCOME_REJECTED,
     STATE_COMPLETED, STATE_PENDING, STATE_REJECTED, STATE_RELEASED)
 
+from .batch import ClaimItem, ExtendItem, FinishItem, ItemResult
 from .client import Client
 from .digest import (canonical_json, digest_bytes, digest_json, digest_json_text,
                      digest_proto)
 from .do import Outcome, Terminal, do
+from .dobatch import BatchOutcome, do_batch
 from .errors import (AlreadyFinished, Cancelled, DeadlineExceeded, DedupError,
                      DigestMismatch, InProgressTimeout, InternalError, InvalidRequest,
                      LeaseLost, PermissionDenied, PolicyNotFound, RecordNotFound, Rejected,
@@ -30,7 +33,8 @@ from .reconcile import Complete, Reject, Release, Settled, reconcile
 
 __all__ = [
     "dedup_pb2", "admin_pb2", "error_reason_pb2",
-    "Client", "do", "Outcome", "Terminal", "reconcile", "Complete", "Reject", "Release",
+    "Client", "do", "Outcome", "Terminal", "do_batch", "BatchOutcome", "ClaimItem",
+    "FinishItem", "ExtendItem", "ItemResult", "reconcile", "Complete", "Reject", "Release",
     "Settled", "canonical_json", "digest_bytes", "digest_json", "digest_json_text",
     "digest_proto", "DedupError", "DigestMismatch", "LeaseLost", "AlreadyFinished",
     "RecordNotFound", "InvalidRequest", "Unavailable", "Unauthenticated", "PermissionDenied",

@@ -193,3 +193,29 @@ class Client:
             token = page.next_page_token
             if not token:
                 return
+
+    # Batch calls (docs/api.md, Batches); see dedupd.batch for the item and
+    # result types. Imported when called: dedupd.batch builds on Client.
+
+    def claim_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+        """Claims many keys in one call: one ItemResult per item (ClaimItem,
+        or a str key), in order, each what claim() would have returned or
+        raised."""
+        from .batch import claim_batch
+        return claim_batch(self, consumer, items)
+
+    def finish_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+        """Records many outcomes (FinishItem: a Complete, or a Reject) in
+        one call."""
+        from .batch import finish_batch
+        return finish_batch(self, consumer, items)
+
+    def extend_lease_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+        """Extends many leases (ExtendItem) in one call."""
+        from .batch import extend_lease_batch
+        return extend_lease_batch(self, consumer, items)
+
+    def lookup_batch(self, consumer: str, keys: Sequence[str]) -> list[Any]:
+        """Reads many records in one call."""
+        from .batch import lookup_batch
+        return lookup_batch(self, consumer, keys)
