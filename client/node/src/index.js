@@ -1,12 +1,14 @@
 'use strict';
 // Node client of dedupd: Client wraps every DedupService RPC; do() runs the
-// two-phase pattern; reconcile() settles claims whose lease ran out; the
+// two-phase pattern, doBatch() the same for a whole poll in one claimBatch
+// and one finishBatch; reconcile() settles claims whose lease ran out; the
 // digest helpers compute the digest spec every dedupd client shares.
 
 const { Client, duration, seconds } = require('./client');
 const errors = require('./errors');
 const digest = require('./digest');
 const { doOnce, Terminal } = require('./do');
+const { doBatch } = require('./dobatch');
 const { reconcile } = require('./reconcile');
 const proto = require('./proto');
 
@@ -14,6 +16,7 @@ module.exports = {
   Client,
   do: doOnce,
   doOnce,
+  doBatch,
   Terminal,
   reconcile,
   duration,

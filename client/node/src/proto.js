@@ -30,7 +30,11 @@ const packageDefinition = protoLoader.loadSync(DEDUP_PROTO, {
 const { DedupService } = grpc.loadPackageDefinition(packageDefinition).dedup.v1;
 
 /** protobufjs types of dedup.v1, e.g. root.lookupType('dedup.v1.ClaimRequest'). */
-const root = protobuf.loadSync(DEDUP_PROTO);
+// Imports resolve from the proto directory, as protoc's -I does: dedup.proto
+// imports google/rpc/status.proto for the per-item errors of batch calls.
+const root = new protobuf.Root();
+root.resolvePath = (origin, target) => (path.isAbsolute(target) ? target : path.join(protoDir(), target));
+root.loadSync(DEDUP_PROTO);
 
 // google.rpc.Status and ErrorInfo, wire-compatible with googleapis' protos,
 // declared here so that no googleapis package is needed. Any is a plain
