@@ -90,6 +90,30 @@ func (s *DedupService) prepare(consumer string, keys []string, check func(i int,
 	return items
 }
 
+// writeBatch refuses a write batch whole or loads its policy, then
+// validates each item with check (which returns the item's command, or
+// leaves a problem in its validator) and stores the valid ones in one
+// batch. The error is the whole call's, ready to return.
+func (s *DedupService) writeBatch(ctx context.Context, consumer string, keys []string,
+	check func(i int, v *validator, policy Effective) store.Command) ([]batchItem, error) {
+	policy, err := s.batchPolicy(ctx, consumer, len(keys))
+	if err != nil {
+		return nil, s.fail(ctx, err, consumer, "")
+	}
+	items := s.prepare(consumer, keys, func(i int, v *validator) store.Command { return check(i, v, policy) })
+	s.apply(ctx, items)
+	return items, nil
+}
+
+// keysOf lists the keys of a batch's items.
+func keysOf[T interface{ GetKey() string }](items []T) []string {
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = it.GetKey()
+	}
+	return keys
+}
+
 // apply stores the commands of the items that have one, in one batch.
 func (s *DedupService) apply(ctx context.Context, items []batchItem) {
 	var (
@@ -112,15 +136,7 @@ func (s *DedupService) apply(ctx context.Context, items []batchItem) {
 
 func (s *DedupService) ClaimBatch(ctx context.Context, req *dedupv1.ClaimBatchRequest) (*dedupv1.ClaimBatchResponse, error) {
 	consumer, reqs := req.GetConsumer(), req.GetItems()
-	policy, err := s.batchPolicy(ctx, consumer, len(reqs))
-	if err != nil {
-		return nil, s.fail(ctx, err, consumer, "")
-	}
-	keys := make([]string, len(reqs))
-	for i, it := range reqs {
-		keys[i] = it.GetKey()
-	}
-	items := s.prepare(consumer, keys, func(i int, v *validator) store.Command {
+	items, err := s.writeBatch(ctx, consumer, keysOf(reqs), func(i int, v *validator, policy Effective) store.Command {
 		it := reqs[i]
 		v.key(it.GetKey())
 		v.bytes("digest", it.GetDigest(), MaxDigestBytes)
@@ -131,21 +147,15 @@ func (s *DedupService) ClaimBatch(ctx context.Context, req *dedupv1.ClaimBatchRe
 		return store.ClaimParams{Consumer: consumer, Key: it.GetKey(), Digest: it.GetDigest(),
 			LeaseTTL: lease, Owner: it.GetOwner(), Policy: policy.Store}
 	})
-	s.apply(ctx, items)
+	if err != nil {
+		return nil, err
+	}
 	return &dedupv1.ClaimBatchResponse{Results: s.claimResults(ctx, consumer, items)}, nil
 }
 
 func (s *DedupService) FinishBatch(ctx context.Context, req *dedupv1.FinishBatchRequest) (*dedupv1.FinishBatchResponse, error) {
 	consumer, reqs := req.GetConsumer(), req.GetItems()
-	policy, err := s.batchPolicy(ctx, consumer, len(reqs))
-	if err != nil {
-		return nil, s.fail(ctx, err, consumer, "")
-	}
-	keys := make([]string, len(reqs))
-	for i, it := range reqs {
-		keys[i] = it.GetKey()
-	}
-	items := s.prepare(consumer, keys, func(i int, v *validator) store.Command {
+	items, err := s.writeBatch(ctx, consumer, keysOf(reqs), func(i int, v *validator, policy Effective) store.Command {
 		it := reqs[i]
 		v.key(it.GetKey())
 		v.fencingToken(it.GetFencingToken())
@@ -167,21 +177,15 @@ func (s *DedupService) FinishBatch(ctx context.Context, req *dedupv1.FinishBatch
 		v.fail("outcome", "is required: a result to Complete or a rejection to Reject")
 		return nil
 	})
-	s.apply(ctx, items)
+	if err != nil {
+		return nil, err
+	}
 	return &dedupv1.FinishBatchResponse{Results: s.recordResults(ctx, consumer, items)}, nil
 }
 
 func (s *DedupService) ExtendLeaseBatch(ctx context.Context, req *dedupv1.ExtendLeaseBatchRequest) (*dedupv1.ExtendLeaseBatchResponse, error) {
 	consumer, reqs := req.GetConsumer(), req.GetItems()
-	policy, err := s.batchPolicy(ctx, consumer, len(reqs))
-	if err != nil {
-		return nil, s.fail(ctx, err, consumer, "")
-	}
-	keys := make([]string, len(reqs))
-	for i, it := range reqs {
-		keys[i] = it.GetKey()
-	}
-	items := s.prepare(consumer, keys, func(i int, v *validator) store.Command {
+	items, err := s.writeBatch(ctx, consumer, keysOf(reqs), func(i int, v *validator, policy Effective) store.Command {
 		it := reqs[i]
 		v.key(it.GetKey())
 		v.fencingToken(it.GetFencingToken())
@@ -190,7 +194,9 @@ func (s *DedupService) ExtendLeaseBatch(ctx context.Context, req *dedupv1.Extend
 		return store.ExtendLeaseParams{Consumer: consumer, Key: it.GetKey(), FencingToken: it.GetFencingToken(),
 			LeaseTTL: lease, Policy: policy.Store}
 	})
-	s.apply(ctx, items)
+	if err != nil {
+		return nil, err
+	}
 	return &dedupv1.ExtendLeaseBatchResponse{Results: s.recordResults(ctx, consumer, items)}, nil
 }
 

@@ -149,36 +149,13 @@ type versionedRecord struct {
 	version int64
 }
 
-// readManySQL reads the records of a batch's keys, with their versions and
-// the database's clock.
-var readManySQL = `SELECT ` + qualified("r", recordColumns) + `, r.row_version, statement_timestamp()
-FROM unnest($1::TEXT[], $2::TEXT[]) AS u (consumer, key)
-JOIN dedup_records AS r ON r.consumer = u.consumer AND r.key = u.key`
-
+// readMany reads the records of a batch's keys (see readKeys).
 func (s *Store) readMany(ctx context.Context, calls []*call[finishCall, finishResult]) (map[recordKey]versionedRecord, time.Time, error) {
-	consumers, keys := make([]string, len(calls)), make([]string, len(calls))
+	keys := make([]recordKey, len(calls))
 	for i, c := range calls {
-		consumers[i], keys[i] = c.req.consumer, c.req.key
+		keys[i] = recordKey{c.req.consumer, c.req.key}
 	}
-	rows, err := s.pool.Query(ctx, readManySQL, consumers, keys)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	defer rows.Close()
-	var now time.Time
-	stored := make(map[recordKey]versionedRecord, len(calls))
-	for rows.Next() {
-		var version int64
-		rec, err := scanRecord(rows, &version, &now)
-		if err != nil {
-			return nil, time.Time{}, err
-		}
-		stored[recordKey{rec.Consumer, rec.Key}] = versionedRecord{rec: rec, version: version}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, time.Time{}, err
-	}
-	return stored, store.Now(now), nil
+	return s.readKeys(ctx, keys)
 }
 
 // updateManySQL writes decided records given as parallel arrays, each only
