@@ -105,7 +105,15 @@ func (s *Store) tryRound(ctx context.Context, cmds []store.Command, pending []in
 	for _, w := range writes {
 		waiting = append(waiting, writing[recordKey{w.rec.Consumer, w.rec.Key}])
 	}
-	rows, _ := s.pool.Query(ctx, writeRoundSQL, recordArrays(writes, 1)...)
+	var present, absent []versionedRecord
+	for _, w := range writes {
+		if w.version > 0 {
+			present = append(present, w)
+		} else {
+			absent = append(absent, w)
+		}
+	}
+	rows, _ := s.pool.Query(ctx, writeRoundSQL, append(recordArrays(present), recordArrays(absent)...)...)
 	written := make(map[recordKey]bool, len(writes))
 	var k recordKey
 	if _, err := pgx.ForEachRow(rows, []any{&k.consumer, &k.key}, func() error {
@@ -172,32 +180,27 @@ func (s *Store) readKeys(ctx context.Context, keys []recordKey) (map[recordKey]v
 	return stored, store.Now(now), nil
 }
 
-// writeRoundSQL writes decided records given as parallel arrays, each as a
-// compare-and-set on the version read: $17 is that version plus one, the
-// row's next version, so 1 for a key read as absent (versions start at 1).
-// A row inserted meanwhile for a key read as absent, or changed meanwhile,
-// is left alone (the WHERE of DO UPDATE), and a key read as present whose
-// row has gone is not inserted (the EXISTS). Rows are proposed in the
-// order given, which the caller sorts by key. Only the rows written come
-// back, by key.
-var writeRoundSQL = `INSERT INTO dedup_records (` + recordColumns + `, row_version)
-SELECT ` + qualified("u", recordColumns) + `, u.row_version
-FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::INT8[], $6::INT8[], $7::TEXT[], $8::BYTEA[],
-    $9::TEXT[], $10::TEXT[], $11::BYTEA[], $12::BOOL[],
-    $13::TIMESTAMPTZ[], $14::TIMESTAMPTZ[], $15::TIMESTAMPTZ[], $16::TIMESTAMPTZ[], $17::INT8[])
-    AS u (` + recordColumns + `, row_version)
-WHERE u.row_version = 1
-   OR EXISTS (SELECT 1 FROM dedup_records AS e WHERE e.consumer = u.consumer AND e.key = u.key)
-ON CONFLICT (consumer, key) DO UPDATE SET
-    state = excluded.state, digest = excluded.digest, fencing_token = excluded.fencing_token,
-    attempts = excluded.attempts, owner = excluded.owner, result = excluded.result,
-    rejection_reason = excluded.rejection_reason, rejection_message = excluded.rejection_message,
-    rejection_detail = excluded.rejection_detail, rejection_retryable = excluded.rejection_retryable,
-    created_at = excluded.created_at, updated_at = excluded.updated_at,
-    lease_expires_at = excluded.lease_expires_at, expires_at = excluded.expires_at,
-    row_version = excluded.row_version
-WHERE dedup_records.row_version = excluded.row_version - 1
-RETURNING dedup_records.consumer, dedup_records.key`
+// writeRoundSQL writes decided records in one statement: those of keys
+// read as present ($1..$17) as a compare-and-set UPDATE on the version
+// read, those of keys read as absent ($18..$34) as an INSERT ... ON
+// CONFLICT DO NOTHING. A row changed or deleted since the read, or inserted
+// meanwhile, is left alone. Each part takes its rows in the order given,
+// which the caller sorts by key, and the updates come before the inserts
+// in every statement, so overlapping rounds queue instead of deadlocking.
+// Only the keys written come back.
+var writeRoundSQL = `WITH updated AS (
+` + updateFromArrays(1) + `
+    RETURNING r.consumer, r.key
+), inserted AS (
+    INSERT INTO dedup_records (` + recordColumns + `)
+    SELECT ` + qualified("u", recordColumns) + `
+    FROM ` + unnestRecords(18) + `
+    ON CONFLICT (consumer, key) DO NOTHING
+    RETURNING consumer, key
+)
+SELECT consumer, key FROM updated
+UNION ALL
+SELECT consumer, key FROM inserted`
 
 // LookupBatch reads every key in one statement per chunk.
 func (s *Store) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {

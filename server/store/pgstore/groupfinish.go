@@ -3,6 +3,7 @@ package pgstore
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -161,19 +162,36 @@ func (s *Store) readMany(ctx context.Context, calls []*call[finishCall, finishRe
 // updateManySQL writes decided records given as parallel arrays, each only
 // if its row is still at the version read ($17); the rows it wrote come
 // back.
-var updateManySQL = `UPDATE dedup_records AS r SET
+var updateManySQL = updateFromArrays(1) + `
+RETURNING ` + qualified("r", recordColumns)
+
+// updateFromArrays is the compare-and-set UPDATE of records given as the
+// parallel arrays of recordArrays, numbered from $first: each row only if
+// it is still at the version read.
+func updateFromArrays(first int) string {
+	return `UPDATE dedup_records AS r SET
     state = u.state, digest = u.digest, fencing_token = u.fencing_token, attempts = u.attempts,
     owner = u.owner, result = u.result, rejection_reason = u.rejection_reason,
     rejection_message = u.rejection_message, rejection_detail = u.rejection_detail,
     rejection_retryable = u.rejection_retryable, created_at = u.created_at, updated_at = u.updated_at,
     lease_expires_at = u.lease_expires_at, expires_at = u.expires_at,
     row_version = r.row_version + 1
-FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::INT8[], $6::INT8[], $7::TEXT[], $8::BYTEA[],
-    $9::TEXT[], $10::TEXT[], $11::BYTEA[], $12::BOOL[],
-    $13::TIMESTAMPTZ[], $14::TIMESTAMPTZ[], $15::TIMESTAMPTZ[], $16::TIMESTAMPTZ[], $17::INT8[])
-    AS u (` + recordColumns + `, version)
-WHERE r.consumer = u.consumer AND r.key = u.key AND r.row_version = u.version
-RETURNING ` + qualified("r", recordColumns)
+FROM ` + unnestRecords(first) + `
+WHERE r.consumer = u.consumer AND r.key = u.key AND r.row_version = u.version`
+}
+
+// unnestRecords is the table of the arrays of recordArrays, numbered from
+// $first, as u (recordColumns, version).
+func unnestRecords(first int) string {
+	types := []string{"TEXT", "TEXT", "TEXT", "BYTEA", "INT8", "INT8", "TEXT", "BYTEA",
+		"TEXT", "TEXT", "BYTEA", "BOOL", "TIMESTAMPTZ", "TIMESTAMPTZ", "TIMESTAMPTZ", "TIMESTAMPTZ", "INT8"}
+	params := make([]string, len(types))
+	for i, t := range types {
+		params[i] = fmt.Sprintf("$%d::%s[]", first+i, t)
+	}
+	return `unnest(` + strings.Join(params, ", ") + `)
+    AS u (` + recordColumns + `, version)`
+}
 
 // qualified prefixes every column of a column list with a table alias.
 func qualified(alias, columns string) string {
@@ -187,7 +205,7 @@ func qualified(alias, columns string) string {
 // updateMany writes records with a compare-and-set each, in one statement,
 // and returns those it wrote, by key.
 func (s *Store) updateMany(ctx context.Context, writes []versionedRecord) (map[recordKey]store.Record, error) {
-	rows, err := s.pool.Query(ctx, updateManySQL, recordArrays(writes, 0)...)
+	rows, err := s.pool.Query(ctx, updateManySQL, recordArrays(writes)...)
 	if err != nil {
 		return nil, err
 	}
@@ -208,8 +226,8 @@ func collectWritten(rows pgx.Rows) (map[recordKey]store.Record, error) {
 }
 
 // recordArrays are the parameters of a multi-row write of records: one
-// array per column of recordColumns, then the versions plus versionDelta.
-func recordArrays(writes []versionedRecord, versionDelta int64) []any {
+// array per column of recordColumns, then the versions read.
+func recordArrays(writes []versionedRecord) []any {
 	n := len(writes)
 	var (
 		consumers, keys, states, owners = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -224,7 +242,7 @@ func recordArrays(writes []versionedRecord, versionDelta int64) []any {
 		r := w.rec
 		consumers[i], keys[i], states[i], owners[i] = r.Consumer, r.Key, string(r.State), r.Owner
 		digests[i], results[i] = notNull(r.Digest), r.Result
-		tokens[i], attempts[i], versions[i] = r.FencingToken, r.Attempts, w.version+versionDelta
+		tokens[i], attempts[i], versions[i] = r.FencingToken, r.Attempts, w.version
 		if j := r.Rejection; j != nil {
 			reasons[i], messages[i], details[i], retryables[i] = &j.Reason, &j.Message, j.Detail, &j.Retryable
 		}
