@@ -9,9 +9,11 @@ import (
 
 // ApplyBatch runs the commands in one transaction on the write connection,
 // in batch order, so each sees the writes of those before it; one commit
-// (one fsync with synchronous=FULL) acknowledges them all. As in group
-// commit, a command whose read or write the database fails gets that
-// error alone, and the transaction runs again without it.
+// (one fsync with synchronous=FULL) acknowledges them all. With group
+// commit on, the batch queues as one call and shares its transaction with
+// the calls (lone or batches) queued beside it. As in group commit, a
+// command whose read or write the database fails gets that error alone,
+// and the transaction runs again without it.
 func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.ItemResult {
 	results := make([]store.ItemResult, len(p.Commands))
 	if len(p.Commands) == 0 {
@@ -31,11 +33,15 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 		consumer, key := store.KeyOf(cmd)
 		cmds[i] = &command{ctx: ctx, consumer: consumer, key: key, cmd: cmd}
 	}
-	if err := s.w.acquire(ctx); err != nil {
-		return fail(err)
+	if s.w.maxBatch > 1 {
+		s.w.runQueued(ctx, cmds)
+	} else {
+		if err := s.w.acquire(ctx); err != nil {
+			return fail(err)
+		}
+		s.w.runCommands(cmds)
+		s.w.release()
 	}
-	s.w.runCommands(cmds)
-	s.w.release()
 	for i, c := range cmds {
 		results[i] = store.ResultOf(c.d, c.err)
 	}
