@@ -24,10 +24,10 @@ func (cl *lzClient) nextBatch(first lzInput, keySet int) []lzInput {
 	return ins
 }
 
-// doBatch makes one batch call of ins, all of one kind, and turns each
-// item's answer into an lzOutput as do would the lone call's. When the
+// lzBatchCall makes one batch call of ins, all of one kind, and turns each
+// item's answer into an lzOutput as lzCall does the lone call's. When the
 // call fails whole, each item gets the call's error.
-func (cl *lzClient) doBatch(c dedupv1.DedupServiceClient, ins []lzInput) []lzOutput {
+func lzBatchCall(c dedupv1.DedupServiceClient, ins []lzInput) []lzOutput {
 	ctx, cancel := context.WithTimeout(context.Background(), lzCallDeadline)
 	defer cancel()
 	const consumer = "lz"
@@ -86,16 +86,16 @@ func (cl *lzClient) doBatch(c dedupv1.DedupServiceClient, ins []lzInput) []lzOut
 		r, err = c.LookupBatch(ctx, req)
 		records = r.GetResults()
 	}
-	for i, in := range ins {
+	for i := range ins {
 		switch {
 		case err != nil:
-			outs[i] = cl.output(in.key, nil, lzOutput{}, err)
+			outs[i] = answerOutput(nil, lzOutput{}, err)
 		case errs[i] != nil:
-			outs[i] = cl.output(in.key, nil, lzOutput{}, errs[i])
+			outs[i] = answerOutput(nil, lzOutput{}, errs[i])
 		case records[i].GetError() != nil:
-			outs[i] = cl.output(in.key, nil, lzOutput{}, status.FromProto(records[i].GetError()).Err())
+			outs[i] = answerOutput(nil, lzOutput{}, status.FromProto(records[i].GetError()).Err())
 		default:
-			outs[i] = cl.output(in.key, records[i].GetRecord(), lzOutput{outcome: outcomes[i]}, nil)
+			outs[i] = answerOutput(records[i].GetRecord(), lzOutput{outcome: outcomes[i]}, nil)
 		}
 	}
 	return outs

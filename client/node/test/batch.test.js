@@ -22,7 +22,7 @@ describe('batch calls', () => {
     assert.equal(claimed[3].error.metadata.field, 'items[3].key');
 
     const [tokenA, tokenB] = [claimed[0].value.fencingToken, claimed[1].value.fencingToken];
-    const extended = await c.extendLeaseBatch(CONSUMER, [{ key: a, fencingToken: tokenA, leaseTtl: 60 }, { key: b, fencingToken: tokenB + 5 }]);
+    const extended = await c.extendLeaseBatch(CONSUMER, [{ key: a, fencingToken: tokenA, leaseTtl: 60 }, { key: b, fencingToken: BigInt(tokenB) + 5n }]);
     assert.equal(extended[0].error, null);
     assert.ok(extended[1].error instanceof dedupd.LeaseLost, extended[1].error);
 
