@@ -187,7 +187,7 @@ async function batches(c: dedupd.Client, prefix: string): Promise<BatchOutcome[]
   assert.equal(looked[0].value?.result.toString(), 'ok');
   const work: BatchWork = (key, token) => `${key}/${token}`;
   const options: DoBatchOptions = { leaseTtl: 30, parallelism: 2 };
-  const outcomes: BatchOutcome[] = await dedupd.doBatch(c, CONSUMER, [items[0].key, { key: items[1].key }], work, options);
+  const outcomes: BatchOutcome[] = await dedupd.doBatch(c, CONSUMER, [{ key: items[0].key, digest: dedupd.digestBytes('1') }, items[1].key], work, options);
   assert.equal(outcomes[0].outcome?.replayed, true);
   return outcomes;
 }
