@@ -114,9 +114,7 @@ func runLzWorkload(c dedupv1.DedupServiceClient, seed uint64, opsPerClient int) 
 	var history []porcupine.Operation
 	var wg sync.WaitGroup
 	for id := range lzClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			cl := &lzClient{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))), tokens: map[string]int64{}}
 			for i := 0; i < opsPerClient; {
 				// Some calls are batches: each item is an operation of its
@@ -145,7 +143,7 @@ func runLzWorkload(c dedupv1.DedupServiceClient, seed uint64, opsPerClient int) 
 				mu.Unlock()
 				i += len(ins)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return history

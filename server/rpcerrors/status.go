@@ -46,7 +46,9 @@ const (
 	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
 	ReasonCanceled         = "CANCELED"
 	ReasonInternal         = "INTERNAL"
-	// Refusals made before a handler runs (server interceptors).
+
+	// ReasonUnauthenticated and the reasons after it are refusals made
+	// before a handler runs (server interceptors).
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
 	ReasonPermissionDenied = "PERMISSION_DENIED"
 	ReasonRateLimited      = "RATE_LIMITED"
@@ -139,8 +141,7 @@ func Status(err error, consumer, key string) *status.Status {
 	if key != "" {
 		meta["key"] = key
 	}
-	var fieldErr *FieldError
-	if errors.As(err, &fieldErr) {
+	if fieldErr, ok := errors.AsType[*FieldError](err); ok {
 		meta["field"] = fieldErr.Field
 		return withDetails(codes.InvalidArgument, err.Error(), ReasonInvalidField, meta,
 			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
@@ -154,8 +155,7 @@ func Status(err error, consumer, key string) *status.Status {
 			break
 		}
 	}
-	var conflict *store.ConflictError
-	if errors.As(err, &conflict) {
+	if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
 		meta["state"] = string(conflict.Record.State)
 		meta["fencing_token"] = strconv.FormatInt(conflict.Record.FencingToken, 10)
 		return withDetails(code, err.Error(), reason, meta, recordpb.FromStore(conflict.Record))
@@ -164,8 +164,7 @@ func Status(err error, consumer, key string) *status.Status {
 	if code == codes.Internal {
 		msg = "internal error" // the cause is logged, not sent
 	}
-	var retry *RetryAfterError
-	if errors.As(err, &retry) {
+	if retry, ok := errors.AsType[*RetryAfterError](err); ok {
 		return withDetails(code, msg, reason, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
 	}
 	return withDetails(code, msg, reason, meta)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
 // Group commit: with synchronous=FULL every commit is an fsync, and the
@@ -130,7 +131,10 @@ func (w *writer) runGroup() {
 			live = append(live, c)
 		}
 	}
+	_, span := storetrace.StartBatch(context.Background(), "sqlitestore.write_batch", len(live),
+		func(i int) (context.Context, string) { return live[i].ctx, live[i].consumer })
 	w.runCommands(live)
+	storetrace.EndBatch(span, len(live), func(i int) error { return live[i].err })
 }
 
 // runCommands runs commands in one transaction. A command whose read or
