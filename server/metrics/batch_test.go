@@ -68,3 +68,34 @@ dedupd_batch_items_count{method="ClaimBatch"} 1
 		t.Error(err)
 	}
 }
+
+// batchFailingStore answers every batch item with its error.
+type batchFailingStore struct {
+	store.Store
+	errs []error
+}
+
+func (f batchFailingStore) ApplyBatch(context.Context, store.BatchParams) []store.ItemResult {
+	results := make([]store.ItemResult, len(f.errs))
+	for i, err := range f.errs {
+		results[i].Err = err
+	}
+	return results
+}
+
+// The observed store counts each failed batch item under its command's
+// operation; refusals are answers, not failures.
+func TestObservedStoreCountsBatchItems(t *testing.T) {
+	m := New()
+	s := m.ObserveStore(batchFailingStore{errs: []error{nil, store.ErrUnavailable, store.ErrLeaseLost, context.DeadlineExceeded}})
+	s.ApplyBatch(context.Background(), store.BatchParams{Commands: []store.Command{
+		store.ClaimParams{}, store.ClaimParams{}, store.CompleteParams{}, store.ExtendLeaseParams{}}})
+	for _, c := range []struct {
+		op, class string
+		want      float64
+	}{{"claim", "unavailable", 1}, {"complete", "unavailable", 0}, {"extend_lease", "deadline", 1}} {
+		if got := testutil.ToFloat64(m.storeErrors.WithLabelValues(c.op, c.class)); got != c.want {
+			t.Errorf("store errors {%s, %s} = %v, want %v", c.op, c.class, got, c.want)
+		}
+	}
+}
