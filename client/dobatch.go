@@ -113,7 +113,7 @@ type batchRun struct {
 func (c *Client) runBatch(ctx context.Context, consumer string, run []*batchRun, opt DoBatchOptions, claimedAt time.Time,
 	fn func(ctx context.Context, key string, a Attempt) ([]byte, error)) {
 	for _, r := range run {
-		r.ctx, r.cancel = context.WithCancelCause(ctx)
+		r.ctx, r.cancel = context.WithCancelCause(ctx) //nolint:fatcontext // each item's own child of ctx, not a chain
 	}
 	hb := newHeartbeat(c, consumer, run, opt, claimedAt)
 	defer hb.stop()

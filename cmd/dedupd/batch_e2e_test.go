@@ -35,7 +35,7 @@ func TestBatchPollThroughTheBinary(t *testing.T) {
 			if res.GetClaim().GetOutcome() != dedupv1.Outcome_OUTCOME_ACQUIRED {
 				t.Fatalf("item %d of a fresh poll: %v, want ACQUIRED", i, res)
 			}
-			key, token := poll.Items[i].Key, res.GetClaim().GetFencingToken()
+			key, token := poll.GetItems()[i].GetKey(), res.GetClaim().GetFencingToken()
 			heartbeat.Items = append(heartbeat.Items, &dedupv1.ExtendLeaseBatchItem{Key: key, FencingToken: token})
 			item := &dedupv1.FinishBatchItem{Key: key, FencingToken: token,
 				Outcome: &dedupv1.FinishBatchItem_Result{Result: []byte("done-" + key)}}
@@ -65,7 +65,7 @@ func TestBatchPollThroughTheBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, res := range replayed.GetResults() {
-			want, result := dedupv1.Outcome_OUTCOME_COMPLETED, "done-"+poll.Items[i].Key
+			want, result := dedupv1.Outcome_OUTCOME_COMPLETED, "done-"+poll.GetItems()[i].GetKey()
 			if i%3 == 0 {
 				want, result = dedupv1.Outcome_OUTCOME_REJECTED, ""
 			}

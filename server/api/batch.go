@@ -49,8 +49,8 @@ type batchItem struct {
 func (s *DedupService) batchPolicy(ctx context.Context, consumer string, items int) (Effective, error) {
 	var v validator
 	v.consumer(consumer)
-	if max := s.maxBatchItems(); items > max {
-		v.fail("items", "has %d items, more than the limit of %d", items, max)
+	if limit := s.maxBatchItems(); items > limit {
+		v.fail("items", "has %d items, more than the limit of %d", items, limit)
 	}
 	return s.policy(ctx, &v, consumer, func(*validator, Effective) {})
 }
@@ -206,8 +206,8 @@ func (s *DedupService) LookupBatch(ctx context.Context, req *dedupv1.LookupBatch
 	consumer, keys := req.GetConsumer(), req.GetKeys()
 	var v validator
 	v.consumer(consumer)
-	if max := s.maxBatchItems(); len(keys) > max {
-		v.fail("keys", "has %d keys, more than the limit of %d", len(keys), max)
+	if limit := s.maxBatchItems(); len(keys) > limit {
+		v.fail("keys", "has %d keys, more than the limit of %d", len(keys), limit)
 	}
 	if err := v.result(); err != nil {
 		return nil, s.fail(ctx, err, consumer, "")

@@ -100,10 +100,10 @@ func TestClaimBatchAnswersAsLoneClaims(t *testing.T) {
 		t.Fatalf("%d results for %d items", len(resp.GetResults()), len(items))
 	}
 	for i, it := range items {
-		want := batchField(answerOfClaim(lone.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "orders", Key: it.Key,
-			Digest: it.Digest, LeaseTtl: it.LeaseTtl, Owner: it.Owner})), i)
+		want := batchField(answerOfClaim(lone.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "orders", Key: it.GetKey(),
+			Digest: it.GetDigest(), LeaseTtl: it.GetLeaseTtl(), Owner: it.GetOwner()})), i)
 		if got := answerOfItem(resp.GetResults()[i]); got != want {
-			t.Errorf("item %d (%q): batch answered %+v, a lone Claim %+v", i, it.Key, got, want)
+			t.Errorf("item %d (%q): batch answered %+v, a lone Claim %+v", i, it.GetKey(), got, want)
 		}
 	}
 	// A conflict carries the stored record, as for a lone call.
@@ -156,15 +156,15 @@ func TestFinishBatchAnswersAsLoneCalls(t *testing.T) {
 			err  error
 			want answer
 		)
-		if r, ok := it.Outcome.(*dedupv1.FinishBatchItem_Result); ok {
+		if r, ok := it.GetOutcome().(*dedupv1.FinishBatchItem_Result); ok {
 			var resp *dedupv1.CompleteResponse
-			resp, err = lone.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "orders", Key: it.Key, FencingToken: it.FencingToken, Result: r.Result})
+			resp, err = lone.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "orders", Key: it.GetKey(), FencingToken: it.GetFencingToken(), Result: r.Result})
 			rec = resp.GetRecord()
 		} else {
 			rej := it.GetRejection()
 			var resp *dedupv1.RejectResponse
-			resp, err = lone.Reject(ctx, &dedupv1.RejectRequest{Consumer: "orders", Key: it.Key, FencingToken: it.FencingToken,
-				Reason: rej.Reason, Message: rej.Message, Detail: rej.Detail, Retryable: rej.Retryable})
+			resp, err = lone.Reject(ctx, &dedupv1.RejectRequest{Consumer: "orders", Key: it.GetKey(), FencingToken: it.GetFencingToken(),
+				Reason: rej.GetReason(), Message: rej.GetMessage(), Detail: rej.GetDetail(), Retryable: rej.GetRetryable()})
 			rec = resp.GetRecord()
 		}
 		if err != nil {
@@ -177,7 +177,7 @@ func TestFinishBatchAnswersAsLoneCalls(t *testing.T) {
 		}
 		got := answerOfRecordResult(resp.GetResults()[i])
 		if got != want {
-			t.Errorf("item %d (%q): batch answered %+v, a lone call %+v", i, it.Key, got, want)
+			t.Errorf("item %d (%q): batch answered %+v, a lone call %+v", i, it.GetKey(), got, want)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func bigResultClient(t *testing.T) dedupv1.DedupServiceClient {
 	srv := grpc.NewServer()
 	defaults := Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 20}}
 	Register(srv, NewDedupService(st, NewPolicies(st, defaults, 0), slog.New(slog.DiscardHandler)))
-	go srv.Serve(lis)
+	go func() { _ = srv.Serve(lis) }() // returns once stopped
 	t.Cleanup(srv.Stop)
 	// The client keeps grpc-go's default receive limit, 4 MiB.
 	conn, err := grpc.NewClient("passthrough:///bufconn",

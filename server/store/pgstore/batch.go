@@ -143,7 +143,7 @@ func (s *Store) tryRound(ctx context.Context, cmds []store.Command, pending []in
 var readKeysSQL = `SELECT ` + qualified("r", recordColumns) + `, r.row_version, statement_timestamp()
 FROM (SELECT 1) AS clock
 LEFT JOIN (
-    SELECT d.* FROM unnest($1::TEXT[], $2::TEXT[]) AS u (consumer, key)
+    SELECT ` + qualified("d", recordColumns) + `, d.row_version FROM unnest($1::TEXT[], $2::TEXT[]) AS u (consumer, key)
     JOIN dedup_records AS d ON d.consumer = u.consumer AND d.key = u.key
 ) AS r ON true`
 

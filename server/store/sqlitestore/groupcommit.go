@@ -53,7 +53,7 @@ func (w *writer) applyGrouped(ctx context.Context, c command) (store.Decision, e
 // withdrawn, as in acquire.
 func (w *writer) runQueued(ctx context.Context, cs []*command) {
 	for _, c := range cs {
-		c.ctx, c.call, c.done = ctx, cs[0], make(chan struct{})
+		c.ctx, c.call, c.done = ctx, cs[0], make(chan struct{}) //nolint:fatcontext // the caller's context, stored, not nested
 	}
 	last := cs[len(cs)-1]
 	w.queueMu.Lock()

@@ -133,7 +133,7 @@ func testBatchFinishOutcomes(t *testing.T, s store.Store) {
 	if r := res[1].Record; r.State != store.Completed || string(r.Result) != "result-a" {
 		t.Errorf("Complete: %+v, want COMPLETED with result-a", r)
 	}
-	if r := res[2].Record; r.State != store.Rejected || !sameRejection(r.Rejection, ptr(terminal())) {
+	if r := res[2].Record; r.State != store.Rejected || !sameRejection(r.Rejection, new(terminal())) {
 		t.Errorf("terminal Reject: %+v, want REJECTED", r)
 	}
 	if r := res[3].Record; r.State != store.Released {
@@ -150,8 +150,6 @@ func testBatchFinishOutcomes(t *testing.T, s store.Store) {
 	wantUnchanged(t, s, done)
 	wantNotFound(t, s, consumer, "absent")
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // A key named twice in a batch: the second command answers as a lone call
 // arriving just after the first would.
