@@ -140,10 +140,10 @@ func (s *Store) tryRound(ctx context.Context, cmds []store.Command, pending []in
 // the database's clock. When none of the keys has a row it still returns
 // one row, of NULLs but the clock, so that a batch of fresh claims learns
 // the time from the same statement.
-var readKeysSQL = `SELECT ` + qualified("r", recordColumns) + `, r.row_version, statement_timestamp()
+var readKeysSQL = `SELECT ` + qualifiedRecord("r") + `, r.row_version, statement_timestamp()
 FROM (SELECT 1) AS clock
 LEFT JOIN (
-    SELECT ` + qualified("d", recordColumns) + `, d.row_version FROM unnest($1::TEXT[], $2::TEXT[]) AS u (consumer, key)
+    SELECT ` + qualifiedRecord("d") + `, d.row_version FROM unnest($1::TEXT[], $2::TEXT[]) AS u (consumer, key)
     JOIN dedup_records AS d ON d.consumer = u.consumer AND d.key = u.key
 ) AS r ON true`
 
@@ -193,7 +193,7 @@ var writeRoundSQL = `WITH updated AS (
     RETURNING r.consumer, r.key
 ), inserted AS (
     INSERT INTO dedup_records (` + recordColumns + `)
-    SELECT ` + qualified("u", recordColumns) + `
+    SELECT ` + qualifiedRecord("u") + `
     FROM ` + unnestRecords(18) + `
     ON CONFLICT (consumer, key) DO NOTHING
     RETURNING consumer, key

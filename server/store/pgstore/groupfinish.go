@@ -167,7 +167,7 @@ func (s *Store) readMany(ctx context.Context, calls []*call[finishCall, finishRe
 // if its row is still at the version read ($17); the rows it wrote come
 // back.
 var updateManySQL = updateFromArrays(1) + `
-RETURNING ` + qualified("r", recordColumns)
+RETURNING ` + qualifiedRecord("r")
 
 // updateFromArrays is the compare-and-set UPDATE of records given as the
 // parallel arrays of recordArrays, numbered from $first: each row only if
@@ -197,9 +197,9 @@ func unnestRecords(first int) string {
     AS u (` + recordColumns + `, version)`
 }
 
-// qualified prefixes every column of a column list with a table alias.
-func qualified(alias, columns string) string {
-	fields := strings.Split(columns, ",")
+// qualifiedRecord is recordColumns, each prefixed with a table alias.
+func qualifiedRecord(alias string) string {
+	fields := strings.Split(recordColumns, ",")
 	for i, f := range fields {
 		fields[i] = alias + "." + strings.TrimSpace(f)
 	}
