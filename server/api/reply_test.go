@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
@@ -28,20 +24,8 @@ func bigResultClient(t *testing.T) dedupv1.DedupServiceClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
 	defaults := Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 20}}
-	Register(srv, NewDedupService(st, NewPolicies(st, defaults, 0), slog.New(slog.DiscardHandler)))
-	go func() { _ = srv.Serve(lis) }() // returns once stopped
-	t.Cleanup(srv.Stop)
-	// The client keeps grpc-go's default receive limit, 4 MiB.
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := serveWith(t, st, 0, defaults)
 	return dedupv1.NewDedupServiceClient(conn)
 }
 
