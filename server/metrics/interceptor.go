@@ -28,12 +28,12 @@ var refusalReasons = map[string]bool{
 func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
-		switch r := resp.(type) {
-		case nil:
+		// On error resp is a typed nil: look at err first.
+		if err != nil {
 			m.observeError(ctx, info.FullMethod, err)
-		case *dedupv1.ClaimResponse:
-			m.observeClaim(ctx, r)
-		default:
+		} else if claim, ok := resp.(*dedupv1.ClaimResponse); ok {
+			m.observeClaim(ctx, claim)
+		} else {
 			m.observeBatch(ctx, info.FullMethod, req, resp)
 		}
 		return resp, err
@@ -51,9 +51,7 @@ func (m *Metrics) observeClaim(ctx context.Context, resp *dedupv1.ClaimResponse)
 }
 
 func (m *Metrics) observeError(ctx context.Context, method string, err error) {
-	if err != nil {
-		m.observeReason(ctx, method, reasonOf(err))
-	}
+	m.observeReason(ctx, method, reasonOf(err))
 }
 
 // observeReason counts an error, of a call or of one batch item, by its
