@@ -10,7 +10,6 @@ import (
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
@@ -19,9 +18,11 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/dedupd/dedupd/server/accesslog"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/auth"
 	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/loglimit"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/throttle"
@@ -51,6 +52,15 @@ func maxMessageBytes(cfg Config) int {
 	return api.MaxResultBytesCeiling + messageOverhead
 }
 
+// streamWorkers is how many goroutines serve calls and are kept between
+// them. A new goroutine per call starts with a small stack and grows it
+// (runtime.newstack, copystack) on every call, which cost about a sixth
+// of a replay's CPU; a kept worker has grown its stack once. The number
+// covers the callers that are usually in flight at once; past it (or while
+// long-lived streams such as health Watch hold workers), grpc-go starts a
+// goroutine per call as before, so it bounds nothing and blocks nothing.
+const streamWorkers = 64
+
 // notHealth selects every call but health checks: a load balancer or
 // orchestrator must be able to ask without a credential, and must get an
 // answer even when the server sheds load.
@@ -71,7 +81,8 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //  1. consumer: puts the request's consumer in the context for the rest;
 //  2. gRPC metrics (grpc_server_*) and domain metrics see every call with its
 //     final code, refusals included;
-//  3. logging: one line per call;
+//  3. the access log: failed calls (rate-limited per method and code), slow
+//     calls, or every call when asked;
 //  4. the in-flight bound (not for health or reflection), cheapest refusal
 //     first;
 //  5. auth (not for health): who calls, and for which consumer;
@@ -79,17 +90,17 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //     credential cannot use up a consumer's rate;
 //  7. recovery, innermost: a panic in a handler becomes INTERNAL.
 func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards) *grpc.Server {
+	calls := accesslog.New(log, accesslog.Options{All: cfg.LogAllCalls, Slow: cfg.LogSlowCalls,
+		Failed: loglimit.New(failedCallLinesPerSecond, failedCallLinesBurst)})
 	unary := []grpc.UnaryServerInterceptor{
 		consumer.UnaryServerInterceptor(),
 		g.metrics.GRPC.UnaryServerInterceptor(),
 		g.metrics.UnaryServerInterceptor(),
-		logging.UnaryServerInterceptor(slogAdapter(log),
-			logging.WithLogOnEvents(logging.FinishCall),
-			logging.WithFieldsFromContextAndCallMeta(consumerField)),
+		calls.UnaryServerInterceptor(),
 	}
 	stream := []grpc.StreamServerInterceptor{
 		g.metrics.GRPC.StreamServerInterceptor(),
-		logging.StreamServerInterceptor(slogAdapter(log), logging.WithLogOnEvents(logging.FinishCall)),
+		calls.StreamServerInterceptor(),
 	}
 	if g.inflight != nil {
 		unary = append(unary, selector.UnaryServerInterceptor(g.inflight.UnaryServerInterceptor(), notDiagnostic))
@@ -107,6 +118,7 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g gua
 	stream = append(stream, recovery.StreamServerInterceptor(recoverWith))
 
 	opts := []grpc.ServerOption{
+		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(maxMessageBytes(cfg)),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
@@ -123,29 +135,13 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g gua
 	return srv
 }
 
-func slogAdapter(log *slog.Logger) logging.Logger {
-	return logging.LoggerFunc(func(ctx context.Context, level logging.Level, msg string, fields ...any) {
-		log.Log(ctx, slog.Level(level), msg, fields...)
-	})
-}
-
-// maxLoggedConsumer bounds the consumer in a log line. It is logged before
-// validation, for refused calls too, and a request may name one of many
-// megabytes; no valid name is longer.
-const maxLoggedConsumer = 128
-
-// consumerField adds the consumer to each call's log line; keys, results,
-// digests and credentials are never logged.
-func consumerField(ctx context.Context, _ interceptors.CallMeta) logging.Fields {
-	name, named := consumer.FromContext(ctx)
-	if !named {
-		return nil
-	}
-	if len(name) > maxLoggedConsumer {
-		name = strings.ToValidUTF8(name[:maxLoggedConsumer], "") + "…"
-	}
-	return logging.Fields{"consumer", name}
-}
+// The access log writes, per method and code of failed calls, this many
+// lines at once and then this many a second; the next line after a gap
+// counts the lines dropped.
+const (
+	failedCallLinesBurst     = 10
+	failedCallLinesPerSecond = 1
+)
 
 func recoverPanic(log *slog.Logger, m *metrics.Metrics) recovery.RecoveryHandlerFuncContext {
 	return func(ctx context.Context, p any) error {

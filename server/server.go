@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
 	"github.com/dedupd/dedupd/internal/loopback"
@@ -86,6 +87,11 @@ type Config struct {
 	RateBurst int
 	// MaxInFlight bounds the calls running at once.
 	MaxInFlight int
+	// LogAllCalls logs every call, as a DEBUG logger does; otherwise only
+	// failed calls (rate-limited) and calls slower than LogSlowCalls are
+	// (0: none for being slow).
+	LogAllCalls  bool
+	LogSlowCalls time.Duration
 	// MetricsListen is the address of /metrics and /healthz; empty: off.
 	MetricsListen string
 	// HealthInterval is how often the store is pinged for health.
@@ -129,6 +135,7 @@ func (c Config) Validate() error {
 		{c.Limits.MaxBatchItems >= 0 && c.Limits.MaxBatchItems <= api.MaxBatchItemsCeiling,
 			fmt.Sprintf("--max-batch-items must be between 1 and %d", api.MaxBatchItemsCeiling)},
 		{c.HealthInterval > 0, "--health-interval must be positive"},
+		{c.LogSlowCalls >= 0, "--log-slow-calls must not be negative"},
 		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
 		{c.ReplayCacheBytes == 0 || c.ReplayCacheTTL > 0, "--replay-cache-ttl must be positive"},
 	}
@@ -170,13 +177,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	healthSrv := health.NewServer()
 	setHealth(healthSrv, false) // until the first ping answers
-	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
-	// One resolver for both services, so that a policy changed through
-	// AdminService applies to this server's next call.
-	policies := api.NewPolicies(observed, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, newDedupService(observed, policies, log, g))
-	api.RegisterAdmin(grpcSrv, api.NewAdminService(observed, policies, log))
-	m.GRPC.InitializeMetrics(grpcSrv)
+	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv, log)
 	if err != nil {
 		lis.Close()
@@ -221,6 +222,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bg.Wait()
 	log.Info("dedupd stopped")
 	return err
+}
+
+// newServices builds the gRPC server with both services on st, which the
+// caller has wrapped in the replay cache and the store metrics.
+func newServices(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards, st store.Store) *grpc.Server {
+	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
+	// One resolver for both services, so that a policy changed through
+	// AdminService applies to this server's next call.
+	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
+	api.Register(grpcSrv, newDedupService(st, policies, log, g))
+	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
+	g.metrics.GRPC.InitializeMetrics(grpcSrv)
+	return grpcSrv
 }
 
 func storeName(cfg Config) string {

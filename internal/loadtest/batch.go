@@ -25,31 +25,18 @@ import (
 // for the keys that exist, as a redelivery needs their outcomes), and one
 // multi-row fenced UPDATE for the completes.
 
-// batchScenarios are the scenarios measured in keys of BatchSize per op.
-var batchScenarios = []string{"claim-batch", "cycle-batch", "replay-batch"}
-
 // batchSide is what a batch scenario needs of either side.
 type batchSide interface {
 	claimBatch(ctx context.Context, keys []string) ([]claimed, error)
 	completeBatch(ctx context.Context, keys []string, tokens []int64) error
 }
 
-// batchOperation returns the operation of batch scenario name, or false
-// when name is not one.
-func (s *scenarios) batchOperation(ctx context.Context, name string) (operation, bool, error) {
-	bs := s.side.(batchSide)
-	switch name {
-	case "claim-batch":
-		return func(ctx context.Context, i int64) error { return s.pollNew(ctx, bs, "claim-batch", i, false) }, true, nil
-	case "cycle-batch":
-		return func(ctx context.Context, i int64) error { return s.pollNew(ctx, bs, "cycle-batch", i, true) }, true, nil
-	case "replay-batch":
-		if err := s.prepareReplay(ctx); err != nil {
-			return nil, true, err
-		}
-		return func(ctx context.Context, i int64) error { return s.pollReplay(ctx, bs, i) }, true, nil
-	}
-	return nil, false, nil
+func (s *scenarios) claimBatchNew(ctx context.Context, i int64) error {
+	return s.pollNew(ctx, "claim-batch", i, false)
+}
+
+func (s *scenarios) cycleBatch(ctx context.Context, i int64) error {
+	return s.pollNew(ctx, "cycle-batch", i, true)
 }
 
 // poll names the keys of poll number i, key n of the run named by name(n).
@@ -61,7 +48,8 @@ func (s *scenarios) poll(i int64, name func(n int64) string) []string {
 	return keys
 }
 
-func (s *scenarios) pollNew(ctx context.Context, bs batchSide, kind string, i int64, complete bool) error {
+func (s *scenarios) pollNew(ctx context.Context, kind string, i int64, complete bool) error {
+	bs := s.side.(batchSide)
 	keys := s.poll(i, func(n int64) string { return keyOf(kind, n) })
 	got, err := bs.claimBatch(ctx, keys)
 	if err != nil {
@@ -80,7 +68,8 @@ func (s *scenarios) pollNew(ctx context.Context, bs batchSide, kind string, i in
 	return nil
 }
 
-func (s *scenarios) pollReplay(ctx context.Context, bs batchSide, i int64) error {
+func (s *scenarios) replayBatch(ctx context.Context, i int64) error {
+	bs := s.side.(batchSide)
 	keys := s.poll(i, func(n int64) string { return keyOf("replay", n%int64(s.replayKeys)) })
 	got, err := bs.claimBatch(ctx, keys)
 	if err != nil {
