@@ -43,6 +43,8 @@ type batchItem struct {
 	key string
 	cmd store.Command
 	res store.ItemResult
+	// omitted says res's payload was dropped as it arrived (see keep).
+	omitted bool
 }
 
 // batchPolicy checks what concerns a batch whole and loads its policy.
@@ -116,21 +118,23 @@ func keysOf[T interface{ GetKey() string }](items []T) []string {
 
 // apply stores the commands of the items that have one, in one batch.
 func (s *DedupService) apply(ctx context.Context, items []batchItem) {
-	var (
-		cmds []store.Command
-		idx  []int
-	)
+	var idx []int
 	for i, it := range items {
 		if it.cmd != nil {
-			cmds = append(cmds, it.cmd)
 			idx = append(idx, i)
 		}
 	}
-	if len(cmds) == 0 {
-		return
-	}
-	for j, r := range s.store.ApplyBatch(ctx, store.BatchParams{Commands: cmds}) {
-		items[idx[j]].res = r
+	var kept payloadBudget
+	for start := 0; start < len(idx); start += storeChunk {
+		part := idx[start:min(start+storeChunk, len(idx))]
+		cmds := make([]store.Command, len(part))
+		for j, i := range part {
+			cmds[j] = items[i].cmd
+		}
+		for j, r := range s.store.ApplyBatch(ctx, store.BatchParams{Commands: cmds}) {
+			items[part[j]].res = r
+			kept.keep(&items[part[j]])
+		}
 	}
 }
 
@@ -229,9 +233,13 @@ func (s *DedupService) LookupBatch(ctx context.Context, req *dedupv1.LookupBatch
 			idx = append(idx, i)
 		}
 	}
-	if len(valid) > 0 {
-		for j, r := range s.store.LookupBatch(ctx, store.LookupBatchParams{Consumer: consumer, Keys: valid}) {
-			items[idx[j]].res = store.ItemResult{Record: r.Record, Err: r.Err}
+	var kept payloadBudget
+	for start := 0; start < len(valid); start += storeChunk {
+		end := min(start+storeChunk, len(valid))
+		for j, r := range s.store.LookupBatch(ctx, store.LookupBatchParams{Consumer: consumer, Keys: valid[start:end]}) {
+			it := &items[idx[start+j]]
+			it.res = store.ItemResult{Record: r.Record, Err: r.Err}
+			kept.keep(it)
 		}
 	}
 	return &dedupv1.LookupBatchResponse{Results: s.recordResults(ctx, consumer, items)}, nil

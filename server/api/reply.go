@@ -32,6 +32,42 @@ const replyLimit = MaxReplyBytes - 1<<10
 // lean, marked result_omitted, to be read with Lookup. MaxBatchItemsCeiling
 // keeps the lean form of a whole batch within the limit.
 
+// storeChunk is how many items of a batch go to the store at once. The
+// store reads each item's whole record, stored result included, so the
+// chunk bounds what a batch holds in memory beyond what its reply keeps:
+// payloads past MaxReplyBytes are dropped as each chunk's answers arrive.
+const storeChunk = 100
+
+// payloadBudget keeps the payloads of a batch's answers, in order, while
+// they total at most MaxReplyBytes, and drops the rest as they arrive:
+// leaned would leave them out of the reply anyway.
+type payloadBudget struct{ kept int }
+
+func (b *payloadBudget) keep(it *batchItem) {
+	rec, conflict := &it.res.Record, (*store.ConflictError)(nil)
+	if errors.As(it.res.Err, &conflict) {
+		rec = &conflict.Record
+	}
+	n := payloadSize(*rec)
+	if n == 0 {
+		return
+	}
+	if b.kept+n <= MaxReplyBytes {
+		b.kept += n
+		return
+	}
+	*rec = withoutPayload(*rec)
+	it.omitted = true
+}
+
+func payloadSize(r store.Record) int {
+	n := len(r.Result)
+	if r.Rejection != nil {
+		n += len(r.Rejection.Message) + len(r.Rejection.Detail)
+	}
+	return n
+}
+
 // leaned builds the results of a batch of n items, whole or lean, within
 // the reply limit: build(i, lean) is the result of item i.
 func leaned[R proto.Message](n int, build func(i int, lean bool) R) []R {
@@ -112,14 +148,14 @@ func (s *DedupService) claimResults(ctx context.Context, consumer string, items 
 	return leaned(len(items), func(i int, lean bool) *dedupv1.ClaimBatchResult {
 		it := items[i]
 		if it.res.Err != nil {
-			return &dedupv1.ClaimBatchResult{ResultOmitted: lean && errorHasPayload(it.res.Err),
+			return &dedupv1.ClaimBatchResult{ResultOmitted: it.omitted || lean && errorHasPayload(it.res.Err),
 				Result: &dedupv1.ClaimBatchResult_Error{Error: s.itemError(ctx, it.res.Err, consumer, it.key, lean, &logged)}}
 		}
 		res := store.ClaimResult{Outcome: it.res.Outcome, Record: it.res.Record, RetryAfter: it.res.RetryAfter}
 		if lean {
 			res.Record = withoutPayload(res.Record)
 		}
-		return &dedupv1.ClaimBatchResult{ResultOmitted: lean && hasPayload(it.res.Record),
+		return &dedupv1.ClaimBatchResult{ResultOmitted: it.omitted || lean && hasPayload(it.res.Record),
 			Result: &dedupv1.ClaimBatchResult_Claim{Claim: claimResponse(res)}}
 	})
 }
@@ -129,14 +165,14 @@ func (s *DedupService) recordResults(ctx context.Context, consumer string, items
 	return leaned(len(items), func(i int, lean bool) *dedupv1.RecordResult {
 		it := items[i]
 		if it.res.Err != nil {
-			return &dedupv1.RecordResult{ResultOmitted: lean && errorHasPayload(it.res.Err),
+			return &dedupv1.RecordResult{ResultOmitted: it.omitted || lean && errorHasPayload(it.res.Err),
 				Result: &dedupv1.RecordResult_Error{Error: s.itemError(ctx, it.res.Err, consumer, it.key, lean, &logged)}}
 		}
 		rec, rec0 := it.res.Record, it.res.Record
 		if lean {
 			rec = withoutPayload(rec)
 		}
-		return &dedupv1.RecordResult{ResultOmitted: lean && hasPayload(rec0), Result: &dedupv1.RecordResult_Record{Record: recordpb.FromStore(rec)}}
+		return &dedupv1.RecordResult{ResultOmitted: it.omitted || lean && hasPayload(rec0), Result: &dedupv1.RecordResult_Record{Record: recordpb.FromStore(rec)}}
 	})
 }
 

@@ -136,3 +136,35 @@ func TestWorstCaseBatchReplyFits(t *testing.T) {
 		}
 	}
 }
+
+// Answers past MaxReplyBytes of payload lose it as they arrive, so a batch
+// of large replays never holds more of them than its reply could carry.
+func TestPayloadBudgetDropsAsAnswersArrive(t *testing.T) {
+	var budget payloadBudget
+	big := store.Record{Key: "k", Result: make([]byte, 1<<20)}
+	items := []batchItem{
+		{res: store.ItemResult{Record: big}}, {res: store.ItemResult{Record: big}},
+		{res: store.ItemResult{Record: store.Record{Key: "none"}}},
+		{res: store.ItemResult{Record: big}}, {res: store.ItemResult{Record: big}},
+		{res: store.ItemResult{Err: &store.ConflictError{Err: store.ErrDigestMismatch, Record: big}}},
+		{res: store.ItemResult{Record: big}},
+	}
+	for i := range items {
+		budget.keep(&items[i])
+	}
+	for i, it := range items {
+		conflict, _ := it.res.Err.(*store.ConflictError)
+		rec := it.res.Record
+		if conflict != nil {
+			rec = conflict.Record
+		}
+		// Four MiB fit (items 0, 1, 3, 4); the empty record has nothing to drop.
+		wantOmitted, wantBytes := i >= 5, 0
+		if i < 5 && i != 2 {
+			wantBytes = 1 << 20
+		}
+		if it.omitted != wantOmitted || len(rec.Result) != wantBytes {
+			t.Errorf("item %d: omitted %v with %d result bytes, want %v with %d", i, it.omitted, len(rec.Result), wantOmitted, wantBytes)
+		}
+	}
+}
