@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -153,9 +154,8 @@ func TestPayloadBudgetDropsAsAnswersArrive(t *testing.T) {
 		budget.keep(&items[i])
 	}
 	for i, it := range items {
-		conflict, _ := it.res.Err.(*store.ConflictError)
 		rec := it.res.Record
-		if conflict != nil {
+		if conflict, ok := errors.AsType[*store.ConflictError](it.res.Err); ok {
 			rec = conflict.Record
 		}
 		// Four MiB fit (items 0, 1, 3, 4); the empty record has nothing to drop.
