@@ -136,6 +136,8 @@ func (c Config) Validate() error {
 			"--max-message-bytes must be at least --max-result-bytes + 65536"},
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
+		{c.Limits.MaxBatchItems >= 0 && c.Limits.MaxBatchItems <= api.MaxBatchItemsCeiling,
+			fmt.Sprintf("--max-batch-items must be between 1 and %d", api.MaxBatchItemsCeiling)},
 		{c.HealthInterval > 0, "--health-interval must be positive"},
 		{c.LogSlowCalls >= 0, "--log-slow-calls must not be negative"},
 		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
@@ -234,7 +236,7 @@ func newServices(cfg Config, log *slog.Logger, healthSrv *health.Server, g guard
 	// One resolver for every service, so that a policy changed through
 	// AdminService applies to this server's next call.
 	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, api.NewDedupService(st, policies, log))
+	api.Register(grpcSrv, newDedupService(st, policies, log, g))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
 	if streams != nil {
 		sp := api.NewStreamPolicies(streams, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)

@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/dedupd/dedupd/server"
+	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 	"github.com/dedupd/dedupd/server/tracing"
@@ -98,6 +99,8 @@ see docs/operations.md).`,
 	f.DurationVar(&cfg.Policy.ReleasedTTL, "released-ttl", 24*time.Hour, "how long a released claim, or a pending one whose lease ran out, is kept")
 	f.IntVar(&cfg.Limits.MaxResultBytes, "max-result-bytes", 64<<10, "largest result (or rejection detail) a caller may store, in bytes")
 	f.DurationVar(&cfg.StreamTTL, "stream-ttl", store.DefaultStreamTTL, "how long an idle stream (StreamService) is kept, unless its consumer's stream policy says otherwise; longer than the latest redelivery you expect")
+	f.IntVar(&cfg.Limits.MaxBatchItems, "max-batch-items", api.DefaultMaxBatchItems,
+		fmt.Sprintf("most items in one batch call (ClaimBatch, FinishBatch, ExtendLeaseBatch, LookupBatch), at most %d", api.MaxBatchItemsCeiling))
 	f.DurationVar(&cfg.PolicyCacheTTL, "policy-cache-ttl", 5*time.Second, "how long a consumer's policy is cached; a change made through another replica applies within it (0 reads it on every call)")
 	f.StringVar(&reaper, "reaper", "on", "on: delete expired records every --reap-interval; off: leave them to the database (CockroachDB row-level TTL, see docs/cockroachdb.md)")
 	f.DurationVar(&cfg.ReapInterval, "reap-interval", 30*time.Second, "how often expired records are deleted; 0 turns the reaper off")

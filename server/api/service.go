@@ -25,6 +25,9 @@ type Limits struct {
 	MaxLeaseTTL time.Duration
 	// MaxResultBytes caps Complete's result and Reject's detail.
 	MaxResultBytes int
+	// MaxBatchItems caps the items of one batch call; zero means
+	// DefaultMaxBatchItems. At most MaxBatchItemsCeiling.
+	MaxBatchItems int
 }
 
 // DedupService implements dedupv1.DedupServiceServer on top of a store.
@@ -33,12 +36,25 @@ type DedupService struct {
 	store    store.Store
 	policies *Policies
 	log      *slog.Logger
+	// items, when set, takes a rate-limit token for each item of a batch.
+	items ItemLimiter
 }
 
 // NewDedupService returns the service; policies resolves each consumer's
 // policy in force.
 func NewDedupService(s store.Store, policies *Policies, log *slog.Logger) *DedupService {
-	return &DedupService{store: s, policies: policies, log: log}
+	return NewDedupServiceWith(s, policies, log, ServiceOptions{})
+}
+
+// ServiceOptions are what the service needs beyond its store and policies.
+type ServiceOptions struct {
+	// Items takes a rate-limit token per batch item; nil: no limit.
+	Items ItemLimiter
+}
+
+// NewDedupServiceWith is NewDedupService with options.
+func NewDedupServiceWith(s store.Store, policies *Policies, log *slog.Logger, opts ServiceOptions) *DedupService {
+	return &DedupService{store: s, policies: policies, log: log, items: opts.Items}
 }
 
 // policy checks the request fields that do not depend on the policy, then

@@ -28,12 +28,15 @@ var refusalReasons = map[string]bool{
 func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
+		// On error resp is a typed nil: look at err first.
 		if err != nil {
 			m.observeError(ctx, info.FullMethod, err)
 		} else if claim, ok := resp.(*dedupv1.ClaimResponse); ok {
 			m.observeClaim(ctx, claim)
 		} else if claim, ok := resp.(*dedupv1.ClaimStreamResponse); ok {
 			m.observeStreamClaim(ctx, claim)
+		} else {
+			m.observeBatch(ctx, info.FullMethod, req, resp)
 		}
 		return resp, err
 	}
@@ -55,7 +58,12 @@ func (m *Metrics) observeStreamClaim(ctx context.Context, resp *dedupv1.ClaimStr
 }
 
 func (m *Metrics) observeError(ctx context.Context, method string, err error) {
-	reason := reasonOf(err)
+	m.observeReason(ctx, method, reasonOf(err))
+}
+
+// observeReason counts an error, of a call or of one batch item, by its
+// ErrorInfo reason.
+func (m *Metrics) observeReason(ctx context.Context, method, reason string) {
 	if refusalReasons[reason] {
 		m.refused.WithLabelValues(reason).Inc()
 		return

@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import * as dedupd from '@dedupd/client';
 import type {
-  ClaimOptions, ClaimResponse, ClientOptions, Decide, Decision, DedupErrorOptions, DedupRecord, DoOptions,
+  BatchOutcome, BatchWork, ClaimBatchItem, ClaimOptions, ClaimResponse, ClientOptions, DoBatchOptions,
+  ExtendLeaseBatchItem, FinishBatchItem, ItemResult, Decide, Decision, DedupErrorOptions, DedupRecord, DoOptions,
   DoResult, Duration, ErrorReason, ExtendLeaseOptions, FencingToken, Int64, JSONValue, ListRecordsFilters,
   ListRecordsResponse, Outcome, Payload, ReconcileOptions, Rejection, RejectOptions, Settled, State,
   TimeInput, Timestamp, TlsOptions, Work,
@@ -206,6 +207,29 @@ async function streams(c: dedupd.Client, stream: string): Promise<DedupStream> {
   return c.getStream(CONSUMER, stream);
 }
 
+/** A poll of three keys through the batch calls, then through doBatch. */
+async function batches(c: dedupd.Client, prefix: string): Promise<BatchOutcome[]> {
+  const items: ClaimBatchItem[] = [{ key: `${prefix}-1`, digest: dedupd.digestBytes('1') }, { key: `${prefix}-2` }];
+  const claimed: Array<ItemResult<ClaimResponse>> = await c.claimBatch(CONSUMER, [...items, '']);
+  assert.ok(claimed[2].error instanceof dedupd.InvalidRequest);
+  const tokens: Int64[] = claimed.slice(0, 2).map((r) => (r.value ? r.value.fencingToken : '0'));
+  const heartbeat: ExtendLeaseBatchItem[] = items.map(({ key }, i) => ({ key, fencingToken: tokens[i], leaseTtl: 60 }));
+  await c.extendLeaseBatch(CONSUMER, heartbeat);
+  const finish: FinishBatchItem[] = [
+    { key: items[0].key, fencingToken: tokens[0], result: 'ok' },
+    { key: items[1].key, fencingToken: BigInt(tokens[1]), rejection: { reason: 'NO', retryable: true } },
+  ];
+  const finished: Array<ItemResult<DedupRecord>> = await c.finishBatch(CONSUMER, finish);
+  assert.equal(finished[0].resultOmitted, false);
+  const looked = await c.lookupBatch(CONSUMER, [items[0].key]);
+  assert.equal(looked[0].value?.result.toString(), 'ok');
+  const work: BatchWork = (key, token) => `${key}/${token}`;
+  const options: DoBatchOptions = { leaseTtl: 30, parallelism: 2 };
+  const outcomes: BatchOutcome[] = await dedupd.doBatch(c, CONSUMER, [{ key: items[0].key, digest: dedupd.digestBytes('1') }, items[1].key], work, options);
+  assert.equal(outcomes[0].outcome?.replayed, true);
+  return outcomes;
+}
+
 async function main(): Promise<void> {
   const addr = process.env['DEDUPD_ADDR'] ?? '127.0.0.1:7070';
   const run = `typed-${process.hrtime.bigint()}`;
@@ -218,6 +242,7 @@ async function main(): Promise<void> {
   await reconciling(c, `${run}-crashed`);
   await typedErrors(c, `${run}-low`);
   assert.equal((await streams(c, `${run}-stream`)).highWater, '4');
+  await batches(c, `${run}-batch`);
   errors(record);
   digests();
   console.log(`typed example: ok (${await listing(c, run)} records listed)`);

@@ -7,7 +7,7 @@
 const net = require('node:net');
 const grpc = require('@grpc/grpc-js');
 const { DedupService, StreamService } = require('./proto');
-const { fromServiceError } = require('./errors');
+const { fromServiceError, fromStatus } = require('./errors');
 
 // UNAVAILABLE means nothing was done, so gRPC retries it. Every
 // DedupService call is safe to repeat: Complete, Reject and ExtendLease
@@ -239,6 +239,56 @@ class Client {
   listStreams(consumer, filters = {}) {
     return this.call('ListStreams', { consumer, ...filters }, this.streamStub);
   }
+}
+
+// Batch calls (docs/api.md, Batches): one result per item, in order, each
+// {value, error, resultOmitted}: value is what the lone call would have
+// resolved to (a ClaimResponse, or a record), error the DedupError it would
+// have rejected with. A batch call itself rejects only for what concerns
+// the whole call (the consumer, the credential, too many items).
+Object.assign(Client.prototype, {
+  /** items: [{key, digest, leaseTtl, owner}] or key strings. */
+  async claimBatch(consumer, items) {
+    const resp = await this.call('ClaimBatch', {
+      consumer,
+      items: items.map((it) => (typeof it === 'string' ? { key: it } : it)).map(({ key, digest = Buffer.alloc(0), leaseTtl, owner = '' }) => (
+        { key, digest, leaseTtl: duration(leaseTtl), owner })),
+    });
+    return resp.results.map((r) => itemResult(r, r.claim));
+  },
+
+  /** items: [{key, fencingToken, result}] to Complete, or [{key, fencingToken, rejection: {reason, message, detail, retryable}}] to Reject. */
+  async finishBatch(consumer, items) {
+    const resp = await this.call('FinishBatch', {
+      consumer,
+      items: items.map(({ key, fencingToken, result, rejection }) => (rejection
+        ? { key, fencingToken: int64(fencingToken), rejection: { ...rejection, detail: toBuffer(rejection.detail) } }
+        : { key, fencingToken: int64(fencingToken), result: toBuffer(result) })),
+    });
+    return recordResults(resp);
+  },
+
+  /** items: [{key, fencingToken, leaseTtl}]: the heartbeat of a whole poll. */
+  async extendLeaseBatch(consumer, items) {
+    const resp = await this.call('ExtendLeaseBatch', {
+      consumer,
+      items: items.map(({ key, fencingToken, leaseTtl }) => ({ key, fencingToken: int64(fencingToken), leaseTtl: duration(leaseTtl) })),
+    });
+    return recordResults(resp);
+  },
+
+  /** Reads many keys; a key with no record has RecordNotFound. */
+  async lookupBatch(consumer, keys) {
+    return recordResults(await this.call('LookupBatch', { consumer, keys }));
+  },
+});
+
+function itemResult(r, value) {
+  return { value: r.error ? null : value, error: r.error ? fromStatus(r.error) : null, resultOmitted: r.resultOmitted };
+}
+
+function recordResults(resp) {
+  return resp.results.map((r) => itemResult(r, r.record));
 }
 
 function bearerMetadata(token) {

@@ -121,33 +121,45 @@ const BY_CODE = {
 
 /** Converts a @grpc/grpc-js ServiceError into the matching DedupError. */
 function fromServiceError(err) {
+  const raw = err.metadata ? err.metadata.get('grpc-status-details-bin') : [];
+  const details = raw.flatMap((bytes) => Status.decode(bytes).details);
+  return toError(err.code, err.details || err.message, details, err);
+}
+
+/**
+ * Converts a google.rpc.Status object ({code, message, details}), such as one
+ * batch item's error, into the DedupError its lone call would have thrown.
+ */
+function fromStatus(status) {
+  return toError(status.code, status.message, status.details || [], undefined);
+}
+
+function toError(code, message, details, cause) {
   let reason = '';
   let metadata = {};
   let record = null;
   let stream = null;
-  const raw = err.metadata ? err.metadata.get('grpc-status-details-bin') : [];
-  for (const bytes of raw) {
-    const status = Status.decode(bytes);
-    for (const detail of status.details) {
-      if (detail.typeUrl === ERROR_INFO_TYPE_URL) {
-        const info = ErrorInfo.toObject(ErrorInfo.decode(detail.value), { defaults: true });
-        if (info.domain === ERROR_DOMAIN) ({ reason, metadata } = info);
-      } else if (detail.typeUrl === RECORD_TYPE_URL) {
-        record = Record.toObject(Record.decode(detail.value), OBJECT_OPTIONS);
-      } else if (detail.typeUrl === STREAM_TYPE_URL) {
-        stream = Stream.toObject(Stream.decode(detail.value), OBJECT_OPTIONS);
-      }
+  for (const detail of details) {
+    // protobufjs decodes Any as typeUrl; proto-loader's objects keep type_url.
+    const typeUrl = detail.typeUrl || detail.type_url;
+    if (typeUrl === ERROR_INFO_TYPE_URL) {
+      const info = ErrorInfo.toObject(ErrorInfo.decode(detail.value), { defaults: true });
+      if (info.domain === ERROR_DOMAIN) ({ reason, metadata } = info);
+    } else if (typeUrl === RECORD_TYPE_URL) {
+      record = Record.toObject(Record.decode(detail.value), OBJECT_OPTIONS);
+    } else if (typeUrl === STREAM_TYPE_URL) {
+      stream = Stream.toObject(Stream.decode(detail.value), OBJECT_OPTIONS);
     }
   }
   // A reason this copy of the client does not know (a newer server) falls
   // back to the code.
-  const Class = Object.hasOwn(CLASS_BY_REASON, reason) ? CLASS_BY_REASON[reason] : (BY_CODE[err.code] || DedupError);
-  const label = reason || Code[err.code] || 'ERROR';
-  return new Class(`${label}: ${err.details || err.message}`, { code: err.code, reason, metadata, record, stream, cause: err });
+  const Class = Object.hasOwn(CLASS_BY_REASON, reason) ? CLASS_BY_REASON[reason] : (BY_CODE[code] || DedupError);
+  const label = reason || Code[code] || 'ERROR';
+  return new Class(`${label}: ${message}`, { code, reason, metadata, record, stream, cause });
 }
 
 module.exports = {
   ERROR_DOMAIN, Reason, CLASS_BY_REASON, DedupError, DigestMismatch, LeaseLost, AlreadyFinished, RecordNotFound,
   InvalidRequest, Unavailable, Unauthenticated, PermissionDenied, InProgressTimeout, Rejected,
-  SequenceGap, StreamModeMismatch, StreamNotFound, fromServiceError,
+  SequenceGap, StreamModeMismatch, StreamNotFound, fromServiceError, fromStatus,
 };

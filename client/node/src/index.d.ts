@@ -170,6 +170,45 @@ export class Client {
   /** Rejects with StreamNotFound when the stream has no live record. */
   getStream(consumer: string, stream: string): Promise<DedupStream>;
   listStreams(consumer: string, filters?: ListStreamsFilters): Promise<ListStreamsResponse>;
+  /**
+   * Batch calls (docs/api.md, Batches): one ItemResult per item, in order,
+   * each what the lone call would have resolved to or rejected with. They
+   * reject only for what concerns the whole call (consumer, credential,
+   * too many items).
+   */
+  claimBatch(consumer: string, items: Array<ClaimBatchItem | string>): Promise<Array<ItemResult<ClaimResponse>>>;
+  finishBatch(consumer: string, items: FinishBatchItem[]): Promise<Array<ItemResult<DedupRecord>>>;
+  extendLeaseBatch(consumer: string, items: ExtendLeaseBatchItem[]): Promise<Array<ItemResult<DedupRecord>>>;
+  lookupBatch(consumer: string, keys: string[]): Promise<Array<ItemResult<DedupRecord>>>;
+}
+
+/** One key of a claimBatch: a key string, or a key with claim()'s options. */
+export interface ClaimBatchItem extends ClaimOptions {
+  key: string;
+}
+
+/** One outcome of a finishBatch: a Complete with result, or, with rejection, a Reject. */
+export interface FinishBatchItem {
+  key: string;
+  fencingToken: FencingToken;
+  result?: Payload;
+  rejection?: { reason: string; message?: string; detail?: Payload; retryable?: boolean };
+}
+
+/** One lease of an extendLeaseBatch. */
+export interface ExtendLeaseBatchItem {
+  key: string;
+  fencingToken: FencingToken;
+  /** New lease length in seconds from now; the server default when unset. */
+  leaseTtl?: number | null;
+}
+
+/** One item's answer in a batch: value, or the error its lone call would have thrown. */
+export interface ItemResult<T> {
+  value: T | null;
+  error: DedupError | null;
+  /** The record's result (or rejection message and detail) was left out to keep the reply within 4 MiB: read it with lookup(). */
+  resultOmitted: boolean;
 }
 
 export type StreamMode = 'STREAM_MODE_UNSPECIFIED' | 'STREAM_MODE_DENSE' | 'STREAM_MODE_VERSIONS';
@@ -298,6 +337,35 @@ export interface DoResult {
  */
 declare function doOnce(client: Client, consumer: string, key: string, fn: Work, options?: DoOptions): Promise<DoResult>;
 export { doOnce, doOnce as do };
+
+/** doBatch()'s work for one acquired key of a poll. */
+export type BatchWork = (key: string, token: Int64, attempt: Int64, signal: AbortSignal) =>
+  Payload | null | undefined | void | Promise<Payload | null | undefined | void>;
+
+export interface DoBatchOptions {
+  /** Lease length in seconds (default 30). */
+  leaseTtl?: number;
+  owner?: string;
+  /** How many fn calls run at once (default 8). */
+  parallelism?: number;
+  /** Seconds between the poll's lease extensions (default leaseTtl / 3). */
+  heartbeatEvery?: number;
+}
+
+/** One message's outcome in doBatch: outcome as do() resolves, or error as it would reject. */
+export interface BatchOutcome {
+  key: string;
+  outcome: DoResult | null;
+  error: unknown;
+}
+
+/**
+ * do() for a whole poll: one claimBatch, fn for the acquired keys (replays
+ * skip it; a key another caller holds gets InProgressTimeout at once), one
+ * extendLeaseBatch per heartbeat, one finishBatch.
+ */
+export function doBatch(client: Client, consumer: string, items: Array<string | { key: string; digest?: Uint8Array }>,
+  fn: BatchWork, options?: DoBatchOptions): Promise<BatchOutcome[]>;
 
 /** Throw from do()'s fn to refuse the work for good: the rejection is stored and replayed. */
 export class Terminal extends Error {

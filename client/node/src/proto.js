@@ -23,7 +23,9 @@ function protoDir() {
 const DEDUP_FILE = 'dedup/v1/dedup.proto';
 const ERROR_REASON_FILE = 'dedup/v1/error_reason.proto';
 const STREAM_FILE = 'dedup/v1/stream.proto';
-const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE, STREAM_FILE];
+// dedup.proto imports it for the per-item errors of batch calls.
+const STATUS_FILE = 'google/rpc/status.proto';
+const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE, STREAM_FILE, STATUS_FILE];
 
 /**
  * How messages look in JavaScript, for gRPC calls and decoded details alike.
@@ -59,9 +61,9 @@ const reasonEnum = protoLoader.loadSync(path.join(protoDir(), ERROR_REASON_FILE)
 const REASONS = Object.freeze(reasonEnum.type.value.map((v) => v.name).filter((name) => name !== 'ERROR_REASON_UNSPECIFIED'));
 
 /** protobufjs types of dedup.v1, e.g. root.lookupType('dedup.v1.ClaimRequest'). */
+// Imports (dedup.proto's google/rpc/status.proto, stream.proto's
+// dedup/v1/dedup.proto) resolve from the proto directory, as protoc's -I does.
 const root = new protobuf.Root();
-// Imports (stream.proto's of dedup/v1/dedup.proto) are relative to protoDir(),
-// as protoc and proto-loader resolve them.
 root.resolvePath = (origin, target) => (path.isAbsolute(target) ? target : path.join(protoDir(), target));
 root.loadSync([DEDUP_FILE, STREAM_FILE]);
 

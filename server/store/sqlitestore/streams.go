@@ -83,7 +83,8 @@ func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd st
 	)
 	if s.w.maxBatch > 1 {
 		c := command{consumer: consumer, key: stream, stream: cmd}
-		err = s.w.runQueued(ctx, &c)
+		s.w.runQueued(ctx, []*command{&c})
+		err = c.err
 		d = c.sd
 	} else {
 		err = s.w.write(ctx, func() error {

@@ -6,8 +6,9 @@
                         digest=dedupd.digest_json(request))
 
 Client wraps every DedupService RPC and the StreamService ones
-(claim_stream, ...); do() runs the two-phase pattern, do_in_order() the
-same for a stream's sequenced events;
+(claim_stream, ...); do() runs the two-phase pattern, do_batch() does the
+same for a whole poll in one claim_batch and one finish_batch, and
+do_in_order() for a stream's sequenced events;
 reconcile() settles claims whose lease ran out; digest_* compute the digest
 spec every dedupd client shares. Errors are DedupError subclasses carrying
 the server's ErrorInfo reason and the stored record. dedup_pb2, admin_pb2
@@ -23,10 +24,12 @@ from ._proto.dedup.v1.dedup_pb2 import (  # noqa: F401  (re-exported enums)
     OUTCOME_ACQUIRED, OUTCOME_COMPLETED, OUTCOME_IN_PROGRESS, OUTCOME_REJECTED,
     STATE_COMPLETED, STATE_PENDING, STATE_REJECTED, STATE_RELEASED)
 
+from .batch import ClaimItem, ExtendItem, FinishItem, ItemResult
 from .client import Client
 from .digest import (canonical_json, digest_bytes, digest_json, digest_json_text,
                      digest_proto)
 from .do import Outcome, Terminal, do
+from .dobatch import BatchOutcome, do_batch
 from .errors import (AlreadyFinished, Cancelled, DeadlineExceeded, DedupError,
                      DigestMismatch, InProgressTimeout, InternalError, InvalidRequest,
                      LeaseLost, PermissionDenied, PolicyNotFound, RecordNotFound, Rejected,
@@ -40,7 +43,8 @@ __all__ = [
     "do_in_order", "InOrderResult", "StreamRejected", "SequenceGap", "StreamModeMismatch",
     "StreamNotFound", "STREAM_MODE_DENSE", "STREAM_MODE_VERSIONS", "STREAM_OUTCOME_ACQUIRED",
     "STREAM_OUTCOME_DUPLICATE", "STREAM_OUTCOME_IN_PROGRESS",
-    "Client", "do", "Outcome", "Terminal", "reconcile", "Complete", "Reject", "Release",
+    "Client", "do", "Outcome", "Terminal", "do_batch", "BatchOutcome", "ClaimItem",
+    "FinishItem", "ExtendItem", "ItemResult", "reconcile", "Complete", "Reject", "Release",
     "Settled", "canonical_json", "digest_bytes", "digest_json", "digest_json_text",
     "digest_proto", "DedupError", "DigestMismatch", "LeaseLost", "AlreadyFinished",
     "RecordNotFound", "InvalidRequest", "Unavailable", "Unauthenticated", "PermissionDenied",

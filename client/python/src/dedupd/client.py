@@ -247,3 +247,29 @@ class Client:
         resp: stream_pb2.ListStreamsResponse = self._call(
             "ListStreams", stream_pb2.ListStreamsRequest(consumer=consumer, **filters), self._streams)
         return resp
+
+    # Batch calls (docs/api.md, Batches); see dedupd.batch for the item and
+    # result types. Imported when called: dedupd.batch builds on Client.
+
+    def claim_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+        """Claims many keys in one call: one ItemResult per item (ClaimItem,
+        or a str key), in order, each what claim() would have returned or
+        raised."""
+        from .batch import claim_batch
+        return claim_batch(self, consumer, items)
+
+    def finish_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+        """Records many outcomes (FinishItem: a Complete, or a Reject) in
+        one call."""
+        from .batch import finish_batch
+        return finish_batch(self, consumer, items)
+
+    def extend_lease_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+        """Extends many leases (ExtendItem) in one call."""
+        from .batch import extend_lease_batch
+        return extend_lease_batch(self, consumer, items)
+
+    def lookup_batch(self, consumer: str, keys: Sequence[str]) -> list[Any]:
+        """Reads many records in one call."""
+        from .batch import lookup_batch
+        return lookup_batch(self, consumer, keys)

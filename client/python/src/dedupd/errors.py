@@ -280,23 +280,38 @@ def from_rpc_error(err: grpc.RpcError) -> DedupError:
     message: str = err.details() if hasattr(err, "details") else str(err)
     trailers: Optional[Iterable[tuple[str, Any]]] = (
         err.trailing_metadata() if hasattr(err, "trailing_metadata") else None)
+    details: list[Any] = []
+    for key, value in trailers or ():
+        if key == _STATUS_DETAILS_KEY:
+            details.extend(_Status.FromString(value).details)
+    return _error(code, message, details)
+
+
+_CODE_BY_NUMBER = {c.value[0]: c for c in grpc.StatusCode}
+
+
+def from_status(status: Message) -> DedupError:
+    """Converts a google.rpc.Status message, such as one batch item's error,
+    into the DedupError subclass its lone call would have raised."""
+    decoded = _Status.FromString(status.SerializeToString())
+    return _error(_CODE_BY_NUMBER.get(decoded.code), decoded.message, decoded.details)
+
+
+def _error(code: Optional[grpc.StatusCode], message: str, details: Iterable[Any]) -> DedupError:
     reason, metadata, record, retry_after = "", {}, None, None
     stream: Optional[stream_pb2.Stream] = None
-    for key, value in trailers or ():
-        if key != _STATUS_DETAILS_KEY:
-            continue
-        for detail in _Status.FromString(value).details:
-            if detail.type_url == _ERROR_INFO_TYPE_URL:
-                info = _ErrorInfo.FromString(detail.value)
-                if info.domain == ERROR_DOMAIN:
-                    reason, metadata = info.reason, dict(info.metadata)
-            elif detail.type_url == _RECORD_TYPE_URL:
-                record = dedup_pb2.Record.FromString(detail.value)
-            elif detail.type_url == _STREAM_TYPE_URL:
-                stream = stream_pb2.Stream.FromString(detail.value)
-            elif detail.type_url == _RETRY_INFO_TYPE_URL:
-                delay = _RetryInfo.FromString(detail.value).retry_delay
-                retry_after = delay.seconds + delay.nanos / 1e9
+    for detail in details:
+        if detail.type_url == _ERROR_INFO_TYPE_URL:
+            info = _ErrorInfo.FromString(detail.value)
+            if info.domain == ERROR_DOMAIN:
+                reason, metadata = info.reason, dict(info.metadata)
+        elif detail.type_url == _RECORD_TYPE_URL:
+            record = dedup_pb2.Record.FromString(detail.value)
+        elif detail.type_url == _STREAM_TYPE_URL:
+            stream = stream_pb2.Stream.FromString(detail.value)
+        elif detail.type_url == _RETRY_INFO_TYPE_URL:
+            delay = _RetryInfo.FromString(detail.value).retry_delay
+            retry_after = delay.seconds + delay.nanos / 1e9
     cls = class_for_reason(reason) or _CLASS_BY_CODE.get(code) or DedupError
     return cls(message or "", code=code, reason=reason, metadata=metadata, record=record,
                retry_after=retry_after, stream=stream)
