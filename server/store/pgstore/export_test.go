@@ -70,3 +70,6 @@ func FinishBatch(s *Store, cmds []store.Command) ([]store.Record, []error) {
 	}
 	return recs, errs
 }
+
+// Pool is the store's connection pool, for tests that inspect its sessions.
+func Pool(s *Store) *pgxpool.Pool { return s.pool }

@@ -209,7 +209,7 @@ func qualifiedRecord(alias string) string {
 // updateMany writes records with a compare-and-set each, in one statement,
 // and returns those it wrote, by key.
 func (s *Store) updateMany(ctx context.Context, writes []versionedRecord) (map[recordKey]store.Record, error) {
-	rows, err := s.pool.Query(ctx, updateManySQL, recordArrays(writes)...)
+	rows, err := s.pool.Query(ctx, updateManySQL, append([]any{planEachTime}, recordArrays(writes)...)...)
 	if err != nil {
 		return nil, err
 	}
