@@ -19,6 +19,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/auth"
 	"github.com/dedupd/dedupd/server/consumer"
@@ -119,28 +120,30 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g gua
 	return srv
 }
 
+// slogAdapter logs the interceptors' lines through log, each string field
+// cut to clip.MaxLogged: the line of a failed call holds the error's text,
+// which may repeat what the caller sent.
 func slogAdapter(log *slog.Logger) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, level logging.Level, msg string, fields ...any) {
+		for i, f := range fields {
+			if s, ok := f.(string); ok && i%2 == 1 {
+				fields[i] = clip.String(s, clip.MaxLogged)
+			}
+		}
 		log.Log(ctx, slog.Level(level), msg, fields...)
 	})
 }
 
-// maxLoggedConsumer bounds the consumer in a log line. It is logged before
-// validation, for refused calls too, and a request may name one of many
-// megabytes; no valid name is longer.
-const maxLoggedConsumer = 128
-
-// consumerField adds the consumer to each call's log line; keys, results,
-// digests and credentials are never logged.
+// consumerField adds the consumer to each call's log line, cut to
+// clip.MaxLogged: it is logged before validation, for refused calls too,
+// and a request may name one of many megabytes. Keys, results, digests and
+// credentials are never logged.
 func consumerField(ctx context.Context, _ interceptors.CallMeta) logging.Fields {
 	name, named := consumer.FromContext(ctx)
 	if !named {
 		return nil
 	}
-	if len(name) > maxLoggedConsumer {
-		name = strings.ToValidUTF8(name[:maxLoggedConsumer], "") + "…"
-	}
-	return logging.Fields{"consumer", name}
+	return logging.Fields{"consumer", clip.String(name, clip.MaxLogged)}
 }
 
 func recoverPanic(log *slog.Logger, m *metrics.Metrics) recovery.RecoveryHandlerFuncContext {

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/rpcerrors"
@@ -62,14 +63,32 @@ func (s *DedupService) fail(ctx context.Context, err error, consumer, key string
 	return failWith(ctx, s.log, err, consumer, key)
 }
 
-// failWith is the error a handler returns for err: its status, and for an
-// internal error (a bug) a log line with the cause the caller is not told.
+// failWith is the error a handler returns for err: its status, and a log
+// line with the cause the caller is not told, for an internal error (a bug)
+// at ERROR and for a store that does not answer at WARN. Keys are never
+// logged (docs/operations.md), and the cause is cut to maxLoggedCause.
 func failWith(ctx context.Context, log *slog.Logger, err error, consumer, key string) error {
 	st := rpcerrors.Status(err, consumer, key)
-	if st.Code() == codes.Internal {
-		log.ErrorContext(ctx, "internal error", "consumer", consumer, "key", key, "err", err)
+	switch st.Code() {
+	case codes.Internal:
+		log.ErrorContext(ctx, "internal error", "consumer", clip.String(consumer, clip.MaxLogged), "err", loggedCause(err))
+	case codes.Unavailable:
+		logStoreUnavailable(ctx, log, consumer, err)
 	}
 	return st.Err()
+}
+
+// maxLoggedCause bounds the error text of a cause in a log line: enough for
+// a driver's message, never as much as a request can hold.
+const maxLoggedCause = 512
+
+func loggedCause(err error) string { return clip.String(err.Error(), maxLoggedCause) }
+
+// logStoreUnavailable logs why the store did not answer; the caller was
+// told only rpcerrors.UnavailableMessage. An outage fails every call, so
+// this is the one place to rate-limit these lines.
+func logStoreUnavailable(ctx context.Context, log *slog.Logger, consumer string, err error) {
+	log.WarnContext(ctx, "store unavailable", "consumer", clip.String(consumer, clip.MaxLogged), "err", loggedCause(err))
 }
 
 func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*dedupv1.ClaimResponse, error) {

@@ -49,11 +49,8 @@ func (v *validator) result() error {
 }
 
 func (v *validator) consumer(s string) {
-	switch {
-	case s == "":
-		v.fail("consumer", "is required")
-	case !consumer.Valid(s):
-		v.fail("consumer", "must match %s", consumer.Pattern)
+	if problem := consumer.Problem(s); problem != "" {
+		v.fail("consumer", "%s", problem)
 	}
 }
 

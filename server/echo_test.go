@@ -1,0 +1,104 @@
+package server
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
+)
+
+// syncBuffer is a log destination the test reads while the server writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestHugeValuesAreNotEchoed: a consumer of 16 MB and a key of 10 KiB,
+// with and without a token, come back in no answer and no log line beyond
+// a few hundred bytes. The bounds are the documented ones: MaxEchoBytes per
+// echoed value on the wire, 128 bytes per logged value.
+func TestHugeValuesAreNotEchoed(t *testing.T) {
+	logs := &syncBuffer{}
+	cfg := testConfig()
+	cfg.AuthTokens = standardAuthFile(t)
+	srv := startGuardedWithLog(t, cfg, nil, slog.New(slog.NewJSONHandler(logs, nil)))
+	conn := srv.dial(t, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(32<<20)),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	dedup, admin := dedupv1.NewDedupServiceClient(conn), dedupv1.NewAdminServiceClient(conn)
+	huge := strings.Repeat("Q", 16<<20)
+	longKey := strings.Repeat("K", 10<<10)
+
+	cases := []struct {
+		name  string
+		token string
+		call  func(token string) error
+		code  codes.Code
+	}{
+		{"uncovered huge consumer", inventoryToken, func(tok string) error {
+			_, err := dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: huge, Key: "k"})
+			return err
+		}, codes.InvalidArgument},
+		{"huge consumer without a token", "", func(tok string) error {
+			_, err := dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: huge, Key: "k"})
+			return err
+		}, codes.Unauthenticated},
+		{"huge consumer on AdminService without admin", allToken, func(tok string) error {
+			_, err := admin.GetPolicy(withToken(tok), &dedupv1.GetPolicyRequest{Consumer: huge})
+			return err
+		}, codes.PermissionDenied},
+		{"huge consumer covered by *", allToken, func(tok string) error {
+			_, err := dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: huge, Key: "k"})
+			return err
+		}, codes.InvalidArgument},
+		{"10 KiB key", inventoryToken, func(tok string) error {
+			_, err := dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: "inventory", Key: longKey})
+			return err
+		}, codes.InvalidArgument},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(logs.String())
+			st := status.Convert(tc.call(tc.token))
+			if st.Code() != tc.code {
+				t.Fatalf("code = %v (%.200s), want %v", st.Code(), st.Message(), tc.code)
+			}
+			if rpcerrors.Info(st) == nil {
+				t.Fatal("the answer lost its ErrorInfo")
+			}
+			// 4 echoed values at most (message, consumer, key, field) of
+			// MaxEchoBytes each, plus framing.
+			if n := proto.Size(st.Proto()); n > 4*rpcerrors.MaxEchoBytes+512 {
+				t.Fatalf("the answer is %d bytes", n)
+			}
+			line := logs.String()[before:]
+			if strings.Contains(line, strings.Repeat("Q", 129)) || strings.Contains(line, strings.Repeat("K", 129)) {
+				t.Fatalf("a log line repeats more than 128 bytes of the caller's value: %.300s", line)
+			}
+			if len(line) > 2048 {
+				t.Fatalf("the call logged %d bytes: %.300s", len(line), line)
+			}
+		})
+	}
+}
