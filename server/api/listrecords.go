@@ -150,7 +150,10 @@ func (t pageToken) encode() string {
 func decodePageToken(s string) (pageToken, bool) {
 	var t pageToken
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &t) != nil || t.AfterKey == "" || t.Filter == "" {
+	// The key is checked as a request's key is: a forged token is the
+	// caller's input like any other, and the store must never see a key
+	// no request may carry (PostgreSQL's TEXT refuses NUL).
+	if err != nil || json.Unmarshal(b, &t) != nil || !validKey(t.AfterKey) || t.Filter == "" {
 		return pageToken{}, false
 	}
 	return t, true

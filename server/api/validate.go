@@ -62,6 +62,13 @@ func (v *validator) key(s string) {
 	v.text("key", s, MaxKeyBytes)
 }
 
+// validKey reports whether s passes the checks of a request's key.
+func validKey(s string) bool {
+	var v validator
+	v.key(s)
+	return v.err == nil
+}
+
 // text checks a free-text field: valid UTF-8, no NUL, at most max bytes.
 func (v *validator) text(field, s string, max int) {
 	switch {
