@@ -15,7 +15,6 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
@@ -78,7 +77,7 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //  6. the per-consumer rate limit, after auth so that a caller without a
 //     credential cannot use up a consumer's rate;
 //  7. recovery, innermost: a panic in a handler becomes INTERNAL.
-func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards) *grpc.Server {
+func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards) *grpc.Server {
 	unary := []grpc.UnaryServerInterceptor{
 		consumer.UnaryServerInterceptor(),
 		g.metrics.GRPC.UnaryServerInterceptor(),

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/health"
-
 	"github.com/dedupd/dedupd/internal/loopback"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
@@ -156,8 +154,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	healthSrv := health.NewServer()
-	setHealth(healthSrv, false) // until the first ping answers
+	healthSrv := newHealthService()
+	setHealth(healthSrv.Server, false) // until the first ping answers
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
 	// One resolver for both services, so that a policy changed through
 	// AdminService applies to this server's next call.
@@ -165,7 +163,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	api.Register(grpcSrv, api.NewDedupService(observed, policies, log))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(observed, policies, log))
 	m.GRPC.InitializeMetrics(grpcSrv)
-	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv, log)
+	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
 	if err != nil {
 		lis.Close()
 		return err
@@ -174,7 +172,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// The first ping decides the status the server starts with; a store
 	// that does not answer yet leaves it NOT_SERVING until it does.
-	watcher := &healthWatcher{st: observed, hs: healthSrv, interval: cfg.HealthInterval, m: m, log: log}
+	watcher := &healthWatcher{st: observed, hs: healthSrv.Server, interval: cfg.HealthInterval, m: m, log: log}
 	watcher.check(ctx)
 
 	// The background work outlives ctx until the in-flight calls have
@@ -201,7 +199,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			err = fmt.Errorf("serving: %w", err)
 		case <-ctx.Done():
 			log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
-			healthSrv.Shutdown()
+			healthSrv.shutdown() // NOT_SERVING, then Watch streams end
 			stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
 		}
 	}
