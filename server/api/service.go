@@ -26,6 +26,23 @@ type Limits struct {
 	MaxLeaseTTL time.Duration
 	// MaxResultBytes caps Complete's result and Reject's detail.
 	MaxResultBytes int
+	// MaxPageBytes bounds the encoded records of a ListRecords page; zero
+	// means MaxReplyBytes. A record larger than it comes alone on a page.
+	MaxPageBytes int
+}
+
+// MaxReplyBytes is the byte budget of a reply that holds many records (a
+// ListRecords page, a batch): grpc-go's default client receive limit
+// (4 MiB), less a margin for the message's framing and other fields, so
+// that a client left at its defaults accepts every such reply.
+const MaxReplyBytes = 4<<20 - 64<<10
+
+// pageBytes is MaxPageBytes, or MaxReplyBytes when unset.
+func (l Limits) pageBytes() int {
+	if l.MaxPageBytes > 0 {
+		return l.MaxPageBytes
+	}
+	return MaxReplyBytes
 }
 
 // DedupService implements dedupv1.DedupServiceServer on top of a store.

@@ -147,6 +147,62 @@ func (State) EnumDescriptor() ([]byte, []int) {
 	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{1}
 }
 
+// RecordView says how much of a record a listing returns (Google's API
+// guidance, AIP-157, on partial responses).
+type RecordView int32
+
+const (
+	// FULL.
+	RecordView_RECORD_VIEW_UNSPECIFIED RecordView = 0
+	// Every field but the stored bodies: result and rejection.detail are left
+	// out (the rest of rejection stays), so a page holds many records in few
+	// bytes. Lookup returns the full record.
+	RecordView_RECORD_VIEW_BASIC RecordView = 1
+	// Every field, bodies included.
+	RecordView_RECORD_VIEW_FULL RecordView = 2
+)
+
+// Enum value maps for RecordView.
+var (
+	RecordView_name = map[int32]string{
+		0: "RECORD_VIEW_UNSPECIFIED",
+		1: "RECORD_VIEW_BASIC",
+		2: "RECORD_VIEW_FULL",
+	}
+	RecordView_value = map[string]int32{
+		"RECORD_VIEW_UNSPECIFIED": 0,
+		"RECORD_VIEW_BASIC":       1,
+		"RECORD_VIEW_FULL":        2,
+	}
+)
+
+func (x RecordView) Enum() *RecordView {
+	p := new(RecordView)
+	*p = x
+	return p
+}
+
+func (x RecordView) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RecordView) Descriptor() protoreflect.EnumDescriptor {
+	return file_dedup_v1_dedup_proto_enumTypes[2].Descriptor()
+}
+
+func (RecordView) Type() protoreflect.EnumType {
+	return &file_dedup_v1_dedup_proto_enumTypes[2]
+}
+
+func (x RecordView) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RecordView.Descriptor instead.
+func (RecordView) EnumDescriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{2}
+}
+
 // Rejection is the stored refusal of a Reject call.
 type Rejection struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1008,7 +1064,10 @@ type ListRecordsRequest struct {
 	// At most this many records per page; 100 when unset, at most 1000.
 	PageSize int32 `protobuf:"varint,9,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of the previous page, with the same filters.
-	PageToken     string `protobuf:"bytes,10,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,10,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// How much of each record to return. Unset is FULL, as before this field
+	// existed. The view may change between pages.
+	View          RecordView `protobuf:"varint,11,opt,name=view,proto3,enum=dedup.v1.RecordView" json:"view,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1113,9 +1172,20 @@ func (x *ListRecordsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListRecordsRequest) GetView() RecordView {
+	if x != nil {
+		return x.View
+	}
+	return RecordView_RECORD_VIEW_UNSPECIFIED
+}
+
 type ListRecordsResponse struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Records []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The page: at most page_size records, fewer when their encoded size
+	// reaches the server's page byte budget (4 MiB less a margin by
+	// default, so a page fits a client's default receive limit). A single
+	// record larger than the budget comes alone on its page.
+	Records []*Record `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
 	// Pass as page_token to get the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1234,7 +1304,7 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\rfencing_token\x18\x03 \x01(\x03R\ffencingToken\x126\n" +
 	"\tlease_ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\"?\n" +
 	"\x13ExtendLeaseResponse\x12(\n" +
-	"\x06record\x18\x01 \x01(\v2\x10.dedup.v1.RecordR\x06record\"\xe1\x03\n" +
+	"\x06record\x18\x01 \x01(\v2\x10.dedup.v1.RecordR\x06record\"\x8b\x04\n" +
 	"\x12ListRecordsRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12'\n" +
 	"\x06states\x18\x02 \x03(\x0e2\x0f.dedup.v1.StateR\x06states\x12\x1d\n" +
@@ -1248,7 +1318,8 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\tpage_size\x18\t \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\n" +
-	" \x01(\tR\tpageToken\"i\n" +
+	" \x01(\tR\tpageToken\x12(\n" +
+	"\x04view\x18\v \x01(\x0e2\x14.dedup.v1.RecordViewR\x04view\"i\n" +
 	"\x13ListRecordsResponse\x12*\n" +
 	"\arecords\x18\x01 \x03(\v2\x10.dedup.v1.RecordR\arecords\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*~\n" +
@@ -1263,7 +1334,12 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\rSTATE_PENDING\x10\x01\x12\x13\n" +
 	"\x0fSTATE_COMPLETED\x10\x02\x12\x12\n" +
 	"\x0eSTATE_REJECTED\x10\x03\x12\x12\n" +
-	"\x0eSTATE_RELEASED\x10\x042\x9d\x03\n" +
+	"\x0eSTATE_RELEASED\x10\x04*V\n" +
+	"\n" +
+	"RecordView\x12\x1b\n" +
+	"\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n" +
+	"\x10RECORD_VIEW_FULL\x10\x022\x9d\x03\n" +
 	"\fDedupService\x128\n" +
 	"\x05Claim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12A\n" +
 	"\bComplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n" +
@@ -1284,67 +1360,69 @@ func file_dedup_v1_dedup_proto_rawDescGZIP() []byte {
 	return file_dedup_v1_dedup_proto_rawDescData
 }
 
-var file_dedup_v1_dedup_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_dedup_v1_dedup_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_dedup_v1_dedup_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_dedup_v1_dedup_proto_goTypes = []any{
 	(Outcome)(0),                  // 0: dedup.v1.Outcome
 	(State)(0),                    // 1: dedup.v1.State
-	(*Rejection)(nil),             // 2: dedup.v1.Rejection
-	(*Record)(nil),                // 3: dedup.v1.Record
-	(*ClaimRequest)(nil),          // 4: dedup.v1.ClaimRequest
-	(*ClaimResponse)(nil),         // 5: dedup.v1.ClaimResponse
-	(*CompleteRequest)(nil),       // 6: dedup.v1.CompleteRequest
-	(*CompleteResponse)(nil),      // 7: dedup.v1.CompleteResponse
-	(*RejectRequest)(nil),         // 8: dedup.v1.RejectRequest
-	(*RejectResponse)(nil),        // 9: dedup.v1.RejectResponse
-	(*LookupRequest)(nil),         // 10: dedup.v1.LookupRequest
-	(*LookupResponse)(nil),        // 11: dedup.v1.LookupResponse
-	(*ExtendLeaseRequest)(nil),    // 12: dedup.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),   // 13: dedup.v1.ExtendLeaseResponse
-	(*ListRecordsRequest)(nil),    // 14: dedup.v1.ListRecordsRequest
-	(*ListRecordsResponse)(nil),   // 15: dedup.v1.ListRecordsResponse
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 17: google.protobuf.Duration
+	(RecordView)(0),               // 2: dedup.v1.RecordView
+	(*Rejection)(nil),             // 3: dedup.v1.Rejection
+	(*Record)(nil),                // 4: dedup.v1.Record
+	(*ClaimRequest)(nil),          // 5: dedup.v1.ClaimRequest
+	(*ClaimResponse)(nil),         // 6: dedup.v1.ClaimResponse
+	(*CompleteRequest)(nil),       // 7: dedup.v1.CompleteRequest
+	(*CompleteResponse)(nil),      // 8: dedup.v1.CompleteResponse
+	(*RejectRequest)(nil),         // 9: dedup.v1.RejectRequest
+	(*RejectResponse)(nil),        // 10: dedup.v1.RejectResponse
+	(*LookupRequest)(nil),         // 11: dedup.v1.LookupRequest
+	(*LookupResponse)(nil),        // 12: dedup.v1.LookupResponse
+	(*ExtendLeaseRequest)(nil),    // 13: dedup.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),   // 14: dedup.v1.ExtendLeaseResponse
+	(*ListRecordsRequest)(nil),    // 15: dedup.v1.ListRecordsRequest
+	(*ListRecordsResponse)(nil),   // 16: dedup.v1.ListRecordsResponse
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
 }
 var file_dedup_v1_dedup_proto_depIdxs = []int32{
 	1,  // 0: dedup.v1.Record.state:type_name -> dedup.v1.State
-	2,  // 1: dedup.v1.Record.rejection:type_name -> dedup.v1.Rejection
-	16, // 2: dedup.v1.Record.created_at:type_name -> google.protobuf.Timestamp
-	16, // 3: dedup.v1.Record.updated_at:type_name -> google.protobuf.Timestamp
-	16, // 4: dedup.v1.Record.lease_expires_at:type_name -> google.protobuf.Timestamp
-	16, // 5: dedup.v1.Record.expires_at:type_name -> google.protobuf.Timestamp
-	17, // 6: dedup.v1.ClaimRequest.lease_ttl:type_name -> google.protobuf.Duration
+	3,  // 1: dedup.v1.Record.rejection:type_name -> dedup.v1.Rejection
+	17, // 2: dedup.v1.Record.created_at:type_name -> google.protobuf.Timestamp
+	17, // 3: dedup.v1.Record.updated_at:type_name -> google.protobuf.Timestamp
+	17, // 4: dedup.v1.Record.lease_expires_at:type_name -> google.protobuf.Timestamp
+	17, // 5: dedup.v1.Record.expires_at:type_name -> google.protobuf.Timestamp
+	18, // 6: dedup.v1.ClaimRequest.lease_ttl:type_name -> google.protobuf.Duration
 	0,  // 7: dedup.v1.ClaimResponse.outcome:type_name -> dedup.v1.Outcome
-	3,  // 8: dedup.v1.ClaimResponse.record:type_name -> dedup.v1.Record
-	17, // 9: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
-	3,  // 10: dedup.v1.CompleteResponse.record:type_name -> dedup.v1.Record
-	3,  // 11: dedup.v1.RejectResponse.record:type_name -> dedup.v1.Record
-	3,  // 12: dedup.v1.LookupResponse.record:type_name -> dedup.v1.Record
-	17, // 13: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
-	3,  // 14: dedup.v1.ExtendLeaseResponse.record:type_name -> dedup.v1.Record
+	4,  // 8: dedup.v1.ClaimResponse.record:type_name -> dedup.v1.Record
+	18, // 9: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
+	4,  // 10: dedup.v1.CompleteResponse.record:type_name -> dedup.v1.Record
+	4,  // 11: dedup.v1.RejectResponse.record:type_name -> dedup.v1.Record
+	4,  // 12: dedup.v1.LookupResponse.record:type_name -> dedup.v1.Record
+	18, // 13: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
+	4,  // 14: dedup.v1.ExtendLeaseResponse.record:type_name -> dedup.v1.Record
 	1,  // 15: dedup.v1.ListRecordsRequest.states:type_name -> dedup.v1.State
-	16, // 16: dedup.v1.ListRecordsRequest.created_after:type_name -> google.protobuf.Timestamp
-	16, // 17: dedup.v1.ListRecordsRequest.created_before:type_name -> google.protobuf.Timestamp
-	16, // 18: dedup.v1.ListRecordsRequest.updated_after:type_name -> google.protobuf.Timestamp
-	16, // 19: dedup.v1.ListRecordsRequest.updated_before:type_name -> google.protobuf.Timestamp
-	3,  // 20: dedup.v1.ListRecordsResponse.records:type_name -> dedup.v1.Record
-	4,  // 21: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
-	6,  // 22: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
-	8,  // 23: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
-	10, // 24: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
-	12, // 25: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
-	14, // 26: dedup.v1.DedupService.ListRecords:input_type -> dedup.v1.ListRecordsRequest
-	5,  // 27: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
-	7,  // 28: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
-	9,  // 29: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
-	11, // 30: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
-	13, // 31: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
-	15, // 32: dedup.v1.DedupService.ListRecords:output_type -> dedup.v1.ListRecordsResponse
-	27, // [27:33] is the sub-list for method output_type
-	21, // [21:27] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	17, // 16: dedup.v1.ListRecordsRequest.created_after:type_name -> google.protobuf.Timestamp
+	17, // 17: dedup.v1.ListRecordsRequest.created_before:type_name -> google.protobuf.Timestamp
+	17, // 18: dedup.v1.ListRecordsRequest.updated_after:type_name -> google.protobuf.Timestamp
+	17, // 19: dedup.v1.ListRecordsRequest.updated_before:type_name -> google.protobuf.Timestamp
+	2,  // 20: dedup.v1.ListRecordsRequest.view:type_name -> dedup.v1.RecordView
+	4,  // 21: dedup.v1.ListRecordsResponse.records:type_name -> dedup.v1.Record
+	5,  // 22: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
+	7,  // 23: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
+	9,  // 24: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
+	11, // 25: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
+	13, // 26: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
+	15, // 27: dedup.v1.DedupService.ListRecords:input_type -> dedup.v1.ListRecordsRequest
+	6,  // 28: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
+	8,  // 29: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
+	10, // 30: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
+	12, // 31: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
+	14, // 32: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
+	16, // 33: dedup.v1.DedupService.ListRecords:output_type -> dedup.v1.ListRecordsResponse
+	28, // [28:34] is the sub-list for method output_type
+	22, // [22:28] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_dedup_v1_dedup_proto_init() }
@@ -1357,7 +1435,7 @@ func file_dedup_v1_dedup_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dedup_v1_dedup_proto_rawDesc), len(file_dedup_v1_dedup_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,

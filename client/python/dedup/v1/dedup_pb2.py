@@ -22,7 +22,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/dedup.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"z\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\xe7\x02\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04\x32\x9d\x03\n\x0c\x44\x65\x64upService\x12\x38\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12\x41\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"z\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x8b\x03\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\x12\"\n\x04view\x18\x0b \x01(\x0e\x32\x14.dedup.v1.RecordView\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04*V\n\nRecordView\x12\x1b\n\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n\x10RECORD_VIEW_FULL\x10\x02\x32\x9d\x03\n\x0c\x44\x65\x64upService\x12\x38\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12\x41\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
   dependencies=[google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,])
 
@@ -55,8 +55,8 @@ _OUTCOME = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=1922,
-  serialized_end=2048,
+  serialized_start=1958,
+  serialized_end=2084,
 )
 _sym_db.RegisterEnumDescriptor(_OUTCOME)
 
@@ -90,12 +90,39 @@ _STATE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=2050,
-  serialized_end=2160,
+  serialized_start=2086,
+  serialized_end=2196,
 )
 _sym_db.RegisterEnumDescriptor(_STATE)
 
 State = enum_type_wrapper.EnumTypeWrapper(_STATE)
+_RECORDVIEW = _descriptor.EnumDescriptor(
+  name='RecordView',
+  full_name='dedup.v1.RecordView',
+  filename=None,
+  file=DESCRIPTOR,
+  values=[
+    _descriptor.EnumValueDescriptor(
+      name='RECORD_VIEW_UNSPECIFIED', index=0, number=0,
+      options=None,
+      type=None),
+    _descriptor.EnumValueDescriptor(
+      name='RECORD_VIEW_BASIC', index=1, number=1,
+      options=None,
+      type=None),
+    _descriptor.EnumValueDescriptor(
+      name='RECORD_VIEW_FULL', index=2, number=2,
+      options=None,
+      type=None),
+  ],
+  containing_type=None,
+  options=None,
+  serialized_start=2198,
+  serialized_end=2284,
+)
+_sym_db.RegisterEnumDescriptor(_RECORDVIEW)
+
+RecordView = enum_type_wrapper.EnumTypeWrapper(_RECORDVIEW)
 OUTCOME_UNSPECIFIED = 0
 OUTCOME_ACQUIRED = 1
 OUTCOME_IN_PROGRESS = 2
@@ -106,6 +133,9 @@ STATE_PENDING = 1
 STATE_COMPLETED = 2
 STATE_REJECTED = 3
 STATE_RELEASED = 4
+RECORD_VIEW_UNSPECIFIED = 0
+RECORD_VIEW_BASIC = 1
+RECORD_VIEW_FULL = 2
 
 
 
@@ -803,6 +833,13 @@ _LISTRECORDSREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='view', full_name='dedup.v1.ListRecordsRequest.view', index=10,
+      number=11, type=14, cpp_type=8, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -816,7 +853,7 @@ _LISTRECORDSREQUEST = _descriptor.Descriptor(
   oneofs=[
   ],
   serialized_start=1478,
-  serialized_end=1837,
+  serialized_end=1873,
 )
 
 
@@ -853,8 +890,8 @@ _LISTRECORDSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1839,
-  serialized_end=1920,
+  serialized_start=1875,
+  serialized_end=1956,
 )
 
 _RECORD.fields_by_name['state'].enum_type = _STATE
@@ -877,6 +914,7 @@ _LISTRECORDSREQUEST.fields_by_name['created_after'].message_type = google_dot_pr
 _LISTRECORDSREQUEST.fields_by_name['created_before'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _LISTRECORDSREQUEST.fields_by_name['updated_after'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _LISTRECORDSREQUEST.fields_by_name['updated_before'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
+_LISTRECORDSREQUEST.fields_by_name['view'].enum_type = _RECORDVIEW
 _LISTRECORDSRESPONSE.fields_by_name['records'].message_type = _RECORD
 DESCRIPTOR.message_types_by_name['Rejection'] = _REJECTION
 DESCRIPTOR.message_types_by_name['Record'] = _RECORD
@@ -894,6 +932,7 @@ DESCRIPTOR.message_types_by_name['ListRecordsRequest'] = _LISTRECORDSREQUEST
 DESCRIPTOR.message_types_by_name['ListRecordsResponse'] = _LISTRECORDSRESPONSE
 DESCRIPTOR.enum_types_by_name['Outcome'] = _OUTCOME
 DESCRIPTOR.enum_types_by_name['State'] = _STATE
+DESCRIPTOR.enum_types_by_name['RecordView'] = _RECORDVIEW
 _sym_db.RegisterFileDescriptor(DESCRIPTOR)
 
 Rejection = _reflection.GeneratedProtocolMessageType('Rejection', (_message.Message,), dict(
@@ -1004,8 +1043,8 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=2163,
-  serialized_end=2576,
+  serialized_start=2287,
+  serialized_end=2700,
   methods=[
   _descriptor.MethodDescriptor(
     name='Claim',
