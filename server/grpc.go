@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -29,6 +30,14 @@ import (
 
 // messageOverhead is room for everything in a request besides the result.
 const messageOverhead = 64 << 10
+
+// Defaults of Config.MaxConnections and Config.MaxConcurrentStreams (the
+// flags' defaults). 100 streams is the least HTTP/2 advises a server to
+// allow; docs/operations.md works out the memory they bound.
+const (
+	DefaultMaxConnections       = 256
+	DefaultMaxConcurrentStreams = 100
+)
 
 // guards are what stands between a caller and a handler; nil fields are off.
 type guards struct {
@@ -107,6 +116,11 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessageBytes(cfg)),
+		// A reply is held whole until the client reads it, so every reply
+		// is capped, as a request is: a page by its byte budget, a single
+		// record by the largest result a policy may allow.
+		grpc.MaxSendMsgSize(maxMessageBytes(cfg)),
+		grpc.MaxConcurrentStreams(uint32(cmp.Or(cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams))),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}

@@ -4,14 +4,18 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	"github.com/dedupd/dedupd/internal/loopback"
 	"github.com/dedupd/dedupd/server/api"
@@ -82,6 +86,14 @@ type Config struct {
 	RateBurst int
 	// MaxInFlight bounds the calls running at once.
 	MaxInFlight int
+	// MaxConnections bounds the client connections open at once; one more
+	// waits to be accepted until one closes. MaxConcurrentStreams bounds
+	// the calls open at once on one connection; a client queues more. With
+	// the reply cap (maxMessageBytes) and the page budget
+	// (Limits.MaxPageBytes) they bound what replies that callers do not
+	// read can hold (docs/operations.md). Zero takes the default.
+	MaxConnections       int
+	MaxConcurrentStreams int
 	// MetricsListen is the address of /metrics and /healthz; empty: off.
 	MetricsListen string
 	// HealthInterval is how often the store is pinged for health.
@@ -117,6 +129,10 @@ func (c Config) Validate() error {
 			"--max-message-bytes must be at least --max-result-bytes + 65536"},
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
+		{c.MaxConnections >= 0, "--max-connections must be positive"},
+		{c.MaxConcurrentStreams >= 0 && c.MaxConcurrentStreams <= math.MaxUint32, "--max-concurrent-streams must be positive"},
+		{c.Limits.MaxPageBytes >= 0 && c.Limits.MaxPageBytes <= api.MaxReplyBytes,
+			fmt.Sprintf("--max-page-bytes must be positive and at most %d, so that a client left at its defaults accepts every page", api.MaxReplyBytes)},
 		{c.HealthInterval > 0, "--health-interval must be positive"},
 		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
 		{c.ReplayCacheBytes == 0 || c.ReplayCacheTTL > 0, "--replay-cache-ttl must be positive"},
@@ -154,6 +170,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
+	lis = netutil.LimitListener(lis, cmp.Or(cfg.MaxConnections, DefaultMaxConnections))
 	healthSrv := newHealthService()
 	setHealth(healthSrv.Server, false) // until the first ping answers
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)

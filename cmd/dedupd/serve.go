@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dedupd/dedupd/server"
+	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -85,6 +86,9 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 	f.Float64Var(&cfg.RateLimit, "rate-limit", 0, "calls per second each consumer may make; 0 turns the limit off")
 	f.IntVar(&cfg.RateBurst, "rate-burst", 0, "calls a consumer may make at once above --rate-limit; 0 means ceil(--rate-limit)")
 	f.IntVar(&cfg.MaxInFlight, "max-inflight", 1024, "calls running at once; more are refused at once with RESOURCE_EXHAUSTED (OVERLOADED)")
+	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "client connections open at once; one more waits to be accepted until one closes (with --max-concurrent-streams and --max-page-bytes it bounds the memory unread replies can hold; docs/operations.md)")
+	f.IntVar(&cfg.MaxConcurrentStreams, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "calls open at once on one connection; a client queues more")
+	f.IntVar(&cfg.Limits.MaxPageBytes, "max-page-bytes", api.MaxReplyBytes, "most bytes of records in one ListRecords page (a larger record comes alone); at most 4 MiB less 64 KiB, so that a client left at its defaults accepts every page")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:9090; empty turns it off")
 	f.DurationVar(&cfg.HealthInterval, "health-interval", 2*time.Second, "how often the store is pinged; health is NOT_SERVING while it does not answer")
 	logs.register(f)
