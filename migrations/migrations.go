@@ -5,11 +5,14 @@
 // the end of a line and run one at a time, each in its own implicit
 // transaction: CockroachDB wants one DDL statement per transaction and never
 // DDL mixed with DML. Every statement must be idempotent (IF NOT EXISTS),
-// because the runner takes no lock (CockroachDB has no advisory locks): two
-// migrators at once run the same DDL, and the version table records each
-// step once. PostgreSQL may still fail one of two concurrent CREATE ... IF
-// NOT EXISTS with a duplicate in its catalog; running Up again then finds
-// the work done (pgstore does so).
+// because the runner takes no lock (CockroachDB has no advisory locks) and
+// a run that failed halfway is simply run again: it skips the recorded
+// steps and repeats the statements of the unrecorded one. Two migrators at
+// once are not made safe by this: PostgreSQL may fail one of two
+// concurrent CREATE ... IF NOT EXISTS with a duplicate in its catalog
+// (pgstore then runs Up again), and CockroachDB runs each schema change as
+// a background job, which IF NOT EXISTS may find still in progress. Run
+// one migrator at a time.
 package migrations
 
 import (
@@ -24,7 +27,7 @@ import (
 	"time"
 )
 
-//go:embed postgres/*.sql sqlite/*.sql cockroachdb/*.sql
+//go:embed postgres/*.sql postgresonly/*.sql sqlite/*.sql cockroachdb/*.sql
 var files embed.FS
 
 // Dialect names a directory of migrations.
@@ -33,6 +36,11 @@ type Dialect string
 const (
 	// Postgres runs on PostgreSQL and CockroachDB.
 	Postgres Dialect = "postgres"
+	// PostgresOnly is applied with Postgres on PostgreSQL, never on
+	// CockroachDB: steps whose SQL would mean something else there (the
+	// "C" collation of the key columns). Its versions start at 2001, so it
+	// shares the version table.
+	PostgresOnly Dialect = "postgresonly"
 	// SQLite runs on the embedded store.
 	SQLite Dialect = "sqlite"
 	// CockroachDBTTL is the optional CockroachDB-only set (row-level TTL,
@@ -69,9 +77,23 @@ const (
 ON CONFLICT (version) DO NOTHING`
 )
 
-// Load returns the migrations of a dialect in version order.
-func Load(d Dialect) ([]Migration, error) {
-	return load(files, string(d))
+// Load returns the migrations of the dialects, merged in version order.
+func Load(ds ...Dialect) ([]Migration, error) {
+	var ms []Migration
+	for _, d := range ds {
+		some, err := load(files, string(d))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, some...)
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migrations: %s and %s share a version", ms[i-1], ms[i])
+		}
+	}
+	return ms, nil
 }
 
 func load(fsys fs.FS, dir string) ([]Migration, error) {

@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -69,8 +70,8 @@ func TestCockroachDBTTLSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 1 || ms[0].String() != "1001_row_level_ttl" {
-		t.Fatalf("cockroachdb set: %v, want 1001_row_level_ttl", ms)
+	if len(ms) != 2 || ms[0].String() != "1001_row_level_ttl" || ms[1].String() != "1002_drop_plain_expiry_index" {
+		t.Fatalf("cockroachdb set: %v, want 1001_row_level_ttl, 1002_drop_plain_expiry_index", ms)
 	}
 	pg, err := Load(Postgres)
 	if err != nil {
@@ -79,12 +80,79 @@ func TestCockroachDBTTLSet(t *testing.T) {
 	if last := pg[len(pg)-1].Version; last >= ms[0].Version {
 		t.Fatalf("portable migrations reach version %d, into the cockroachdb set's range", last)
 	}
-	want := []string{
+	want := [][]string{{
 		"ALTER TABLE dedup_records SET (ttl_expiration_expression = 'expires_at', ttl_job_cron = '@hourly')",
 		"CREATE INDEX IF NOT EXISTS dedup_records_expires_at_sharded ON dedup_records (expires_at) USING HASH",
+	}, {
+		"SELECT count(*) FROM dedup_records@dedup_records_expires_at_sharded WHERE expires_at < '1970-01-01T00:00:00Z'",
 		"DROP INDEX IF EXISTS dedup_records@dedup_records_expires_at",
+	}}
+	for i, m := range ms {
+		if !reflect.DeepEqual(m.Statements, want[i]) {
+			t.Errorf("%s statements:\n%q\nwant\n%q", m, m.Statements, want[i])
+		}
 	}
-	if !reflect.DeepEqual(ms[0].Statements, want) {
-		t.Fatalf("statements:\n%q\nwant\n%q", ms[0].Statements, want)
+}
+
+// The plain expiry index is never dropped before its replacement is usable:
+// the drop is in a later migration than the replacement's CREATE INDEX
+// (whose IF NOT EXISTS may find an index still being built), right after a
+// statement that reads through the replacement by name, which fails until
+// it is public.
+func TestCockroachDBSetDropsTheOldIndexOnlyAfterReadingTheNewOne(t *testing.T) {
+	ms, err := Load(CockroachDBTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const replacement = "dedup_records_expires_at_sharded"
+	created := -1
+	dropped := false
+	for i, m := range ms {
+		for j, stmt := range m.Statements {
+			switch {
+			case strings.HasPrefix(stmt, "CREATE INDEX") && strings.Contains(stmt, replacement):
+				created = i
+			case strings.HasPrefix(stmt, "DROP INDEX") && strings.Contains(stmt, "@dedup_records_expires_at"):
+				dropped = true
+				if created < 0 || created >= i {
+					t.Errorf("%s drops the plain index in the migration that creates its replacement, or before", m)
+				}
+				if j == 0 || !strings.HasPrefix(m.Statements[j-1], "SELECT") || !strings.Contains(m.Statements[j-1], "@"+replacement) {
+					t.Errorf("%s drops the plain index without first reading through %s", m, replacement)
+				}
+			}
+		}
+	}
+	if !dropped {
+		t.Fatal("no migration drops the plain expiry index")
+	}
+}
+
+// The PostgreSQL-only set merges with the portable one in version order
+// without colliding, and CockroachDB, which compares TEXT bytewise already,
+// is never given a collated string by the sets it runs.
+func TestPostgresOnlySet(t *testing.T) {
+	only, err := Load(PostgresOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(only) == 0 || only[0].String() != "2001_key_collation_c" {
+		t.Fatalf("postgresonly set: %v, want 2001_key_collation_c first", only)
+	}
+	both, err := Load(Postgres, PostgresOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, _ := Load(Postgres)
+	if len(both) != len(pg)+len(only) || both[len(both)-1].Version != only[len(only)-1].Version {
+		t.Fatalf("merged set: %v", both)
+	}
+	crdb, _ := Load(Postgres, CockroachDBTTL)
+	for _, m := range crdb {
+		for _, stmt := range m.Statements {
+			if strings.Contains(strings.ToUpper(stmt), "COLLATE") {
+				t.Errorf("%s gives CockroachDB a collated string: %s", m, stmt)
+			}
+		}
 	}
 }

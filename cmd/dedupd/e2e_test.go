@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/internal/pgtest"
+	"github.com/dedupd/dedupd/internal/testfs"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -173,24 +177,62 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 
 // TestCompletedRecordsExpire: past the completed TTL a key is new again,
 // whether or not the reaper has run.
+// TestCompletedRecordsExpire: a record past its expiry is absent to every
+// caller, whether the reaper has deleted it (reaper on) or not yet (reaper
+// off). Stats tells the two apart: it counts an expired row until the
+// reaper deletes it. With the row kept, the next claim's fencing token
+// continues from it; once the row is deleted, the key starts over at 1.
 func TestCompletedRecordsExpire(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, flags []string) {
-		ctx := context.Background()
-		srv := startDedupd(t, append(flags, "--completed-ttl", "100ms", "--reap-interval", "50ms")...)
-		c := dedupv1.NewDedupServiceClient(srv.dial(t))
-		got := claim(t, c, "short-lived", nil, 0)
-		if _, err := c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: consumer, Key: "short-lived",
-			FencingToken: got.GetFencingToken()}); err != nil {
+	for _, reaper := range []string{"on", "off"} {
+		t.Run("reaper="+reaper, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, flags []string) {
+				srv := startDedupd(t, append(flags, "--completed-ttl", "100ms", "--reap-interval", "50ms", "--reaper", reaper)...)
+				conn := srv.dial(t)
+				testCompletedRecordExpires(t, dedupv1.NewDedupServiceClient(conn), dedupv1.NewAdminServiceClient(conn), reaper == "on")
+				srv.stop(t)
+			})
+		})
+	}
+}
+
+func testCompletedRecordExpires(t *testing.T, c dedupv1.DedupServiceClient, admin dedupv1.AdminServiceClient, reaperOn bool) {
+	ctx := context.Background()
+	got := claim(t, c, "short-lived", nil, 0)
+	if _, err := c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: consumer, Key: "short-lived",
+		FencingToken: got.GetFencingToken()}); err != nil {
+		t.Fatal(err)
+	}
+	// Expired: absent to Lookup. Wait for it rather than guess how long.
+	opsEventually(t, "the record's expiry", func() bool {
+		_, err := c.Lookup(ctx, &dedupv1.LookupRequest{Consumer: consumer, Key: "short-lived"})
+		return status.Code(err) == codes.NotFound
+	})
+	expired := func() int64 {
+		resp, err := admin.Stats(ctx, &dedupv1.StatsRequest{Consumer: consumer})
+		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond)
-		_, err := c.Lookup(ctx, &dedupv1.LookupRequest{Consumer: consumer, Key: "short-lived"})
-		wantError(t, err, codes.NotFound, "RECORD_NOT_FOUND")
-		if again := claim(t, c, "short-lived", []byte("new content"), 0); again.GetOutcome() != dedupv1.Outcome_OUTCOME_ACQUIRED {
-			t.Fatalf("claim after expiry = %v, want ACQUIRED", again)
+		n := int64(0)
+		for _, cs := range resp.GetConsumers() {
+			n += cs.GetExpired()
 		}
-		srv.stop(t)
-	})
+		return n
+	}
+	wantToken := got.GetFencingToken() + 1 // the expired row is kept: the token continues
+	if reaperOn {
+		opsEventually(t, "the reaper's deletion of the expired record", func() bool { return expired() == 0 })
+		wantToken = 1 // deleted: the key starts over
+	} else if n := expired(); n != 1 {
+		t.Fatalf("with the reaper off, Stats counts %d expired records, want the 1 not yet deleted", n)
+	}
+	list, err := c.ListRecords(ctx, &dedupv1.ListRecordsRequest{Consumer: consumer})
+	if err != nil || len(list.GetRecords()) != 0 {
+		t.Fatalf("ListRecords after expiry = %v, %v; want no records", list.GetRecords(), err)
+	}
+	if again := claim(t, c, "short-lived", []byte("new content"), 0); again.GetOutcome() != dedupv1.Outcome_OUTCOME_ACQUIRED ||
+		again.GetFencingToken() != wantToken || again.GetRecord().GetAttempts() != 1 {
+		t.Fatalf("claim after expiry = %v, want ACQUIRED, token %d, attempt 1", again, wantToken)
+	}
 }
 
 func TestHealthAndReflection(t *testing.T) {
@@ -242,6 +284,23 @@ func TestSecondServerOnDataDirRefuses(t *testing.T) {
 	first.stop(t)
 	second := startDedupd(t, "--data-dir", dir)
 	second.stop(t)
+}
+
+// TestServeRefusesReadOnlyEmbeddedStore: a dedup.db that cannot be written,
+// in a directory that can, must not start a server that reports SERVING and
+// then fails every write.
+func TestServeRefusesReadOnlyEmbeddedStore(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := runDedupd(t, "migrate", "--data-dir", dir); err != nil {
+		t.Fatalf("dedupd migrate: %v\n%s", err, out)
+	}
+	testfs.MakeReadOnly(t, filepath.Join(dir, "dedup.db"))
+	out, err := runDedupd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--reaper=off")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() <= 0 || !strings.Contains(out, "readonly database") {
+		// ExitCode is -1 when runDedupd had to kill a server that started.
+		t.Fatalf("serve on a read-only dedup.db: err=%v output=%q; want it to exit at once, saying it cannot write", err, out)
+	}
 }
 
 // TestServeRefusesUnmigratedDatabase: a shared database is migrated by an

@@ -19,7 +19,9 @@ func newMigrateCommand() *cobra.Command {
 		Use:   "migrate",
 		Short: "Bring the store's schema to the current version",
 		Long: `Apply every migration the store has not applied yet. Running it again is a
-no-op, and it is safe to run while servers are up: migrations only add.
+no-op, and it may run while servers are up; run one at a time. On
+PostgreSQL, migration 2001 rebuilds the table's indexes under an exclusive
+lock (docs/operations.md).
 
 With --database-url it migrates PostgreSQL or CockroachDB; without it, the
 embedded store in --data-dir (which also migrates itself at start).

@@ -2,7 +2,9 @@
 # Runs the Go, Python and Node walkthroughs against one dedupd on a fresh
 # embedded store: the README's promise that each language can claim,
 # complete, replay, detect a conflict and reconcile a crashed claim.
-# DEDUPD_BIN names a built dedupd; otherwise one is built.
+# DEDUPD_BIN names a built dedupd; otherwise one is built. DEDUPD_PYTHON
+# names a Python with the dedupd package installed; otherwise client/python
+# is installed into a fresh virtual environment, as its README says.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work="$(mktemp -d)"
@@ -27,5 +29,11 @@ done
 addr="$(head -n 1 "$work/ready")"
 export DEDUPD_ADDR="$addr"
 echo "-- Go";     go run ./examples/walkthrough
-echo "-- Python"; PYTHONPATH=client/python /usr/bin/python3 examples/walkthrough/walkthrough.py
+python="${DEDUPD_PYTHON:-}"
+if [ -z "$python" ]; then
+  /usr/bin/python3 -m venv --system-site-packages "$work/venv"
+  "$work/venv/bin/pip" install --quiet --no-deps --no-build-isolation ./client/python
+  python="$work/venv/bin/python"
+fi
+echo "-- Python"; "$python" examples/walkthrough/walkthrough.py
 echo "-- Node";   node examples/walkthrough/walkthrough.js

@@ -4,10 +4,23 @@
 // dedupd promises.
 //
 //   (cd client/node && npm ci) && node examples/walkthrough/walkthrough.js
+//
+// It uses the installed package when there is one (npm install
+// @dedupd/client; client/node/scripts/pack-install.js runs it that way),
+// else this repository's copy.
 'use strict';
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const dedupd = require(path.join(__dirname, '..', '..', 'client', 'node'));
+
+function requireClient() {
+  try {
+    return require('@dedupd/client');
+  } catch (err) {
+    if (err.code !== 'MODULE_NOT_FOUND' || !err.message.includes("'@dedupd/client'")) throw err;
+    return require(path.join(__dirname, '..', '..', 'client', 'node'));
+  }
+}
+const dedupd = requireClient();
 
 async function main() {
   const c = new dedupd.Client(process.env.DEDUPD_ADDR || '127.0.0.1:7070');
@@ -52,7 +65,7 @@ async function main() {
   console.log(`reconciled: ${crashed} is ${record.state} (token ${record.fencingToken}, the crashed worker had ${claim.fencingToken})`);
   assert.equal(settled.length, 1);
   assert.equal(record.state, 'STATE_RELEASED');
-  assert.equal(Number(record.fencingToken), Number(claim.fencingToken) + 1);
+  assert.equal(BigInt(record.fencingToken), BigInt(claim.fencingToken) + 1n); // int64s are decimal strings
   c.close();
   console.log('walkthrough: ok');
 }

@@ -3,7 +3,9 @@ walkthrough.js: claim, complete, replay, a conflict, and a crashed claim
 settled by reconciliation. Exits non-zero if an answer differs from what
 dedupd promises.
 
-    PYTHONPATH=client/python /usr/bin/python3 examples/walkthrough/walkthrough.py
+    /usr/bin/python3 -m venv --system-site-packages .venv    # sees python3-grpcio
+    .venv/bin/pip install --no-deps --no-build-isolation ./client/python
+    .venv/bin/python examples/walkthrough/walkthrough.py
 """
 import os
 import time

@@ -14,12 +14,15 @@ import (
 // names is on this machine. The rule, strictest of the ones it replaced:
 //
 //   - unix: and unix-abstract: targets are loopback;
-//   - a dns: or passthrough: scheme (with or without a resolver authority)
-//     is set aside and the host:port after it is judged;
+//   - a dns: or passthrough: scheme is set aside and the host:port after
+//     it is judged; behind an explicit resolver authority
+//     (dns://resolver/host:port) only an IP address counts, because that
+//     resolver may map even "localhost" elsewhere (the Python and Node
+//     clients apply the same rule);
 //   - an ipv4: or ipv6: target is loopback only if every address in its
 //     comma-separated list is;
 //   - a host is loopback if it is "localhost" or an IP in 127.0.0.0/8 or
-//     ::1; any other name is not (no DNS lookup: a name may resolve
+//     ::1 (an IPv4-mapped ::ffff:127.x counts, as net.IP.IsLoopback has it); any other name is not (no DNS lookup: a name may resolve
 //     elsewhere tomorrow), and an empty host (":7070", every interface) is
 //     not.
 func Target(target string) bool {
@@ -40,8 +43,12 @@ func Target(target string) bool {
 			if auth, ok := strings.CutPrefix(rest, "//"); ok {
 				// dns://[authority]/host:port: the authority is the
 				// resolver, not the server.
-				_, rest, ok = strings.Cut(auth, "/")
+				var resolver string
+				resolver, rest, ok = strings.Cut(auth, "/")
 				if !ok {
+					return false
+				}
+				if resolver != "" && !ipLiteral(rest) {
 					return false
 				}
 			}
@@ -49,6 +56,16 @@ func Target(target string) bool {
 		}
 	}
 	return hostPort(target)
+}
+
+// ipLiteral reports whether a host:port, or a bare host, names an IP
+// address rather than a name.
+func ipLiteral(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	return net.ParseIP(host) != nil
 }
 
 // hostPort judges one host:port, or a bare host.

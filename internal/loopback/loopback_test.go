@@ -30,6 +30,9 @@ func TestTarget(t *testing.T) {
 		{"dns:///dedupd.example:7070", false},
 		{"dns://127.0.0.1/10.0.0.1:7070", false},
 		{"dns://127.0.0.1", false},
+		{"dns://8.8.8.8/localhost:7070", false}, // that resolver may map localhost anywhere
+		{"ipv6:[::1]:1,[::ffff:127.0.0.1]:2", true},
+		{"ipv6:[::1]:1,[::ffff:10.0.0.1]:2", false},
 		{"ipv4:127.0.0.1:1,10.0.0.1:2", false}, // one address off the machine
 		{"ipv6:[::1]:1,[2001:db8::1]:2", false},
 		{"ipv6:[::1]:1,[::ffff:127.0.0.1]:17071", true}, // an IPv4-mapped loopback

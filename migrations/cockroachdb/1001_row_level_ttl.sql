@@ -11,10 +11,8 @@
 -- ttl_job_cron to taste.
 ALTER TABLE dedup_records SET (ttl_expiration_expression = 'expires_at', ttl_job_cron = '@hourly');
 
--- Replace the plain expires_at index, whose inserts all land at the end of
--- one range (every new record expires later than the last), by a
--- hash-sharded one that spreads them over the shards. The new index comes
--- first, so that the expired-only purge is never without one.
+-- A hash-sharded expires_at index, to replace the plain one, whose inserts
+-- all land at the end of one range (every new record expires later than the
+-- last). The plain index is dropped by the next migration, once this one is
+-- known to be usable.
 CREATE INDEX IF NOT EXISTS dedup_records_expires_at_sharded ON dedup_records (expires_at) USING HASH;
-
-DROP INDEX IF EXISTS dedup_records@dedup_records_expires_at;

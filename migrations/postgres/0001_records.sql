@@ -1,7 +1,7 @@
 -- The dedup record of each (consumer, key). Runs unchanged on PostgreSQL and
--- CockroachDB: TEXT + CHECK instead of an enum type, no sequences, and the
--- primary key is the only thing a fresh claim has to write besides the
--- expiry index.
+-- CockroachDB: TEXT + CHECK instead of an enum type, no sequences. A fresh
+-- claim writes the row, an entry in the expiry index below and one in the
+-- partial pending-lease index of 0002 (docs/cockroachdb.md).
 CREATE TABLE IF NOT EXISTS dedup_records (
     consumer            TEXT        NOT NULL,
     key                 TEXT        NOT NULL,

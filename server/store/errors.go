@@ -17,8 +17,11 @@ var (
 	ErrLeaseLost = errors.New("fencing token is not the current lease of this key")
 	// ErrAlreadyFinished: the key already holds a different terminal outcome.
 	ErrAlreadyFinished = errors.New("key already has a different outcome")
-	// ErrUnavailable: the database could not be reached, or stayed too
-	// contended to commit; nothing was changed and the call may be retried.
+	// ErrUnavailable: the database could not be reached, stayed too
+	// contended to commit, or could not tell whether a commit happened
+	// (CockroachDB's "result is ambiguous", SQLSTATE 40003). The call may be
+	// retried; whether it changed anything is unknown once its write was
+	// sent (see Store), so a retry reads the stored outcome.
 	ErrUnavailable = errors.New("store unavailable")
 	// ErrNoPolicy: the consumer has no stored policy.
 	ErrNoPolicy = errors.New("no policy for this consumer")

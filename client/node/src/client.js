@@ -1,8 +1,8 @@
 'use strict';
 // Client: promise-returning wrappers over every DedupService RPC. Each
 // method resolves to the response (records as plain objects: camelCase
-// fields, enums as strings, int64 as numbers, bytes as Buffers) and rejects
-// with a DedupError subclass.
+// fields, enums as strings, int64 as decimal strings, bytes as Buffers) and
+// rejects with a DedupError subclass.
 
 const net = require('node:net');
 const grpc = require('@grpc/grpc-js');
@@ -31,6 +31,22 @@ function duration(secs) {
   return { seconds: whole, nanos: Math.round((secs - whole) * 1e9) };
 }
 
+/**
+ * A fencing token (or any int64) as the decimal string the wire layer takes:
+ * a string of digits or a bigint as given, a number only while it is a safe
+ * integer (past 2^53 it has already lost the token).
+ */
+function int64(value, name = 'fencingToken') {
+  let n = null;
+  if (typeof value === 'bigint') n = value;
+  else if (typeof value === 'string' && /^-?[0-9]{1,19}$/.test(value)) n = BigInt(value);
+  else if (Number.isSafeInteger(value)) n = BigInt(value);
+  if (n === null || BigInt.asIntN(64, n) !== n) {
+    throw new TypeError(`${name} must be an int64 as a decimal string, a bigint or a safe integer, not ${typeof value} ${String(value).slice(0, 40)}`);
+  }
+  return n.toString();
+}
+
 /** Seconds in a Duration object. */
 function seconds(d) {
   return d ? Number(d.seconds) + d.nanos / 1e9 : 0;
@@ -39,17 +55,60 @@ function seconds(d) {
 /** The environment variable a Client takes its token from when none is given. */
 const TOKEN_ENV = 'DEDUPD_TOKEN';
 
-/** Whether a gRPC target names this machine only, where a plaintext token crosses no network. */
+// The addresses a plaintext token may go to: 127.0.0.0/8 and ::1. BlockList
+// also matches an IPv4-mapped ::ffff:127.x.y.z against 127.0.0.0/8, as Go's
+// net.IP.IsLoopback does.
+const LOOPBACK = new net.BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/**
+ * Whether a gRPC target names this machine only, where a plaintext token
+ * crosses no network. The rule is the server's and the Go client's
+ * (internal/loopback), with the Python client's one addition:
+ * - unix: and unix-abstract: targets are loopback;
+ * - an ipv4:/ipv6: list is loopback only if every address in it is
+ *   (grpc-js may connect to any of them);
+ * - a dns: or passthrough: scheme is set aside and the one host:port after
+ *   it judged; behind an explicit resolver (dns://resolver/host:port) only
+ *   an address qualifies, since that resolver may map even localhost
+ *   anywhere;
+ * - a host is loopback if it is exactly localhost or an address in
+ *   127.0.0.0/8 (IPv4-mapped too) or ::1; no other name is (no DNS lookup),
+ *   nor is any other scheme.
+ */
 function isLoopback(target) {
-  if (/^unix(-abstract)?:/.test(target)) return true;
-  let rest = target.replace(/^(dns:\/\/\/|ipv4:|ipv6:|dns:)/, '');
-  let host = rest;
-  if (rest.startsWith('[')) host = rest.slice(1, rest.indexOf(']'));
-  else if (rest.split(':').length === 2) [host] = rest.split(':');
-  if (host === 'localhost') return true;
-  if (net.isIPv4(host)) return host.startsWith('127.');
-  if (net.isIPv6(host)) return host === '::1' || host === '0:0:0:0:0:0:0:1';
-  return false;
+  const [, scheme = 'dns', rest = target] = /^(unix|unix-abstract|ipv4|ipv6|dns|passthrough):(.*)$/s.exec(target) || [];
+  if (scheme === 'unix' || scheme === 'unix-abstract') return true;
+  if (scheme === 'ipv4' || scheme === 'ipv6') {
+    return rest.replace(/^\/+/, '').split(',').every((addr) => isLoopbackAddress(hostOf(addr)));
+  }
+  if (rest.includes(',')) return false; // one host only; a list here is malformed
+  if (!rest.startsWith('//')) return isLoopbackHost(hostOf(rest));
+  const slash = rest.indexOf('/', 2); // dns://[resolver]/host:port
+  if (slash < 0) return false;
+  const host = hostOf(rest.slice(slash + 1));
+  return slash > 2 ? isLoopbackAddress(host) : isLoopbackHost(host);
+}
+
+/** The host of host, host:port, [v6] or [v6]:port, or a bare IPv6 address; null if malformed. */
+function hostOf(hostPort) {
+  if (hostPort.startsWith('[')) {
+    const end = hostPort.indexOf(']');
+    if (end < 0 || !(end === hostPort.length - 1 || hostPort[end + 1] === ':')) return null;
+    return hostPort.slice(1, end);
+  }
+  if (hostPort.split(':').length > 2) return hostPort;
+  return hostPort.split(':')[0];
+}
+
+function isLoopbackHost(host) {
+  return host === 'localhost' || isLoopbackAddress(host);
+}
+
+function isLoopbackAddress(host) {
+  const family = host ? net.isIP(host) : 0;
+  return family !== 0 && LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 /** Channel credentials for the tls option (see Client). */
@@ -106,12 +165,12 @@ class Client {
 
   /** Stores the result; resolves to the COMPLETED record. */
   async complete(consumer, key, fencingToken, result = Buffer.alloc(0)) {
-    return (await this.call('Complete', { consumer, key, fencingToken, result: toBuffer(result) })).record;
+    return (await this.call('Complete', { consumer, key, fencingToken: int64(fencingToken), result: toBuffer(result) })).record;
   }
 
   /** Stores a terminal rejection, or with retryable releases the key; resolves to the record. */
   async reject(consumer, key, fencingToken, { reason = '', message = '', detail = Buffer.alloc(0), retryable = false } = {}) {
-    return (await this.call('Reject', { consumer, key, fencingToken, reason, message, detail: toBuffer(detail), retryable })).record;
+    return (await this.call('Reject', { consumer, key, fencingToken: int64(fencingToken), reason, message, detail: toBuffer(detail), retryable })).record;
   }
 
   /** Resolves to the key's record; rejects with RecordNotFound if there is none. */
@@ -121,7 +180,7 @@ class Client {
 
   /** Pushes the lease out to leaseTtl seconds from now; resolves to the record. */
   async extendLease(consumer, key, fencingToken, { leaseTtl } = {}) {
-    return (await this.call('ExtendLease', { consumer, key, fencingToken, leaseTtl: duration(leaseTtl) })).record;
+    return (await this.call('ExtendLease', { consumer, key, fencingToken: int64(fencingToken), leaseTtl: duration(leaseTtl) })).record;
   }
 
   /** One page of ListRecords: filters are ListRecordsRequest fields in camelCase. */
@@ -151,4 +210,4 @@ function toBuffer(v) {
   return typeof v === 'string' ? Buffer.from(v, 'utf8') : Buffer.from(v);
 }
 
-module.exports = { Client, TOKEN_ENV, isLoopback, duration, seconds, toBuffer };
+module.exports = { Client, TOKEN_ENV, isLoopback, int64, duration, seconds, toBuffer };

@@ -5,7 +5,7 @@
 // server attached one, is err.record.
 
 const { status: Code } = require('@grpc/grpc-js');
-const { Record, Status, ErrorInfo, OBJECT_OPTIONS } = require('./proto');
+const { Record, Status, ErrorInfo, OBJECT_OPTIONS, REASONS } = require('./proto');
 
 const ERROR_DOMAIN = 'dedup.v1';
 const RECORD_TYPE_URL = 'type.googleapis.com/dedup.v1.Record';
@@ -60,17 +60,36 @@ class Rejected extends DedupError {
   }
 }
 
-const BY_REASON = {
-  DIGEST_MISMATCH: DigestMismatch,
-  LEASE_LOST: LeaseLost,
-  ALREADY_FINISHED: AlreadyFinished,
-  RECORD_NOT_FOUND: RecordNotFound,
+/**
+ * The ErrorInfo reasons, by name: Reason.DIGEST_MISMATCH is
+ * 'DIGEST_MISMATCH', as err.reason carries it. Read from
+ * proto/dedup/v1/error_reason.proto, the list the server sends from.
+ */
+const Reason = Object.freeze(Object.fromEntries(REASONS.map((name) => [name, name])));
+
+// The class of each reason. Every reason the proto lists has an entry, so
+// that a new reason is a decision here (a test checks); DedupError is the
+// answer for reasons a caller handles by err.code and err.reason alone.
+const CLASS_BY_REASON = {
   INVALID_FIELD: InvalidRequest,
   MALFORMED_REQUEST: InvalidRequest,
+  RECORD_NOT_FOUND: RecordNotFound,
+  POLICY_NOT_FOUND: DedupError, // the admin service's; this client does not call it
+  DIGEST_MISMATCH: DigestMismatch,
+  ALREADY_FINISHED: AlreadyFinished,
+  LEASE_LOST: LeaseLost,
   STORE_UNAVAILABLE: Unavailable,
+  DEADLINE_EXCEEDED: DedupError,
+  CANCELED: DedupError,
+  INTERNAL: DedupError,
   UNAUTHENTICATED: Unauthenticated,
   PERMISSION_DENIED: PermissionDenied,
+  RATE_LIMITED: DedupError,
+  OVERLOADED: DedupError,
 };
+for (const name of Object.keys(CLASS_BY_REASON)) {
+  if (!(name in Reason)) throw new Error(`errors.js maps ${name}, which error_reason.proto does not list`);
+}
 
 // Codes whose meaning does not depend on who answered (dedupd or a proxy in
 // front of it), for errors without a dedupd ErrorInfo.
@@ -97,14 +116,15 @@ function fromServiceError(err) {
       }
     }
   }
-  let Class = BY_REASON[reason];
-  if (!Class) Class = BY_CODE[err.code] || DedupError;
+  // A reason this copy of the client does not know (a newer server) falls
+  // back to the code.
+  const Class = Object.hasOwn(CLASS_BY_REASON, reason) ? CLASS_BY_REASON[reason] : (BY_CODE[err.code] || DedupError);
   const label = reason || Code[err.code] || 'ERROR';
   return new Class(`${label}: ${err.details || err.message}`, { code: err.code, reason, metadata, record, cause: err });
 }
 
 module.exports = {
-  ERROR_DOMAIN, DedupError, DigestMismatch, LeaseLost, AlreadyFinished, RecordNotFound,
+  ERROR_DOMAIN, Reason, CLASS_BY_REASON, DedupError, DigestMismatch, LeaseLost, AlreadyFinished, RecordNotFound,
   InvalidRequest, Unavailable, Unauthenticated, PermissionDenied, InProgressTimeout, Rejected,
   fromServiceError,
 };

@@ -1,8 +1,9 @@
 'use strict';
 // The dedup.v1 protos, loaded at run time from the repository's proto/
-// directory (the one source of truth; `npm pack` copies it in, see
-// package.json), once for gRPC (proto-loader) and once as protobufjs types
-// for the stored records that errors carry and for protobuf digests.
+// directory (the one source of truth; `npm pack` carries a copy, made by
+// scripts/copy-protos.js), once for gRPC (proto-loader) and once as
+// protobufjs types for the stored records that errors carry and for
+// protobuf digests; and the ErrorInfo reasons from error_reason.proto.
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -17,10 +18,21 @@ function protoDir() {
   return path.join(__dirname, '..', '..', '..', 'proto');
 }
 
-/** How messages look in JavaScript, for gRPC calls and decoded details alike. */
-const OBJECT_OPTIONS = { longs: Number, enums: String, bytes: Buffer, defaults: true, oneofs: true };
+// The files under protoDir() the client loads; PROTO_FILES lists them for
+// the package (scripts/copy-protos.js) and its tests.
+const DEDUP_FILE = 'dedup/v1/dedup.proto';
+const ERROR_REASON_FILE = 'dedup/v1/error_reason.proto';
+const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE];
 
-const DEDUP_PROTO = path.join(protoDir(), 'dedup', 'v1', 'dedup.proto');
+/**
+ * How messages look in JavaScript, for gRPC calls and decoded details alike.
+ * Every int64 (fencing tokens, attempts, Timestamp and Duration seconds) is
+ * a decimal string: a JavaScript number loses integers past 2^53, and
+ * proto-loader has no BigInt option.
+ */
+const OBJECT_OPTIONS = { longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true };
+
+const DEDUP_PROTO = path.join(protoDir(), DEDUP_FILE);
 
 const packageDefinition = protoLoader.loadSync(DEDUP_PROTO, {
   keepCase: false,
@@ -28,6 +40,14 @@ const packageDefinition = protoLoader.loadSync(DEDUP_PROTO, {
   ...OBJECT_OPTIONS,
 });
 const { DedupService } = grpc.loadPackageDefinition(packageDefinition).dedup.v1;
+
+// The ErrorInfo reasons dedupd sends, from the one list every language
+// reads: enum dedup.v1.ErrorReason, whose value names are the wire strings.
+const reasonEnum = protoLoader.loadSync(path.join(protoDir(), ERROR_REASON_FILE), {
+  includeDirs: [protoDir()],
+})['dedup.v1.ErrorReason'];
+/** Every reason dedupd can send, in enum order (the UNSPECIFIED zero value is never sent). */
+const REASONS = Object.freeze(reasonEnum.type.value.map((v) => v.name).filter((name) => name !== 'ERROR_REASON_UNSPECIFIED'));
 
 /** protobufjs types of dedup.v1, e.g. root.lookupType('dedup.v1.ClaimRequest'). */
 const root = protobuf.loadSync(DEDUP_PROTO);
@@ -66,5 +86,7 @@ module.exports = {
   Status: rpcRoot.lookupType('dedupd_private.Status'),
   ErrorInfo: rpcRoot.lookupType('dedupd_private.ErrorInfo'),
   OBJECT_OPTIONS,
+  REASONS,
+  PROTO_FILES,
   protoDir,
 };

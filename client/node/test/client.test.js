@@ -19,14 +19,14 @@ describe('Client', () => {
     const digest = dedupd.digestBytes('body');
     const first = await c.claim(CONSUMER, key, { digest, leaseTtl: 30, owner: 'w1' });
     assert.equal(first.outcome, 'OUTCOME_ACQUIRED');
-    assert.equal(first.fencingToken, 1);
+    assert.equal(first.fencingToken, '1');
     assert.equal(first.record.state, 'STATE_PENDING');
     assert.equal(first.record.owner, 'w1');
 
     const busy = await c.claim(CONSUMER, key, { digest });
     assert.equal(busy.outcome, 'OUTCOME_IN_PROGRESS');
     assert.ok(dedupd.seconds(busy.retryAfter) > 0);
-    assert.equal(busy.fencingToken, 0);
+    assert.equal(busy.fencingToken, '0');
 
     const done = await c.complete(CONSUMER, key, first.fencingToken, 'result-1');
     assert.equal(done.state, 'STATE_COMPLETED');
@@ -56,8 +56,8 @@ describe('Client', () => {
     assert.equal(rec.state, 'STATE_RELEASED');
     const second = await c.claim(CONSUMER, key);
     assert.equal(second.outcome, 'OUTCOME_ACQUIRED');
-    assert.equal(second.fencingToken, first.fencingToken + 1);
-    assert.equal(second.record.attempts, 2);
+    assert.equal(second.fencingToken, '2');
+    assert.equal(second.record.attempts, '2');
   });
 
   it('refuses another digest with DigestMismatch carrying the stored record', async () => {
@@ -83,7 +83,7 @@ describe('Client', () => {
     const first = await c.claim(CONSUMER, key, { leaseTtl: 0.2, owner: 'slow' });
     const second = await takeOver(c, CONSUMER, key);
     assert.equal(second.outcome, 'OUTCOME_ACQUIRED');
-    assert.equal(second.fencingToken, first.fencingToken + 1);
+    assert.equal(BigInt(second.fencingToken), BigInt(first.fencingToken) + 1n);
     for (const call of [
       () => c.complete(CONSUMER, key, first.fencingToken, 'late'),
       () => c.extendLease(CONSUMER, key, first.fencingToken, { leaseTtl: 10 }),
@@ -118,7 +118,7 @@ describe('Client', () => {
     const key = uniqueKey();
     const first = await c.claim(CONSUMER, key, { leaseTtl: 5 });
     const rec = await c.extendLease(CONSUMER, key, first.fencingToken, { leaseTtl: 600 });
-    assert.ok(rec.leaseExpiresAt.seconds > first.record.leaseExpiresAt.seconds);
+    assert.ok(BigInt(rec.leaseExpiresAt.seconds) > BigInt(first.record.leaseExpiresAt.seconds));
   });
 
   it('answers RecordNotFound to a lookup of an unknown key', async () => {

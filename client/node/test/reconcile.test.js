@@ -52,7 +52,7 @@ describe('reconcile', () => {
     assert.deepEqual(seen.map(([k]) => k).sort(), [...names].sort());
     for (const [key, owner, token] of seen) {
       assert.equal(owner, 'reconciler');
-      assert.equal(token, crashed[key].fencingToken + 1);
+      assert.equal(BigInt(token), BigInt(crashed[key].fencingToken) + 1n);
     }
 
     const done = await c.lookup(consumer, 'effect-done');
@@ -80,6 +80,6 @@ describe('reconcile', () => {
     await assert.rejects(dedupd.reconcile(c, consumer, async () => { throw new Error('orders database down'); }), /orders database down/);
     const rec = await c.lookup(consumer, 'k');
     assert.equal(rec.state, 'STATE_RELEASED');
-    assert.equal(rec.fencingToken, first.fencingToken + 1);
+    assert.equal(BigInt(rec.fencingToken), BigInt(first.fencingToken) + 1n);
   });
 });

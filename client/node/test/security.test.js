@@ -10,6 +10,7 @@ const path = require('node:path');
 const { before, after, describe, it } = require('node:test');
 
 const dedupd = require('../src');
+const { isLoopback } = require('../src/client');
 const { startServer, makePKI, authFile, uniqueKey } = require('../testing/server');
 
 const SHOP_TOKEN = 'tok-node-shop-48d2a0c9';
@@ -96,6 +97,31 @@ describe('tokens and TLS against a real dedupd', () => {
     assert.throws(() => new dedupd.Client('dedupd.example:7070', { token: SHOP_TOKEN }), /plaintext/);
     const c = client({ addr: '127.0.0.1:1' }, { token: SHOP_TOKEN });
     assert.ok(!require('node:util').inspect(c).includes(SHOP_TOKEN));
+  });
+
+  it('checks every address of a multi-address target before a plaintext token', () => {
+    const cases = [
+      // [target, loopback]: the oracle is the rule written in docs/operations.md,
+      // with the cases of the Go side's internal/loopback test and the
+      // Python client's addition (behind an explicit resolver only an address)
+      ['127.0.0.1:7070', true], ['127.0.0.2:1', true], ['localhost:7070', true], ['[::1]:7070', true], ['127.0.0.1', true],
+      ['unix:/run/dedupd.sock', true], ['unix-abstract:dedupd', true], ['dns:///127.0.0.1:7070', true],
+      ['dns:127.0.0.1:7070', true], ['passthrough:///localhost:7070', true], ['dns://8.8.8.8/127.0.0.1:7070', true],
+      ['ipv4:127.0.0.1:1,127.0.0.2:2', true], ['ipv6:[::1]:1', true], ['ipv6:[::1]:1,[0:0:0:0:0:0:0:1]:2', true],
+      ['ipv6:[::1]:1,[::ffff:127.0.0.1]:17071', true], // IPv4-mapped 127.0.0.1 is loopback, as in Go
+      ['10.0.0.1:7070', false], ['0.0.0.0:7070', false], [':7070', false], ['[::]:7070', false], ['dedupd:7070', false],
+      ['localhost.example.com:7070', false], ['dns:///dedupd.example:7070', false], ['dns://127.0.0.1/10.0.0.1:7070', false],
+      ['dns://127.0.0.1', false], ['ipv4:127.0.0.1:1,10.0.0.1:2', false], ['ipv4:10.0.0.1:2,127.0.0.1:1', false],
+      ['ipv6:[::1]:1,[2001:db8::1]:2', false], ['ipv6:[::1]:1,[::ffff:10.0.0.1]:2', false],
+      ['127.0.0.1:1,10.0.0.1:2', false], ['128.0.0.1:1', false], ['', false],
+      ['dns://8.8.8.8/localhost:7070', false], ['dns:///localhost:7070', true], ['dns:[::1]:1,[2001:db8::1]:2', false],
+      ['ipv6:::1', true], ['ipv4:///127.0.0.1:1', true], ['[::1]x:7070', false], ['xds:///localhost', false],
+    ];
+    for (const [target, loopback] of cases) {
+      assert.equal(isLoopback(target), loopback, target);
+      if (loopback) continue;
+      assert.throws(() => new dedupd.Client(target, { token: SHOP_TOKEN }), /plaintext/, target);
+    }
   });
 
   it('runs do() over TLS with the CA and a token', async () => {

@@ -19,8 +19,13 @@ const { Client } = require('../src');
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 
-/** Starts dedupd serve on a free loopback port; extraArgs are more flags. */
-async function startServer(extraArgs = []) {
+/**
+ * Starts dedupd serve on a free loopback port; extraArgs are more flags.
+ * dataDir keeps the embedded store in a directory the caller owns (and
+ * removes), so that a later server can open the same records; by default
+ * the store lives in a temporary directory removed by stop().
+ */
+async function startServer(extraArgs = [], { dataDir } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dedupd-node-'));
   let bin = process.env.DEDUPD_BIN;
   if (!bin) {
@@ -30,7 +35,7 @@ async function startServer(extraArgs = []) {
   // --ready-file appears (whole) once dedupd serves; its first line is the
   // address it bound.
   const ready = path.join(dir, 'ready');
-  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', path.join(dir, 'data'),
+  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', dataDir || path.join(dir, 'data'),
     '--ready-file', ready, ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
   const logs = [];
   readline.createInterface({ input: proc.stderr }).on('line', (line) => logs.push(line));

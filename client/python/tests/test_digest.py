@@ -9,7 +9,7 @@ import unittest
 from google.protobuf import json_format
 
 import dedupd
-from dedup.v1 import dedup_pb2
+from dedupd import dedup_pb2
 from dedupd.digest import es6_number
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "digest-vectors.json")

@@ -14,14 +14,11 @@ import (
 )
 
 // dialect is how the shared admin filters are written here: the clock is
-// the database's, and a key prefix is a LIKE pattern, which means "starts
-// with" under every collation (a range on key would only under C).
+// the database's, and a key prefix is a key range (see sqlfilter.KeyRange).
 var dialect = sqlfilter.Dialect{
 	Now:  "statement_timestamp()",
 	Time: func(t time.Time) any { return t },
-	KeyPrefix: func(q *sqlfilter.Query, prefix string) {
-		q.Where(`key LIKE ` + q.Bind(sqlfilter.EscapeLike(prefix)+"%") + ` ESCAPE '\'`)
-	},
+	KeyPrefix: sqlfilter.KeyRange,
 }
 
 const (

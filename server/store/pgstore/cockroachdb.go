@@ -44,11 +44,7 @@ func (s *Store) MigrateCockroachDBTTL(ctx context.Context) ([]migrations.Migrati
 	if err != nil {
 		return nil, err
 	}
-	applied, err := migrations.Up(ctx, migrationConn{s.pool}, all)
-	if err != nil {
-		return nil, classify(ctx, "migrate cockroachdb ttl", err)
-	}
-	return applied, nil
+	return s.migrateUp(ctx, "migrate cockroachdb ttl", all)
 }
 
 // CheckCockroachDB returns an error matching ErrNotCockroachDB, naming the
@@ -58,12 +54,14 @@ func (s *Store) CheckCockroachDB(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(v, "CockroachDB") {
+	if !isCockroachDB(v) {
 		return fmt.Errorf("%w: row-level TTL is a CockroachDB feature; this database reports %q (PostgreSQL keeps the reaper)",
 			ErrNotCockroachDB, firstWords(v, 2))
 	}
 	return nil
 }
+
+func isCockroachDB(version string) bool { return strings.HasPrefix(version, "CockroachDB") }
 
 // firstWords keeps an error message to the product and its version.
 func firstWords(s string, n int) string {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/cockroach-go/v2/crdb"
@@ -97,8 +96,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 //
 //  1. refusals decided by store.Apply (and ErrNotFound, ErrNoPolicy): returned unchanged;
 //  2. the caller's context is done: its error, unchanged;
-//  3. the database is unreachable, overloaded, shutting down, or stayed too
-//     contended to commit: wrapped in store.ErrUnavailable;
+//  3. the database is unreachable, overloaded, shutting down, stayed too
+//     contended to commit, or cannot tell whether the commit happened
+//     (SQLSTATE 40003, see sqlStateClass): wrapped in store.ErrUnavailable,
+//     whose contract already says the outcome may be unknown;
 //  4. anything else is a bug or a schema problem: an internal error.
 //
 // Every wrapping keeps the cause with %w, so its SQLSTATE is still found with
@@ -111,6 +112,8 @@ func classify(ctx context.Context, op string, err error) error {
 		return err
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case classifySQLState(sqlState(err)) == stateAmbiguous:
+		return fmt.Errorf("%w: pgstore: %s: outcome unknown: %w", store.ErrUnavailable, op, err)
 	case isUnavailable(err):
 		return fmt.Errorf("%w: pgstore: %s: %w", store.ErrUnavailable, op, err)
 	default:
@@ -139,33 +142,7 @@ func isUnavailable(err error) bool {
 		// The server closed the connection, or the store is shutting down.
 		return true
 	}
-	return isUnavailableSQLState(sqlState(err))
-}
-
-// isUnavailableSQLState reports the SQLSTATEs that mean "try again later":
-// connection exceptions (08), insufficient resources (53), operator
-// intervention shutting the server down (57P01-57P03), system errors (58);
-// and contention: serialization failures that outlived our retries, and the
-// deadlocks, lock timeouts and statement timeouts an operator's settings can
-// add.
-func isUnavailableSQLState(code string) bool {
-	switch {
-	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"), strings.HasPrefix(code, "58"):
-		return true
-	}
-	switch code {
-	case "57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
-		"40001", "CR000", // serialization_failure, CockroachDB's old retry code
-		"40P01", "55P03", "57014": // deadlock_detected, lock_not_available, query_canceled
-		return true
-	}
-	return false
-}
-
-func sqlState(err error) string {
-	var withState interface{ SQLState() string }
-	if errors.As(err, &withState) {
-		return withState.SQLState()
-	}
-	return ""
+	// Unavailable and ambiguous SQLSTATEs, and a serialization failure that
+	// reached here without the retry loop (the migration runner's).
+	return classifySQLState(sqlState(err)) != stateOther
 }

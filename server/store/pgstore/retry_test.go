@@ -44,6 +44,9 @@ func TestClassify(t *testing.T) {
 		{"statement timeout", pgErr("57014"), unavailable},
 		{"lock timeout", pgErr("55P03"), unavailable},
 		{"check violation", pgErr("23514"), internal},
+		{"ambiguous commit", pgErr("40003"), unavailable},
+		{"serialization failure outside the retry loop", pgErr("40001"), unavailable},
+		{"deadlock", pgErr("40P01"), unavailable},
 	} {
 		got := classify(context.Background(), "op", tc.err)
 		switch {
@@ -88,6 +91,49 @@ func TestBackoffIsBoundedAndJittered(t *testing.T) {
 		}
 		if len(seen) < 2 {
 			t.Errorf("backoff(%d) is not jittered: %v", retry, seen)
+		}
+	}
+}
+
+// The one table of SQLSTATEs: what may run again, what is reported as
+// unavailable, and what has an unknown outcome.
+func TestClassifySQLState(t *testing.T) {
+	for code, want := range map[string]sqlStateClass{
+		"40001": stateRetryable, "CR000": stateRetryable,
+		"40003": stateAmbiguous,
+		"08006": stateUnavailable, "53300": stateUnavailable, "57P01": stateUnavailable,
+		"58030": stateUnavailable, "40P01": stateUnavailable, "55P03": stateUnavailable, "57014": stateUnavailable,
+		"23505": stateOther, "42P01": stateOther, "40002": stateOther, "": stateOther,
+	} {
+		if got := classifySQLState(code); got != want {
+			t.Errorf("classifySQLState(%q) = %d, want %d", code, got, want)
+		}
+	}
+}
+
+// An ambiguous commit runs once and is reported as an unknown outcome
+// (ErrUnavailable); a serialization failure runs again.
+func TestWithRetryNeverRetriesAnAmbiguousCommit(t *testing.T) {
+	for _, tc := range []struct {
+		code         string
+		wantAttempts int
+	}{
+		{"40003", 1},
+		{"40001", 3},
+	} {
+		attempts := 0
+		err := (&Store{}).withRetry(context.Background(), "complete", func(context.Context) error {
+			attempts++
+			if attempts < 3 {
+				return &pgconn.PgError{Code: tc.code}
+			}
+			return nil
+		})
+		if attempts != tc.wantAttempts {
+			t.Errorf("SQLSTATE %s: %d attempts, want %d", tc.code, attempts, tc.wantAttempts)
+		}
+		if tc.code == "40003" && (!errors.Is(err, store.ErrUnavailable) || sqlState(err) != "40003") {
+			t.Errorf("SQLSTATE 40003: %v; want ErrUnavailable carrying the SQLSTATE", err)
 		}
 	}
 }

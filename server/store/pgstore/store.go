@@ -42,8 +42,9 @@ import (
 const defaultMaxConns = 16
 
 // maxMigrateRetries bounds the reruns of the migration runner after a
-// collision with another server migrating at the same time. Each collision
-// means the other server finished a statement, so a few reruns suffice.
+// collision with another server migrating at the same time, or a
+// serialization failure. Each collision means the other server finished a
+// statement, so a few reruns suffice.
 const maxMigrateRetries = 10
 
 // Store is a store.Store backed by a pgx connection pool.
@@ -119,20 +120,31 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Migrate applies the migrations the database lacks and returns them; none
 // when the schema is current.
-//
-// Two servers may migrate at once (the runner takes no lock). Their
-// idempotent DDL can still collide inside PostgreSQL's catalog, which then
-// reports a duplicate; the runner is simply run again, and finds the work
-// done.
 func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
-	all, err := migrations.Load(migrations.Postgres)
+	all, err := s.schema(ctx)
 	if err != nil {
 		return nil, err
 	}
+	return s.migrateUp(ctx, "migrate", all)
+}
+
+// migrateUp runs the migration runner over ms, and runs it again after an
+// error that says another attempt can succeed:
+//   - two servers may migrate at once (the runner takes no lock), and their
+//     idempotent DDL can still collide inside PostgreSQL's catalog, which
+//     then reports a duplicate;
+//   - a serialization failure (40001) aborted a statement, which CockroachDB
+//     can raise for DDL and for the version table's insert.
+//
+// Each rerun finds the work done so far and skips it. An ambiguous commit
+// (40003) is not rerun: it is reported as ErrUnavailable, like any outcome
+// the runner cannot know, and running migrate again settles it.
+func (s *Store) migrateUp(ctx context.Context, op string, ms []migrations.Migration) ([]migrations.Migration, error) {
 	var applied []migrations.Migration
+	var err error
 	for retry := 1; ; retry++ {
-		applied, err = migrations.Up(ctx, migrationConn{s.pool}, all)
-		if err == nil || retry > maxMigrateRetries || !isConcurrentDDL(err) {
+		applied, err = migrations.Up(ctx, migrationConn{s.pool}, ms)
+		if err == nil || retry > maxMigrateRetries || !(isConcurrentDDL(err) || isRetryable(err)) {
 			break
 		}
 		if err = sleep(ctx, backoff(retry)); err != nil {
@@ -140,14 +152,14 @@ func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
 		}
 	}
 	if err != nil {
-		return nil, classify(ctx, "migrate", err)
+		return nil, classify(ctx, op, err)
 	}
 	return applied, nil
 }
 
 // PendingMigrations returns the migrations the database lacks.
 func (s *Store) PendingMigrations(ctx context.Context) ([]migrations.Migration, error) {
-	all, err := migrations.Load(migrations.Postgres)
+	all, err := s.schema(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +168,25 @@ func (s *Store) PendingMigrations(ctx context.Context) ([]migrations.Migration, 
 		return nil, classify(ctx, "pending migrations", err)
 	}
 	return pending, nil
+}
+
+// schema returns the migrations that make up the head of this database's
+// schema: the portable set, and on PostgreSQL the PostgreSQL-only set too.
+func (s *Store) schema(ctx context.Context) ([]migrations.Migration, error) {
+	v, err := s.serverVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return migrations.Load(dialectsOf(v)...)
+}
+
+// dialectsOf returns the migration sets for the database whose SELECT
+// version() is v.
+func dialectsOf(version string) []migrations.Dialect {
+	if isCockroachDB(version) {
+		return []migrations.Dialect{migrations.Postgres}
+	}
+	return []migrations.Dialect{migrations.Postgres, migrations.PostgresOnly}
 }
 
 // isConcurrentDDL reports the errors PostgreSQL raises when two sessions run

@@ -103,7 +103,7 @@ func (l *statementLog) take() []string {
 func TestMigrateIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, pgtest.URL(t))
-	all, err := migrations.Load(migrations.Postgres)
+	all, err := migrations.Load(migrations.Postgres, migrations.PostgresOnly)
 	if err != nil {
 		t.Fatal(err)
 	}

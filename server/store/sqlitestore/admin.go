@@ -14,17 +14,12 @@ import (
 // dialect is how the shared admin filters are written here. The clock is
 // this process's, read once per call and bound as $1. SQLite compares TEXT
 // bytewise (BINARY collation), so a key prefix is a range on the primary
-// key, which the index serves, rather than LIKE (case-insensitive for ASCII
-// in SQLite) or GLOB (with its own escaping).
+// key (sqlfilter.KeyRange) rather than LIKE (case-insensitive for ASCII in
+// SQLite) or GLOB (with its own escaping).
 var dialect = sqlfilter.Dialect{
 	Now:  "$1",
 	Time: func(t time.Time) any { return store.Now(t).UnixMicro() },
-	KeyPrefix: func(q *sqlfilter.Query, prefix string) {
-		q.Where("key >= " + q.Bind(prefix))
-		if end, ok := sqlfilter.PrefixEnd(prefix); ok {
-			q.Where("key < " + q.Bind(end))
-		}
-	},
+	KeyPrefix: sqlfilter.KeyRange,
 }
 
 const (

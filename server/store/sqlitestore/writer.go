@@ -79,24 +79,13 @@ func openWriter(ctx context.Context, path string, durability Sync, maxBatch int)
 	if err != nil {
 		return nil, nil, openError(path, "migrating", err)
 	}
+	if err := w.checkWritable(ctx); err != nil {
+		return nil, nil, openError(path, "checking that it can be written", err)
+	}
 	if err := w.prepare(ctx); err != nil {
 		return nil, nil, openError(path, "preparing statements", err)
 	}
 	return w, applied, nil
-}
-
-// checkWAL confirms the journal mode: SQLite silently keeps the old mode
-// where WAL is impossible (some network file systems), and the store's
-// concurrency design depends on readers running beside the writer.
-func (w *writer) checkWAL(ctx context.Context) error {
-	var mode string
-	if err := w.conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return err
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("journal mode is %q, not WAL", mode)
-	}
-	return nil
 }
 
 func (w *writer) prepare(ctx context.Context) error {

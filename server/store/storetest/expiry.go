@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -16,6 +18,7 @@ func expiryTests() []test {
 		{"DeleteExpiredEmpty", testDeleteExpiredEmpty},
 		{"DeleteExpiredBatches", testDeleteExpiredBatches},
 		{"DeleteExpiredThenClaim", testDeleteExpiredThenClaim},
+		{"DeleteExpiredSparesTheNearlyExpired", testDeleteExpiredSparesTheNearlyExpired},
 	}
 }
 
@@ -166,4 +169,51 @@ func testDeleteExpiredThenClaim(t *testing.T, s store.Store) {
 	if r.Attempts != 1 || r.State != store.Pending || string(r.Digest) != string(digest2) {
 		t.Errorf("claim after deletion: %+v, want a fresh PENDING record", r)
 	}
+}
+
+// The reaper never deletes a record that is still live on the store's
+// clock, however close to its expiry. Each round completes a record that
+// expires edgeTTL later (under a second, so that a reaper deleting up to a
+// second early takes it at once), waits until some of that time is left
+// (all of it, or 100, 20 or 5 ms, by the local clock), runs
+// DeleteExpired, looks the record up, and then reads the store's clock
+// through a probe claim's CreatedAt. That reading comes after both calls,
+// so if it is still before the record's expiry, the record was live
+// throughout and the lookup must find it. A round in which the machine was
+// too slow for that proves nothing either way and is not counted; no
+// assertion depends on how fast the machine is, only the rounds that
+// conclude.
+func testDeleteExpiredSparesTheNearlyExpired(t *testing.T, s store.Store) {
+	const edgeTTL = 600 * time.Millisecond
+	lefts := []time.Duration{edgeTTL, 100 * time.Millisecond, 20 * time.Millisecond, edgeTTL, 5 * time.Millisecond}
+	concluded := 0
+	for round, left := range lefts {
+		p := completeP(acquire(t, s, claimP(fmt.Sprintf("edge-%d", round))), []byte("result"))
+		p.Policy.CompletedTTL = edgeTTL
+		r := complete(t, s, p)
+		time.Sleep(time.Until(r.ExpiresAt) - left)
+		if _, err := s.DeleteExpired(t.Context(), 100); err != nil {
+			t.Fatalf("DeleteExpired: %v", err)
+		}
+		found, lookupErr := s.Lookup(t.Context(), r.Consumer, r.Key)
+		clock := acquire(t, s, claimP(fmt.Sprintf("clock-%d", round))).CreatedAt
+		if !clock.Before(r.ExpiresAt) {
+			continue // the record may have expired before the lookup
+		}
+		concluded++
+		switch {
+		case errors.Is(lookupErr, store.ErrNotFound):
+			t.Fatalf("round %d: the reaper deleted %q, which the store's clock says had at least %v left to live",
+				round, r.Key, r.ExpiresAt.Sub(clock))
+		case lookupErr != nil:
+			t.Fatalf("round %d: Lookup: %v", round, lookupErr)
+		}
+		if d := diffRecord(found, r); d != "" {
+			t.Errorf("round %d: record of %q changed:\n%s", round, r.Key, d)
+		}
+	}
+	if concluded == 0 {
+		t.Fatal("no round finished before its record expired, so none could tell an early reaper from a correct one; the machine is overloaded")
+	}
+	t.Logf("%d of %d rounds concluded", concluded, len(lefts))
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -110,22 +111,38 @@ func timeRange(d Dialect, q *Query, column string, after, before time.Time) {
 	}
 }
 
-// EscapeLike escapes s for use as a LIKE pattern with ESCAPE '\', so that
-// '%', '_' and '\' in a key prefix match themselves.
-func EscapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+// KeyRange adds "key starts with prefix" as the range prefix <= key <
+// PrefixEnd(prefix). Both stores use it. Keys compare bytewise on every
+// store (on PostgreSQL the key column is COLLATE "C", migration 2001), so
+// the range holds exactly the keys with the prefix; and unlike LIKE $n,
+// which PostgreSQL can turn into an index range only when it plans with the
+// value in hand, a range of bound parameters uses the primary key on a
+// generic plan too.
+func KeyRange(q *Query, prefix string) {
+	q.Where("key >= " + q.Bind(prefix))
+	if end, ok := PrefixEnd(prefix); ok {
+		q.Where("key < " + q.Bind(end))
+	}
 }
 
-// PrefixEnd returns the smallest string greater, bytewise, than every string
-// that starts with prefix, and false when there is none (prefix is empty or
-// all 0xFF bytes). A key starts with prefix exactly when prefix <= key <
-// PrefixEnd(prefix) in bytewise order.
+// PrefixEnd returns the smallest valid UTF-8 string greater, bytewise, than
+// every string that starts with prefix, and false when there is none
+// (prefix is empty or only U+10FFFF). A key starts with prefix exactly when
+// prefix <= key < PrefixEnd(prefix). It steps the last code point rather
+// than the last byte, because PostgreSQL refuses a TEXT parameter that is
+// not UTF-8; for valid UTF-8, code point order is byte order. prefix must
+// be valid UTF-8, as the API requires of every key.
 func PrefixEnd(prefix string) (string, bool) {
-	b := []byte(prefix)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xFF {
-			b[i]++
-			return string(b[:i+1]), true
+	for p := prefix; p != ""; {
+		r, size := utf8.DecodeLastRuneInString(p)
+		p = p[:len(p)-size]
+		switch {
+		case r == utf8.MaxRune:
+			continue // no code point above it: step the one before
+		case r == 0xD7FF:
+			return p + "", true // skip the surrogates, which UTF-8 cannot hold
+		default:
+			return p + string(r+1), true
 		}
 	}
 	return "", false

@@ -1,6 +1,7 @@
 package sqlfilter
 
 import (
+	"unicode/utf8"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,24 +18,24 @@ func TestPrefixEnd(t *testing.T) {
 		{"", "", false},
 		{"a", "b", true},
 		{"ab", "ac", true},
-		{"a\xff", "b", true},
-		{"\xff\xff", "", false},
-		{"é", "é"[:1] + "\xaa", true}, // é is C3 A9
+		{"é", "ê", true},               // U+00E9 -> U+00EA (C3 A9 -> C3 AA)
+		{"a\u007f", "a\u0080", true}, // 7F -> C2 80: a byte step would give a lone 0x80
+		{"a\u00ff", "a\u0100", true}, // C3 BF -> C4 80: a byte step would give C3 C0
+		{"a\ud7ff", "a\ue000", true}, // past the surrogates
+		{"a\U0010FFFF", "b", true},
+		{"\U0010FFFF\U0010FFFF", "", false},
 	} {
 		end, ok := PrefixEnd(tc.prefix)
 		if end != tc.end || ok != tc.ok {
 			t.Errorf("PrefixEnd(%q) = %q, %v; want %q, %v", tc.prefix, end, ok, tc.end, tc.ok)
 		}
+		if !utf8.ValidString(end) {
+			t.Errorf("PrefixEnd(%q) = %q is not UTF-8", tc.prefix, end)
+		}
 		// Every string with the prefix sorts before the end.
-		if ok && !(tc.prefix+"\xff\xff" < end) {
+		if ok && !(tc.prefix+"\U0010FFFF\U0010FFFF" < end) {
 			t.Errorf("PrefixEnd(%q) = %q is not above the prefix's strings", tc.prefix, end)
 		}
-	}
-}
-
-func TestEscapeLike(t *testing.T) {
-	if got, want := EscapeLike(`50%_a\b`), `50\%\_a\\b`; got != want {
-		t.Fatalf("EscapeLike = %q, want %q", got, want)
 	}
 }
 

@@ -5,16 +5,19 @@ whole ClaimResponse / ListRecordsResponse) and raises a DedupError subclass
 instead of grpc.RpcError.
 """
 
+from __future__ import annotations
+
 import datetime
-import ipaddress
 import json
 import os
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import grpc
 from google.protobuf import duration_pb2
+from google.protobuf.message import Message
 
-from dedup.v1 import dedup_pb2, dedup_pb2_grpc
-
+from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc
+from ._loopback import is_loopback_target
 from .errors import from_rpc_error
 
 _SERVICE = "dedup.v1.DedupService"
@@ -38,7 +41,11 @@ _RETRY_SERVICE_CONFIG = json.dumps({
 })
 
 
-def duration(value):
+# A lease or wait length: seconds, or a timedelta.
+Seconds = Union[float, datetime.timedelta]
+
+
+def duration(value: Optional[Seconds]) -> Optional[duration_pb2.Duration]:
     """A google.protobuf.Duration from seconds (int/float) or a timedelta;
     None stays None (the server's default)."""
     if value is None:
@@ -50,34 +57,12 @@ def duration(value):
     return d
 
 
-def seconds(d):
+def seconds(d: duration_pb2.Duration) -> float:
     """Seconds in a google.protobuf.Duration, as a float."""
-    return d.seconds + d.nanos / 1e9
+    return float(d.seconds + d.nanos / 1e9)
 
 
 TOKEN_ENV = "DEDUPD_TOKEN"
-
-
-def _is_loopback(target):
-    """Whether a gRPC target names this machine only, where a token sent in
-    plaintext crosses no network."""
-    if target.startswith(("unix:", "unix-abstract:")):
-        return True
-    for scheme in ("dns:///", "ipv4:", "ipv6:", "dns:"):
-        if target.startswith(scheme):
-            target = target[len(scheme):]
-            break
-    host = target
-    if target.startswith("["):
-        host = target[1:target.find("]")]
-    elif target.count(":") == 1:
-        host = target.rsplit(":", 1)[0]
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class Client:
@@ -89,15 +74,20 @@ class Client:
     client certificate, for mutual TLS). token is sent as "authorization:
     Bearer <token>" with every call; when it is None the DEDUPD_TOKEN
     environment variable is used if set (token="" sends none). A token is
-    sent in plaintext only to a loopback target; to any other without TLS
+    sent in plaintext only to a target whose every address is loopback
+    (127.0.0.0/8, ::1, localhost, a unix socket); to any other without TLS
     the constructor raises ValueError. channel= wraps an existing
     grpc.Channel instead (the token is still added to each call). timeout
-    is the per-call deadline in seconds (None: none).
+    is the per-call deadline in seconds (None: none). options are extra
+    gRPC channel arguments.
     """
 
-    def __init__(self, target=None, *, tls=False, root_certificates=None,
-                 certificate_chain=None, private_key=None, token=None,
-                 channel=None, timeout=30.0, options=()):
+    def __init__(self, target: Optional[str] = None, *, tls: bool = False,
+                 root_certificates: Optional[bytes] = None,
+                 certificate_chain: Optional[bytes] = None, private_key: Optional[bytes] = None,
+                 token: Optional[str] = None, channel: Optional[grpc.Channel] = None,
+                 timeout: Optional[float] = 30.0,
+                 options: Sequence[tuple[str, Any]] = ()) -> None:
         if token is None:
             token = os.environ.get(TOKEN_ENV) or None
         if (certificate_chain is None) != (private_key is None):
@@ -105,7 +95,8 @@ class Client:
         if channel is None:
             if target is None:
                 raise ValueError("Client needs a target or a channel")
-            opts = [("grpc.service_config", _RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)]
+            opts: list[tuple[str, Any]] = [
+                ("grpc.service_config", _RETRY_SERVICE_CONFIG), ("grpc.enable_retries", 1)]
             opts.extend(options)
             if tls or root_certificates or certificate_chain:
                 creds = grpc.ssl_channel_credentials(
@@ -113,75 +104,89 @@ class Client:
                     certificate_chain=certificate_chain)
                 channel = grpc.secure_channel(target, creds, options=opts)
             else:
-                if token and not _is_loopback(target):
+                if token and not is_loopback_target(target):
                     raise ValueError(
                         f"refusing to send a bearer token in plaintext to {target}: "
                         "pass tls=True or root_certificates")
                 channel = grpc.insecure_channel(target, options=opts)
-        self.channel = channel
+        self.channel: grpc.Channel = channel
         self.timeout = timeout
         # Per-call metadata rather than call credentials: gRPC sends call
         # credentials only over TLS, and a plaintext token is allowed to
         # loopback (checked above).
-        self._metadata = (("authorization", "Bearer " + token),) if token else None
+        self._metadata: Optional[tuple[tuple[str, str], ...]] = (
+            (("authorization", "Bearer " + token),) if token else None)
         self._stub = dedup_pb2_grpc.DedupServiceStub(channel)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         # Never shows the token.
         return f"<dedupd.Client channel={self.channel!r}>"
 
-    def close(self):
+    def close(self) -> None:
         self.channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method, request):
+    def _call(self, method: str, request: Message) -> Any:
         try:
             return getattr(self._stub, method)(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from err
 
-    def claim(self, consumer, key, digest=b"", lease_ttl=None, owner=""):
+    def claim(self, consumer: str, key: str, digest: bytes = b"",
+              lease_ttl: Optional[Seconds] = None, owner: str = "") -> dedup_pb2.ClaimResponse:
         """Claims (consumer, key); returns the ClaimResponse (outcome, record,
         fencing_token, retry_after). lease_ttl is seconds or a timedelta."""
-        return self._call("Claim", dedup_pb2.ClaimRequest(
+        resp: dedup_pb2.ClaimResponse = self._call("Claim", dedup_pb2.ClaimRequest(
             consumer=consumer, key=key, digest=digest, lease_ttl=duration(lease_ttl), owner=owner))
+        return resp
 
-    def complete(self, consumer, key, fencing_token, result=b""):
+    def complete(self, consumer: str, key: str, fencing_token: int,
+                 result: bytes = b"") -> dedup_pb2.Record:
         """Stores the result; returns the COMPLETED record."""
-        return self._call("Complete", dedup_pb2.CompleteRequest(
-            consumer=consumer, key=key, fencing_token=fencing_token, result=result)).record
+        resp: dedup_pb2.CompleteResponse = self._call("Complete", dedup_pb2.CompleteRequest(
+            consumer=consumer, key=key, fencing_token=fencing_token, result=result))
+        return resp.record
 
-    def reject(self, consumer, key, fencing_token, reason="", message="", detail=b"",
-               retryable=False):
+    def reject(self, consumer: str, key: str, fencing_token: int, reason: str = "",
+               message: str = "", detail: bytes = b"",
+               retryable: bool = False) -> dedup_pb2.Record:
         """Stores a terminal rejection, or with retryable=True releases the
         key for a retry; returns the REJECTED or RELEASED record."""
-        return self._call("Reject", dedup_pb2.RejectRequest(
+        resp: dedup_pb2.RejectResponse = self._call("Reject", dedup_pb2.RejectRequest(
             consumer=consumer, key=key, fencing_token=fencing_token, reason=reason,
-            message=message, detail=detail, retryable=retryable)).record
+            message=message, detail=detail, retryable=retryable))
+        return resp.record
 
-    def lookup(self, consumer, key):
+    def lookup(self, consumer: str, key: str) -> dedup_pb2.Record:
         """Returns the key's record; raises RecordNotFound if it has none."""
-        return self._call("Lookup", dedup_pb2.LookupRequest(consumer=consumer, key=key)).record
+        resp: dedup_pb2.LookupResponse = self._call(
+            "Lookup", dedup_pb2.LookupRequest(consumer=consumer, key=key))
+        return resp.record
 
-    def extend_lease(self, consumer, key, fencing_token, lease_ttl=None):
+    def extend_lease(self, consumer: str, key: str, fencing_token: int,
+                     lease_ttl: Optional[Seconds] = None) -> dedup_pb2.Record:
         """Pushes the lease out to lease_ttl from now; returns the record."""
-        return self._call("ExtendLease", dedup_pb2.ExtendLeaseRequest(
-            consumer=consumer, key=key, fencing_token=fencing_token,
-            lease_ttl=duration(lease_ttl))).record
+        resp: dedup_pb2.ExtendLeaseResponse = self._call(
+            "ExtendLease", dedup_pb2.ExtendLeaseRequest(
+                consumer=consumer, key=key, fencing_token=fencing_token,
+                lease_ttl=duration(lease_ttl)))
+        return resp.record
 
-    def list_records(self, consumer, **filters):
+    def list_records(self, consumer: str, **filters: Any) -> dedup_pb2.ListRecordsResponse:
         """One page of ListRecords; filters are ListRecordsRequest fields
         (states, key_prefix, lease_expired, page_size, page_token, ...)."""
-        return self._call("ListRecords", dedup_pb2.ListRecordsRequest(consumer=consumer, **filters))
+        resp: dedup_pb2.ListRecordsResponse = self._call(
+            "ListRecords", dedup_pb2.ListRecordsRequest(consumer=consumer, **filters))
+        return resp
 
-    def iter_records(self, consumer, **filters):
+    def iter_records(self, consumer: str, **filters: Any) -> Iterator[dedup_pb2.Record]:
         """Yields every record ListRecords lists, following the pages."""
-        token = filters.pop("page_token", "")
+        token: str = filters.pop("page_token", "")
         while True:
             page = self.list_records(consumer, page_token=token, **filters)
             yield from page.records

@@ -9,65 +9,77 @@ client/testdata/digest-vectors.json holds the vectors the Go, Python and
 Node clients all check.
 """
 
+from __future__ import annotations
+
 import decimal
 import hashlib
 import json
 import math
+from typing import Any, NoReturn, Union
+
+from google.protobuf.message import Message
+
+# Bytes-like input of digest_bytes; a str is encoded as UTF-8.
+Data = Union[bytes, bytearray, memoryview, str]
+
+# A JSON value as Python holds it: dict (str keys), list or tuple, str, int,
+# float, bool or None. Any, since Python's types cannot say "recursively".
+JSONValue = Any
 
 VERSION = 0x01
 
 
-def digest_bytes(data):
+def digest_bytes(data: Data) -> bytes:
     """Digest of raw bytes (a str is encoded as UTF-8 first)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     return bytes([VERSION]) + hashlib.sha256(bytes(data)).digest()
 
 
-def digest_json(value):
+def digest_json(value: JSONValue) -> bytes:
     """Digest of a JSON value: dict, list, str, int, float, bool or None."""
     return digest_bytes(canonical_json(value))
 
 
-def digest_json_text(text):
+def digest_json_text(text: Union[str, bytes, bytearray]) -> bytes:
     """Digest of a JSON text (str or UTF-8 bytes), parsed strictly first: no
     duplicate member names, no NaN or Infinity."""
     return digest_bytes(canonical_json(parse_json(text)))
 
 
-def parse_json(text):
+def parse_json(text: Union[str, bytes, bytearray]) -> JSONValue:
     """Parses I-JSON: refuses duplicate member names and non-finite numbers,
     which two clients could otherwise read differently."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")
 
-    def pairs(items):
-        obj = {}
+    def pairs(items: list[tuple[str, JSONValue]]) -> dict[str, JSONValue]:
+        obj: dict[str, JSONValue] = {}
         for k, v in items:
             if k in obj:
                 raise ValueError(f"duplicate member name {k!r}")
             obj[k] = v
         return obj
 
-    def constant(name):
+    def constant(name: str) -> NoReturn:
         raise ValueError(f"{name} is not a JSON number")
 
     return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
 
 
-def digest_proto(message):
+def digest_proto(message: Message) -> bytes:
     """Digest of a protobuf message's deterministic serialization."""
     return digest_bytes(message.SerializeToString(deterministic=True))
 
 
-def canonical_json(value):
+def canonical_json(value: JSONValue) -> bytes:
     """The RFC 8785 (JCS) serialization of value, as UTF-8 bytes."""
-    out = []
+    out: list[str] = []
     _write(value, out)
     return "".join(out).encode("utf-8")
 
 
-def _write(value, out):
+def _write(value: JSONValue, out: list[str]) -> None:
     if value is None:
         out.append("null")
     elif value is True:
@@ -84,7 +96,8 @@ def _write(value, out):
                 raise TypeError(f"JSON object keys must be str, not {type(k).__name__}")
         # JCS sorts keys by their UTF-16 code units; big-endian UTF-16 bytes
         # compare in that order (code points do not, above U+FFFF).
-        items = sorted(value.items(), key=lambda kv: kv[0].encode("utf-16-be", "surrogatepass"))
+        obj: dict[str, JSONValue] = value
+        items = sorted(obj.items(), key=lambda kv: kv[0].encode("utf-16-be", "surrogatepass"))
         out.append("{")
         for i, (k, v) in enumerate(items):
             if i:
@@ -104,7 +117,7 @@ def _write(value, out):
         raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
-def _string(s):
+def _string(s: str) -> str:
     # json.dumps escapes exactly what JCS escapes (", \, and controls below
     # U+0020, with \b \t \n \f \r short forms and lowercase \u00xx), and with
     # ensure_ascii=False leaves everything else as is.
@@ -112,7 +125,7 @@ def _string(s):
     return json.dumps(s, ensure_ascii=False)
 
 
-def es6_number(value):
+def es6_number(value: Union[int, float]) -> str:
     """Formats a number the way ECMAScript's Number.prototype.toString does,
     which is what JCS prescribes. A JSON number is an IEEE double to JCS, so
     an int is rounded to the nearest double, as JavaScript and Go parsers do
@@ -129,6 +142,7 @@ def es6_number(value):
     sign = "-" if value < 0 else ""
     # repr gives the shortest digits that round-trip, as ES6 requires.
     digits_tuple, exp = decimal.Decimal(repr(abs(value))).as_tuple()[1:]
+    assert isinstance(exp, int)  # a finite value (checked above) has a numeric exponent
     digits = "".join(map(str, digits_tuple)).rstrip("0")
     exp += len(digits_tuple) - len(digits)
     k = len(digits)

@@ -937,98 +937,98 @@ _sym_db.RegisterFileDescriptor(DESCRIPTOR)
 
 Rejection = _reflection.GeneratedProtocolMessageType('Rejection', (_message.Message,), dict(
   DESCRIPTOR = _REJECTION,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.Rejection)
   ))
 _sym_db.RegisterMessage(Rejection)
 
 Record = _reflection.GeneratedProtocolMessageType('Record', (_message.Message,), dict(
   DESCRIPTOR = _RECORD,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.Record)
   ))
 _sym_db.RegisterMessage(Record)
 
 ClaimRequest = _reflection.GeneratedProtocolMessageType('ClaimRequest', (_message.Message,), dict(
   DESCRIPTOR = _CLAIMREQUEST,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ClaimRequest)
   ))
 _sym_db.RegisterMessage(ClaimRequest)
 
 ClaimResponse = _reflection.GeneratedProtocolMessageType('ClaimResponse', (_message.Message,), dict(
   DESCRIPTOR = _CLAIMRESPONSE,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ClaimResponse)
   ))
 _sym_db.RegisterMessage(ClaimResponse)
 
 CompleteRequest = _reflection.GeneratedProtocolMessageType('CompleteRequest', (_message.Message,), dict(
   DESCRIPTOR = _COMPLETEREQUEST,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.CompleteRequest)
   ))
 _sym_db.RegisterMessage(CompleteRequest)
 
 CompleteResponse = _reflection.GeneratedProtocolMessageType('CompleteResponse', (_message.Message,), dict(
   DESCRIPTOR = _COMPLETERESPONSE,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.CompleteResponse)
   ))
 _sym_db.RegisterMessage(CompleteResponse)
 
 RejectRequest = _reflection.GeneratedProtocolMessageType('RejectRequest', (_message.Message,), dict(
   DESCRIPTOR = _REJECTREQUEST,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.RejectRequest)
   ))
 _sym_db.RegisterMessage(RejectRequest)
 
 RejectResponse = _reflection.GeneratedProtocolMessageType('RejectResponse', (_message.Message,), dict(
   DESCRIPTOR = _REJECTRESPONSE,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.RejectResponse)
   ))
 _sym_db.RegisterMessage(RejectResponse)
 
 LookupRequest = _reflection.GeneratedProtocolMessageType('LookupRequest', (_message.Message,), dict(
   DESCRIPTOR = _LOOKUPREQUEST,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.LookupRequest)
   ))
 _sym_db.RegisterMessage(LookupRequest)
 
 LookupResponse = _reflection.GeneratedProtocolMessageType('LookupResponse', (_message.Message,), dict(
   DESCRIPTOR = _LOOKUPRESPONSE,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.LookupResponse)
   ))
 _sym_db.RegisterMessage(LookupResponse)
 
 ExtendLeaseRequest = _reflection.GeneratedProtocolMessageType('ExtendLeaseRequest', (_message.Message,), dict(
   DESCRIPTOR = _EXTENDLEASEREQUEST,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ExtendLeaseRequest)
   ))
 _sym_db.RegisterMessage(ExtendLeaseRequest)
 
 ExtendLeaseResponse = _reflection.GeneratedProtocolMessageType('ExtendLeaseResponse', (_message.Message,), dict(
   DESCRIPTOR = _EXTENDLEASERESPONSE,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ExtendLeaseResponse)
   ))
 _sym_db.RegisterMessage(ExtendLeaseResponse)
 
 ListRecordsRequest = _reflection.GeneratedProtocolMessageType('ListRecordsRequest', (_message.Message,), dict(
   DESCRIPTOR = _LISTRECORDSREQUEST,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ListRecordsRequest)
   ))
 _sym_db.RegisterMessage(ListRecordsRequest)
 
 ListRecordsResponse = _reflection.GeneratedProtocolMessageType('ListRecordsResponse', (_message.Message,), dict(
   DESCRIPTOR = _LISTRECORDSRESPONSE,
-  __module__ = 'dedup.v1.dedup_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ListRecordsResponse)
   ))
 _sym_db.RegisterMessage(ListRecordsResponse)

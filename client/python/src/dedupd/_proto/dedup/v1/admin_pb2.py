@@ -13,7 +13,7 @@ from google.protobuf import descriptor_pb2
 _sym_db = _symbol_database.Default()
 
 
-from dedup.v1 import dedup_pb2 as dedup_dot_v1_dot_dedup__pb2
+from dedupd._proto.dedup.v1 import dedup_pb2 as dedup_dot_v1_dot_dedup__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
@@ -767,112 +767,112 @@ _sym_db.RegisterFileDescriptor(DESCRIPTOR)
 
 Policy = _reflection.GeneratedProtocolMessageType('Policy', (_message.Message,), dict(
   DESCRIPTOR = _POLICY,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.Policy)
   ))
 _sym_db.RegisterMessage(Policy)
 
 SetPolicyRequest = _reflection.GeneratedProtocolMessageType('SetPolicyRequest', (_message.Message,), dict(
   DESCRIPTOR = _SETPOLICYREQUEST,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.SetPolicyRequest)
   ))
 _sym_db.RegisterMessage(SetPolicyRequest)
 
 SetPolicyResponse = _reflection.GeneratedProtocolMessageType('SetPolicyResponse', (_message.Message,), dict(
   DESCRIPTOR = _SETPOLICYRESPONSE,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.SetPolicyResponse)
   ))
 _sym_db.RegisterMessage(SetPolicyResponse)
 
 GetPolicyRequest = _reflection.GeneratedProtocolMessageType('GetPolicyRequest', (_message.Message,), dict(
   DESCRIPTOR = _GETPOLICYREQUEST,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.GetPolicyRequest)
   ))
 _sym_db.RegisterMessage(GetPolicyRequest)
 
 GetPolicyResponse = _reflection.GeneratedProtocolMessageType('GetPolicyResponse', (_message.Message,), dict(
   DESCRIPTOR = _GETPOLICYRESPONSE,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.GetPolicyResponse)
   ))
 _sym_db.RegisterMessage(GetPolicyResponse)
 
 ListPoliciesRequest = _reflection.GeneratedProtocolMessageType('ListPoliciesRequest', (_message.Message,), dict(
   DESCRIPTOR = _LISTPOLICIESREQUEST,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ListPoliciesRequest)
   ))
 _sym_db.RegisterMessage(ListPoliciesRequest)
 
 ListPoliciesResponse = _reflection.GeneratedProtocolMessageType('ListPoliciesResponse', (_message.Message,), dict(
   DESCRIPTOR = _LISTPOLICIESRESPONSE,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ListPoliciesResponse)
   ))
 _sym_db.RegisterMessage(ListPoliciesResponse)
 
 DeletePolicyRequest = _reflection.GeneratedProtocolMessageType('DeletePolicyRequest', (_message.Message,), dict(
   DESCRIPTOR = _DELETEPOLICYREQUEST,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.DeletePolicyRequest)
   ))
 _sym_db.RegisterMessage(DeletePolicyRequest)
 
 DeletePolicyResponse = _reflection.GeneratedProtocolMessageType('DeletePolicyResponse', (_message.Message,), dict(
   DESCRIPTOR = _DELETEPOLICYRESPONSE,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.DeletePolicyResponse)
   ))
 _sym_db.RegisterMessage(DeletePolicyResponse)
 
 DeleteRecordRequest = _reflection.GeneratedProtocolMessageType('DeleteRecordRequest', (_message.Message,), dict(
   DESCRIPTOR = _DELETERECORDREQUEST,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.DeleteRecordRequest)
   ))
 _sym_db.RegisterMessage(DeleteRecordRequest)
 
 DeleteRecordResponse = _reflection.GeneratedProtocolMessageType('DeleteRecordResponse', (_message.Message,), dict(
   DESCRIPTOR = _DELETERECORDRESPONSE,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.DeleteRecordResponse)
   ))
 _sym_db.RegisterMessage(DeleteRecordResponse)
 
 PurgeRequest = _reflection.GeneratedProtocolMessageType('PurgeRequest', (_message.Message,), dict(
   DESCRIPTOR = _PURGEREQUEST,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.PurgeRequest)
   ))
 _sym_db.RegisterMessage(PurgeRequest)
 
 PurgeResponse = _reflection.GeneratedProtocolMessageType('PurgeResponse', (_message.Message,), dict(
   DESCRIPTOR = _PURGERESPONSE,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.PurgeResponse)
   ))
 _sym_db.RegisterMessage(PurgeResponse)
 
 StatsRequest = _reflection.GeneratedProtocolMessageType('StatsRequest', (_message.Message,), dict(
   DESCRIPTOR = _STATSREQUEST,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.StatsRequest)
   ))
 _sym_db.RegisterMessage(StatsRequest)
 
 StatsResponse = _reflection.GeneratedProtocolMessageType('StatsResponse', (_message.Message,), dict(
   DESCRIPTOR = _STATSRESPONSE,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.StatsResponse)
   ))
 _sym_db.RegisterMessage(StatsResponse)
 
 ConsumerStats = _reflection.GeneratedProtocolMessageType('ConsumerStats', (_message.Message,), dict(
   DESCRIPTOR = _CONSUMERSTATS,
-  __module__ = 'dedup.v1.admin_pb2'
+  __module__ = 'dedupd._proto.dedup.v1.admin_pb2'
   # @@protoc_insertion_point(class_scope:dedup.v1.ConsumerStats)
   ))
 _sym_db.RegisterMessage(ConsumerStats)

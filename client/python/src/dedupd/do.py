@@ -9,15 +9,17 @@ with jittered exponential backoff, never past the holder's lease
 (retry_after), up to max_wait seconds.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import random
 import secrets
 import threading
 import time
+from typing import Callable, Optional, Union
 
-from dedup.v1 import dedup_pb2
-
-from .client import seconds
+from ._proto.dedup.v1 import dedup_pb2
+from .client import Client, seconds
 from .errors import (AlreadyFinished, DedupError, InProgressTimeout, LeaseLost,
                      Rejected)
 
@@ -32,7 +34,7 @@ class Terminal(Exception):
     and replayed to every later claim of the key. reason is a short
     machine-readable code (at most 128 bytes), detail opaque bytes."""
 
-    def __init__(self, reason, message="", detail=b""):
+    def __init__(self, reason: str, message: str = "", detail: bytes = b"") -> None:
         super().__init__(f"{reason}: {message}" if message else reason)
         self.reason = reason
         self.message = message
@@ -48,8 +50,18 @@ class Outcome:
     replayed: bool
 
 
-def do(client, consumer, key, fn, *, digest=b"", lease_ttl=30.0, owner="", max_wait=30.0,
-       initial_backoff=0.05, max_backoff=2.0, heartbeat_every=None):
+# What fn may return: the result as bytes, a str (UTF-8 encoded) or None
+# (empty).
+Result = Union[bytes, bytearray, memoryview, str, None]
+
+# fn(fencing_token, attempt): the work, run at most once to a stored outcome.
+Work = Callable[[int, int], Result]
+
+
+def do(client: Client, consumer: str, key: str, fn: Work, *, digest: bytes = b"",
+       lease_ttl: float = 30.0, owner: str = "", max_wait: float = 30.0,
+       initial_backoff: float = 0.05, max_backoff: float = 2.0,
+       heartbeat_every: Optional[float] = None) -> Outcome:
     """Runs fn at most once per key to a stored outcome; see the module doc.
 
     fn(token, attempt) returns the result as bytes (a str is UTF-8 encoded,
@@ -87,7 +99,8 @@ def do(client, consumer, key, fn, *, digest=b"", lease_ttl=30.0, owner="", max_w
         backoff = min(backoff * 2, max_backoff)
 
 
-def _run(client, consumer, key, claim, fn, lease_ttl, heartbeat_every):
+def _run(client: Client, consumer: str, key: str, claim: dedup_pb2.ClaimResponse, fn: Work,
+         lease_ttl: float, heartbeat_every: float) -> Outcome:
     token, attempt = claim.fencing_token, claim.record.attempts
     beat = _Heartbeat(client, consumer, key, token, lease_ttl, heartbeat_every)
     try:
@@ -109,14 +122,16 @@ def _run(client, consumer, key, claim, fn, lease_ttl, heartbeat_every):
     if beat.lost is not None:
         raise beat.lost
     if result is None:
-        result = b""
+        data = b""
     elif isinstance(result, str):
-        result = result.encode("utf-8")
-    record = client.complete(consumer, key, token, bytes(result))
+        data = result.encode("utf-8")
+    else:
+        data = bytes(result)
+    record = client.complete(consumer, key, token, data)
     return Outcome(result=record.result, record=record, replayed=False)
 
 
-def _truncate(text, limit):
+def _truncate(text: str, limit: int) -> str:
     return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
 
 
@@ -125,15 +140,17 @@ class _Heartbeat:
     AlreadyFinished answer ends it and is kept in lost: the work's outcome
     can no longer be recorded under this token."""
 
-    def __init__(self, client, consumer, key, token, lease_ttl, every):
-        self.lost = None
+    def __init__(self, client: Client, consumer: str, key: str, token: int, lease_ttl: float,
+                 every: float) -> None:
+        self.lost: Optional[DedupError] = None
         self._stopped = threading.Event()
         self._thread = threading.Thread(
             target=self._loop, args=(client, consumer, key, token, lease_ttl, every),
             name=f"dedupd-heartbeat-{key}", daemon=True)
         self._thread.start()
 
-    def _loop(self, client, consumer, key, token, lease_ttl, every):
+    def _loop(self, client: Client, consumer: str, key: str, token: int, lease_ttl: float,
+              every: float) -> None:
         while not self._stopped.wait(every):
             try:
                 client.extend_lease(consumer, key, token, lease_ttl=lease_ttl)
@@ -143,6 +160,6 @@ class _Heartbeat:
             except DedupError:
                 continue  # transient: the next beat tries again within the lease
 
-    def stop(self):
+    def stop(self) -> None:
         self._stopped.set()
         self._thread.join()

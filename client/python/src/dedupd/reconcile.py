@@ -13,10 +13,13 @@ decide(record, token) what happened, and records the answer:
                                         next delivery run it again
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import Callable, Optional, Union
 
-from dedup.v1 import dedup_pb2
-
+from ._proto.dedup.v1 import dedup_pb2
+from .client import Client
 from .errors import DedupError
 
 
@@ -38,23 +41,32 @@ class Release:
     message: str = ""
 
 
+# What decide returns.
+Decision = Union[Complete, Reject, Release]
+
+
 @dataclasses.dataclass
 class Settled:
     """What reconcile() did with one expired claim. decision is None when
     the key was no longer up for grabs (record then is what the takeover
     Claim found: someone else finished or took it first)."""
     key: str
-    decision: object
+    decision: Optional[Decision]
     record: dedup_pb2.Record
 
 
-def reconcile(client, consumer, decide, *, lease_ttl=30.0, owner="reconciler", page_size=100):
+# decide(record, fencing_token): what happened to an expired claim's work.
+Decide = Callable[[dedup_pb2.Record, int], Decision]
+
+
+def reconcile(client: Client, consumer: str, decide: Decide, *, lease_ttl: float = 30.0,
+              owner: str = "reconciler", page_size: int = 100) -> list[Settled]:
     """Settles every expired PENDING claim of consumer; returns [Settled].
 
     If decide raises, the claim taken for it is released (so it stays up for
     the next reconciliation or redelivery) and the exception propagates.
     """
-    settled = []
+    settled: list[Settled] = []
     for expired in client.iter_records(consumer, lease_expired=True, page_size=page_size):
         claim = client.claim(consumer, expired.key, digest=expired.digest,
                              lease_ttl=lease_ttl, owner=owner)
@@ -65,7 +77,8 @@ def reconcile(client, consumer, decide, *, lease_ttl=30.0, owner="reconciler", p
     return settled
 
 
-def _settle(client, consumer, claim, decide):
+def _settle(client: Client, consumer: str, claim: dedup_pb2.ClaimResponse,
+            decide: Decide) -> Settled:
     key, token = claim.record.key, claim.fencing_token
     try:
         decision = decide(claim.record, token)

@@ -1,0 +1,191 @@
+// Every export of @dedupd/client used from TypeScript, against a running
+// dedupd (DEDUPD_ADDR, default 127.0.0.1:7070). `npm run typecheck` checks
+// it against src/index.d.ts (tsc --noEmit); the pack-and-install test
+// (scripts/pack-install.js) also compiles it against the installed package
+// and runs it, so that the declarations and what the code returns agree.
+// The @ts-expect-error lines must stay errors: they are the checks that
+// int64 fields are strings and that the options are typed.
+
+import assert from 'node:assert/strict';
+import * as dedupd from '@dedupd/client';
+import type {
+  ClaimOptions, ClaimResponse, ClientOptions, Decide, Decision, DedupErrorOptions, DedupRecord, DoOptions,
+  DoResult, Duration, ErrorReason, ExtendLeaseOptions, FencingToken, Int64, JSONValue, ListRecordsFilters,
+  ListRecordsResponse, Outcome, Payload, ReconcileOptions, Rejection, RejectOptions, Settled, State,
+  TimeInput, Timestamp, TlsOptions, Work,
+} from '@dedupd/client';
+
+const CONSUMER = 'typed-example';
+
+/** Every constructor option type-checks; none of these connects until called. */
+function clients(addr: string): dedupd.Client[] {
+  const tls: TlsOptions = { rootCerts: Buffer.from('ca pem'), certChain: null, privateKey: null };
+  const options: ClientOptions = { tls, token: 'tok', timeout: null, channelOptions: { 'grpc.max_receive_message_length': 4 << 20 } };
+  // @ts-expect-error: the timeout is seconds as a number
+  const wrong: ClientOptions = { timeout: '30s' };
+  void wrong;
+  return [new dedupd.Client(addr, { token: '' }), new dedupd.Client('dedupd.example:7070', options),
+    new dedupd.Client(addr, { tls: true, token: null })];
+}
+
+async function lowLevel(c: dedupd.Client, key: string): Promise<DedupRecord> {
+  const digest: Buffer = dedupd.digestJSON({ event: key, qty: 3, tags: ['a', null, true] });
+  const claimOptions: ClaimOptions = { digest, leaseTtl: 30, owner: 'typed' };
+  const claim: ClaimResponse = await c.claim(CONSUMER, key, claimOptions);
+  const outcome: Outcome = claim.outcome;
+  assert.equal(outcome, 'OUTCOME_ACQUIRED');
+  const token: Int64 = claim.fencingToken;
+  assert.equal(typeof token, 'string');
+  // @ts-expect-error: a fencing token is a decimal string, never a number
+  const asNumber: number = claim.fencingToken;
+  void asNumber;
+  const next: FencingToken = BigInt(token); // a bigint is taken as well
+  const extendOptions: ExtendLeaseOptions = { leaseTtl: 60 };
+  const extended: DedupRecord = await c.extendLease(CONSUMER, key, next, extendOptions);
+  const expires: Timestamp | null = extended.leaseExpiresAt;
+  assert.ok(expires !== null && typeof expires.seconds === 'string');
+  // @ts-expect-error: a token is not an object
+  await c.complete(CONSUMER, key, { token }).catch(() => null);
+  const result: Payload = Buffer.from('stock=97');
+  const done: DedupRecord = await c.complete(CONSUMER, key, token, result);
+  const state: State = done.state;
+  assert.equal(state, 'STATE_COMPLETED');
+  const again: DedupRecord = await c.lookup(CONSUMER, key);
+  assert.equal(again.result.toString(), 'stock=97');
+  return again;
+}
+
+async function rejections(c: dedupd.Client, key: string): Promise<void> {
+  const { fencingToken } = await c.claim(CONSUMER, key);
+  const release: RejectOptions = { reason: 'TIMEOUT', message: 'try again', retryable: true };
+  await c.reject(CONSUMER, key, fencingToken, release);
+  const busy = await c.claim(CONSUMER, key, { leaseTtl: 30 });
+  const refuse: RejectOptions = { reason: 'OUT_OF_STOCK', message: '3 > 2', detail: 'sku-1' };
+  const stored: DedupRecord = await c.reject(CONSUMER, key, busy.fencingToken, refuse);
+  const rejection: Rejection | null = stored.rejection;
+  assert.equal(rejection?.reason, 'OUT_OF_STOCK');
+  assert.equal(typeof stored.attempts, 'string');
+}
+
+async function listing(c: dedupd.Client, prefix: string): Promise<number> {
+  const after: TimeInput = { seconds: Math.floor(Date.now() / 1000) - 3600 };
+  const filters: ListRecordsFilters = {
+    states: ['STATE_COMPLETED', 'STATE_REJECTED'], keyPrefix: prefix, createdAfter: after, createdBefore: { seconds: '99999999999' },
+    updatedAfter: { seconds: 0n, nanos: 0 }, updatedBefore: { seconds: 99999999999 }, leaseExpired: false, pageSize: 10, pageToken: '',
+  };
+  const page: ListRecordsResponse = await c.listRecords(CONSUMER, filters);
+  let n = 0;
+  for await (const rec of c.iterRecords(CONSUMER, { ...filters, pageSize: 1 })) {
+    const created: Timestamp | null = rec.createdAt;
+    assert.ok(created);
+    n++;
+  }
+  assert.equal(n, page.records.length);
+  return n;
+}
+
+async function twoPhase(c: dedupd.Client, key: string): Promise<DoResult> {
+  const work: Work = async (token, attempt, signal) => {
+    assert.equal(typeof token, 'string');
+    assert.equal(attempt, '1');
+    assert.ok(!signal.aborted);
+    return 'done';
+  };
+  const options: DoOptions = {
+    digest: dedupd.digestBytes(key), leaseTtl: 10, owner: 'typed', maxWait: 5, initialBackoff: 0.01, maxBackoff: 0.5, heartbeatEvery: 3,
+  };
+  const first: DoResult = await dedupd.do(c, CONSUMER, key, work, options);
+  const replay = await dedupd.doOnce(c, CONSUMER, key, work, options);
+  assert.ok(!first.replayed && replay.replayed);
+  const refused = await dedupd.do(c, CONSUMER, `${key}-terminal`, () => {
+    throw new dedupd.Terminal('OUT_OF_STOCK', 'none left', Buffer.from([1]));
+  }).catch((err: unknown) => err);
+  assert.ok(refused instanceof dedupd.Rejected);
+  const rejection: Rejection = refused.rejection;
+  assert.equal(rejection.reason, 'OUT_OF_STOCK');
+  assert.equal(refused.replayed, false);
+  return first;
+}
+
+async function reconciling(c: dedupd.Client, key: string): Promise<Settled[]> {
+  await c.claim(CONSUMER, key, { leaseTtl: 0.05, owner: 'crashed' });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const decide: Decide = async (record, token) => {
+    assert.equal(typeof token, 'string');
+    const decisions: Decision[] = [
+      { complete: 'stock=94' }, { reject: { reason: 'GONE', message: 'item withdrawn', detail: Buffer.alloc(0) } }, { release: {} },
+    ];
+    return record.key === key ? decisions[2] : { release: { reason: 'NOT_MINE' } };
+  };
+  const options: ReconcileOptions = { leaseTtl: 30, owner: 'reconciler', pageSize: 50 };
+  const settled: Settled[] = await dedupd.reconcile(c, CONSUMER, decide, options);
+  assert.ok(settled.some((s) => s.key === key && s.decision !== null && s.record.state === 'STATE_RELEASED'));
+  return settled;
+}
+
+function errors(record: DedupRecord): void {
+  const reason: ErrorReason = dedupd.Reason.DIGEST_MISMATCH;
+  assert.equal(reason, 'DIGEST_MISMATCH');
+  assert.equal(dedupd.ERROR_DOMAIN, 'dedup.v1');
+  const options: DedupErrorOptions = { code: 9, reason, metadata: {}, record, cause: new Error('x') };
+  const all: dedupd.DedupError[] = [
+    new dedupd.DedupError('m', options), new dedupd.DigestMismatch('m', options), new dedupd.LeaseLost('m'),
+    new dedupd.AlreadyFinished('m'), new dedupd.RecordNotFound('m'), new dedupd.InvalidRequest('m', { metadata: { field: 'key' } }),
+    new dedupd.Unavailable('m'), new dedupd.Unauthenticated('m'), new dedupd.PermissionDenied('m'),
+    new dedupd.InProgressTimeout('m', { record }), new dedupd.Rejected({ ...record, rejection: { reason: 'R', message: '', detail: Buffer.alloc(0), retryable: false } }, true),
+  ];
+  for (const err of all) assert.ok(err instanceof Error && typeof err.reason === 'string');
+  // @ts-expect-error: there is no such reason
+  const bogus: ErrorReason = 'NO_SUCH_REASON';
+  void bogus;
+}
+
+async function typedErrors(c: dedupd.Client, key: string): Promise<void> {
+  const err: unknown = await c.claim(CONSUMER, key, { digest: dedupd.digestBytes('other content') }).catch((e: unknown) => e);
+  if (!(err instanceof dedupd.DigestMismatch)) throw err;
+  const stored: DedupRecord | null = err.record;
+  assert.equal(err.reason, dedupd.Reason.DIGEST_MISMATCH);
+  assert.equal(err.code, 9); // FAILED_PRECONDITION
+  assert.ok(stored && stored.key === key);
+  const missing = await c.lookup(CONSUMER, `${key}-absent`).catch((e: unknown) => e);
+  assert.ok(missing instanceof dedupd.RecordNotFound && missing.reason === 'RECORD_NOT_FOUND');
+  const bad = await c.claim(CONSUMER, '').catch((e: unknown) => e);
+  assert.ok(bad instanceof dedupd.InvalidRequest && bad.metadata['field'] === 'key');
+  const service = Object.assign(new Error('14 UNAVAILABLE: gone'), { code: 14, details: 'gone', metadata: new (await import('@grpc/grpc-js')).Metadata() });
+  assert.ok(dedupd.fromServiceError(service) instanceof dedupd.Unavailable);
+}
+
+function digests(): void {
+  const value: JSONValue = { b: [1, 2.5, 'x'], a: { nested: null } };
+  assert.equal(dedupd.canonicalJSON(value).toString(), '{"a":{"nested":null},"b":[1,2.5,"x"]}');
+  assert.deepEqual(dedupd.digestJSONText('{"b":[1,2.5,"x"],"a":{"nested":null}}'), dedupd.digestJSON(value));
+  const type = dedupd.proto.root.lookupType('dedup.v1.ClaimRequest');
+  assert.equal(dedupd.digestProto(type, { consumer: 'c', key: 'k' }).length, 33);
+  assert.ok(dedupd.proto.protoDir().length > 0);
+  const d: Duration = { seconds: '1', nanos: 500_000_000 };
+  assert.equal(dedupd.seconds(d), 1.5);
+  assert.deepEqual(dedupd.duration(1.5), { seconds: 1, nanos: 500_000_000 });
+  assert.equal(dedupd.duration(undefined), null);
+}
+
+async function main(): Promise<void> {
+  const addr = process.env['DEDUPD_ADDR'] ?? '127.0.0.1:7070';
+  const run = `typed-${process.hrtime.bigint()}`;
+  const [c, ...others] = clients(addr);
+  if (!c) throw new Error('no client');
+  for (const other of others) other.close();
+  const record = await lowLevel(c, `${run}-low`);
+  await rejections(c, `${run}-reject`);
+  await twoPhase(c, `${run}-do`);
+  await reconciling(c, `${run}-crashed`);
+  await typedErrors(c, `${run}-low`);
+  errors(record);
+  digests();
+  console.log(`typed example: ok (${await listing(c, run)} records listed)`);
+  c.close();
+}
+
+main().catch((err: unknown) => {
+  console.error('typed example:', err);
+  process.exit(1);
+});

@@ -1,0 +1,88 @@
+'use strict';
+// The package as a user gets it: `npm pack` the client, check that the
+// tarball holds what the client needs and nothing else, install it into a
+// scratch project in a temporary directory (its dependencies come from the
+// npm registry), and run the README walkthrough and the typed example
+// (compiled by tsc against the installed declarations) with that copy
+// against a real dedupd. Run by CI: npm run test:pack (needs the registry,
+// so it is not part of `node --test`).
+
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { before, after, describe, it } = require('node:test');
+
+const { PROTO_FILES } = require('../src/proto');
+const { startServer } = require('../testing/server');
+
+const PACKAGE_DIR = path.resolve(__dirname, '..');
+const REPO = path.resolve(PACKAGE_DIR, '..', '..');
+const NPM_QUIET = ['--no-audit', '--no-fund', '--loglevel=error'];
+
+/** Runs a command and returns its stdout; its stderr goes to ours. */
+function run(cmd, args, options = {}) {
+  return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], ...options });
+}
+
+describe('npm pack, then install into a scratch project', () => {
+  let tmp;
+  let project;
+  let server;
+  let packed;
+
+  before(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dedupd-node-pack-'));
+    [packed] = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', tmp, ...NPM_QUIET], { cwd: PACKAGE_DIR }));
+    project = path.join(tmp, 'project');
+    fs.mkdirSync(project);
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'scratch', version: '1.0.0', private: true }));
+    run('npm', ['install', ...NPM_QUIET, path.join(tmp, packed.filename)], { cwd: project });
+    server = await startServer();
+  });
+  after(async () => {
+    if (server) await server.stop();
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('packs only the sources, their declarations, the protos and the README', () => {
+    const files = packed.files.map((f) => f.path).sort();
+    const protos = PROTO_FILES.map((f) => `proto/${f}`);
+    const extra = files.filter((f) => !/^(src\/[a-z]+\.(js|d\.ts)|package\.json|README\.md)$/.test(f) && !protos.includes(f));
+    assert.deepEqual(extra, [], 'the tarball should not carry these');
+    for (const need of ['src/index.js', 'src/index.d.ts', ...protos]) {
+      assert.ok(files.includes(need), `the tarball lacks ${need}`);
+    }
+    assert.ok(!fs.existsSync(path.join(PACKAGE_DIR, 'proto')), 'postpack left client/node/proto behind');
+  });
+
+  it('installs a copy that loads its own protos, identical to the repository\'s', () => {
+    const installed = path.join(project, 'node_modules', '@dedupd', 'client');
+    const protoDir = run('node', ['-e', "process.stdout.write(require('@dedupd/client').proto.protoDir())"], { cwd: project });
+    assert.equal(protoDir, path.join(installed, 'proto'));
+    for (const file of PROTO_FILES) {
+      assert.equal(fs.readFileSync(path.join(protoDir, file), 'utf8'), fs.readFileSync(path.join(REPO, 'proto', file), 'utf8'), file);
+    }
+  });
+
+  it('runs the README walkthrough with the installed package', () => {
+    const script = path.join(project, 'walkthrough.js');
+    fs.copyFileSync(path.join(REPO, 'examples', 'walkthrough', 'walkthrough.js'), script);
+    const out = run('node', [script], { cwd: project, env: { ...process.env, DEDUPD_ADDR: server.addr } });
+    assert.match(out, /walkthrough: ok/);
+  });
+
+  it('type-checks and runs the typed example against the installed declarations', () => {
+    fs.copyFileSync(path.join(PACKAGE_DIR, 'examples', 'typed.ts'), path.join(project, 'typed.ts'));
+    const tsconfig = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, 'tsconfig.json'), 'utf8'));
+    const { paths, noEmit, ...compilerOptions } = tsconfig.compilerOptions; // resolve the installed package instead
+    fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: { ...compilerOptions, outDir: 'out', typeRoots: [path.join(PACKAGE_DIR, 'node_modules', '@types')] },
+      files: ['typed.ts'],
+    }));
+    run(path.join(PACKAGE_DIR, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: project });
+    const out = run('node', [path.join('out', 'typed.js')], { cwd: project, env: { ...process.env, DEDUPD_ADDR: server.addr } });
+    assert.match(out, /typed example: ok/);
+  });
+});

@@ -1,0 +1,336 @@
+// Type declarations for @dedupd/client, written by hand beside the
+// JavaScript they describe. examples/typed.ts uses every export, and
+// `npm run typecheck` (tsc --noEmit, run by CI) checks it against these.
+//
+// Every proto int64 (fencing tokens, attempts, the seconds of timestamps and
+// durations) is a decimal string: a JavaScript number holds integers exactly
+// only up to 2^53. See Int64 and FencingToken.
+
+import type { ChannelOptions, ServiceError } from '@grpc/grpc-js';
+import type { Message, Root, Type } from 'protobufjs';
+
+/** A proto int64 as the client gives it: a decimal string, e.g. '9007199254740993'. */
+export type Int64 = string;
+
+/**
+ * A fencing token as the client takes it: the decimal string a claim gave, a
+ * bigint, or a number that is still a safe integer. Anything else (a number
+ * past 2^53, a value outside the int64 range) rejects with a TypeError
+ * before any call.
+ */
+export type FencingToken = Int64 | bigint | number;
+
+/** Bytes to store: a string is sent as its UTF-8 encoding. */
+export type Payload = string | Uint8Array;
+
+/** google.protobuf.Timestamp as the client gives it. */
+export interface Timestamp {
+  seconds: Int64;
+  nanos: number;
+}
+
+/** google.protobuf.Duration as the client gives it. */
+export interface Duration {
+  seconds: Int64;
+  nanos: number;
+}
+
+/** A Timestamp or Duration as a request field takes it. */
+export interface TimeInput {
+  seconds: number | Int64 | bigint;
+  nanos?: number;
+}
+
+export type State = 'STATE_UNSPECIFIED' | 'STATE_PENDING' | 'STATE_COMPLETED' | 'STATE_REJECTED' | 'STATE_RELEASED';
+
+export type Outcome = 'OUTCOME_UNSPECIFIED' | 'OUTCOME_ACQUIRED' | 'OUTCOME_IN_PROGRESS' | 'OUTCOME_COMPLETED' | 'OUTCOME_REJECTED';
+
+/** dedup.v1.Rejection: a stored refusal, or the reason a key was released. */
+export interface Rejection {
+  reason: string;
+  message: string;
+  detail: Buffer;
+  retryable: boolean;
+}
+
+/** dedup.v1.Record: everything dedupd remembers about one key. Unset messages are null. */
+export interface DedupRecord {
+  consumer: string;
+  key: string;
+  state: State;
+  digest: Buffer;
+  fencingToken: Int64;
+  attempts: Int64;
+  owner: string;
+  result: Buffer;
+  rejection: Rejection | null;
+  createdAt: Timestamp | null;
+  updatedAt: Timestamp | null;
+  leaseExpiresAt: Timestamp | null;
+  expiresAt: Timestamp | null;
+}
+
+/** dedup.v1.ClaimResponse. */
+export interface ClaimResponse {
+  outcome: Outcome;
+  record: DedupRecord;
+  /** Set ('0' otherwise) when outcome is OUTCOME_ACQUIRED. */
+  fencingToken: Int64;
+  /** Set when outcome is OUTCOME_IN_PROGRESS: how long until the lease runs out. */
+  retryAfter: Duration | null;
+}
+
+/** The filters of ListRecords (dedup.v1.ListRecordsRequest without consumer). */
+export interface ListRecordsFilters {
+  states?: State[];
+  keyPrefix?: string;
+  createdAfter?: TimeInput;
+  createdBefore?: TimeInput;
+  updatedAfter?: TimeInput;
+  updatedBefore?: TimeInput;
+  /** Only PENDING records whose lease ran out: the reconciliation queue. */
+  leaseExpired?: boolean;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+/** dedup.v1.ListRecordsResponse. */
+export interface ListRecordsResponse {
+  records: DedupRecord[];
+  /** Empty on the last page. */
+  nextPageToken: string;
+}
+
+/** PEM Buffers for TLS: the CA of the server's certificate, and a client certificate and key for mutual TLS. */
+export interface TlsOptions {
+  rootCerts?: Buffer | null;
+  certChain?: Buffer | null;
+  privateKey?: Buffer | null;
+}
+
+export interface ClientOptions {
+  /** true trusts the system roots; an object names the CA and a client certificate. */
+  tls?: boolean | TlsOptions;
+  /**
+   * Sent as "authorization: Bearer <token>". Defaults to DEDUPD_TOKEN; '' or
+   * null sends none. Without TLS only to a loopback target.
+   */
+  token?: string | null;
+  /** Per-call deadline in seconds; default 30, null for none. */
+  timeout?: number | null;
+  /** Passed to grpc-js. */
+  channelOptions?: ChannelOptions;
+}
+
+export interface ClaimOptions {
+  digest?: Uint8Array;
+  /** Lease length in seconds; the server default when unset. */
+  leaseTtl?: number | null;
+  owner?: string;
+}
+
+export interface RejectOptions {
+  reason?: string;
+  message?: string;
+  detail?: Payload;
+  /** true releases the key for a retry; false (default) stores a terminal rejection. */
+  retryable?: boolean;
+}
+
+export interface ExtendLeaseOptions {
+  /** New lease length in seconds from now; the server default when unset. */
+  leaseTtl?: number | null;
+}
+
+/** A connection to one dedupd; every method rejects with a DedupError subclass. */
+export class Client {
+  /** target is a gRPC target, e.g. '127.0.0.1:7070' or 'dns:///dedupd.internal:7070'. */
+  constructor(target: string, options?: ClientOptions);
+  /** The per-call deadline in seconds, or null. */
+  timeout: number | null;
+  close(): void;
+  claim(consumer: string, key: string, options?: ClaimOptions): Promise<ClaimResponse>;
+  complete(consumer: string, key: string, fencingToken: FencingToken, result?: Payload): Promise<DedupRecord>;
+  reject(consumer: string, key: string, fencingToken: FencingToken, options?: RejectOptions): Promise<DedupRecord>;
+  /** Rejects with RecordNotFound when the key has no live record. */
+  lookup(consumer: string, key: string): Promise<DedupRecord>;
+  extendLease(consumer: string, key: string, fencingToken: FencingToken, options?: ExtendLeaseOptions): Promise<DedupRecord>;
+  listRecords(consumer: string, filters?: ListRecordsFilters): Promise<ListRecordsResponse>;
+  /** Every record ListRecords lists, following the pages. */
+  iterRecords(consumer: string, filters?: ListRecordsFilters): AsyncGenerator<DedupRecord, void, undefined>;
+}
+
+/**
+ * The work do() runs once per key: token is the fencing token (pass it to
+ * your own writes), attempt counts acquisitions of the key, and signal aborts
+ * when the lease is lost. What it returns is stored as the result.
+ */
+export type Work = (token: Int64, attempt: Int64, signal: AbortSignal) =>
+  Payload | null | undefined | void | Promise<Payload | null | undefined | void>;
+
+export interface DoOptions {
+  digest?: Uint8Array;
+  /** Lease length in seconds (default 30). */
+  leaseTtl?: number;
+  owner?: string;
+  /** How long to wait for another holder of the key, in seconds (default 30). */
+  maxWait?: number;
+  initialBackoff?: number;
+  maxBackoff?: number;
+  /** Seconds between lease extensions (default leaseTtl / 3). */
+  heartbeatEvery?: number;
+}
+
+export interface DoResult {
+  result: Buffer;
+  record: DedupRecord;
+  /** true when the stored result came back and fn did not run. */
+  replayed: boolean;
+}
+
+/**
+ * Runs fn at most once per key to a stored outcome. Rejects with Rejected,
+ * InProgressTimeout, DigestMismatch, LeaseLost, or fn's own error after the
+ * key was released.
+ */
+declare function doOnce(client: Client, consumer: string, key: string, fn: Work, options?: DoOptions): Promise<DoResult>;
+export { doOnce, doOnce as do };
+
+/** Throw from do()'s fn to refuse the work for good: the rejection is stored and replayed. */
+export class Terminal extends Error {
+  constructor(reason: string, message?: string, detail?: Payload);
+  reason: string;
+  rejectionMessage: string;
+  detail: Payload;
+}
+
+/** What reconcile()'s decide says happened to an abandoned claim. */
+export type Decision =
+  | { complete: Payload }
+  | { reject: { reason: string; message?: string; detail?: Payload } }
+  | { release: { reason?: string; message?: string } };
+
+export type Decide = (record: DedupRecord, token: Int64) => Decision | Promise<Decision>;
+
+export interface ReconcileOptions {
+  leaseTtl?: number;
+  owner?: string;
+  pageSize?: number;
+}
+
+export interface Settled {
+  key: string;
+  /** null when the claim was not acquired (another caller got there first). */
+  decision: Decision | null;
+  record: DedupRecord;
+}
+
+/** Takes over each PENDING record whose lease ran out and records what decide says. */
+export function reconcile(client: Client, consumer: string, decide: Decide, options?: ReconcileOptions): Promise<Settled[]>;
+
+/** A Duration request field from seconds; null/undefined stays unset (the server default). */
+export function duration(secs: number | null | undefined): { seconds: number; nanos: number } | null;
+
+/** Seconds in a Duration (0 for null). */
+export function seconds(d: Duration | TimeInput | null | undefined): number;
+
+/** A JSON value digestJSON and canonicalJSON take. */
+export type JSONValue = null | boolean | number | string | JSONValue[] | { [member: string]: JSONValue };
+
+/** 0x01 || SHA-256 of the bytes (a string as UTF-8). */
+export function digestBytes(data: string | Uint8Array): Buffer;
+/** Digest of the RFC 8785 canonical form of a JSON value. */
+export function digestJSON(value: JSONValue): Buffer;
+/** Digest of a JSON text, parsed strictly (duplicate member names are refused). */
+export function digestJSONText(text: string | Buffer): Buffer;
+/** Digest of a protobuf message's deterministic serialization; map fields are refused. */
+export function digestProto(type: Type, message: Message | { [field: string]: unknown }): Buffer;
+/** The RFC 8785 canonical serialization of a JSON value. */
+export function canonicalJSON(value: JSONValue): Buffer;
+
+/** The ErrorInfo domain of dedupd's errors. */
+export const ERROR_DOMAIN: 'dedup.v1';
+
+/**
+ * Every ErrorInfo reason dedupd sends: the values of enum ErrorReason in
+ * proto/dedup/v1/error_reason.proto (a test checks this list against it).
+ */
+export type ErrorReason =
+  | 'INVALID_FIELD'
+  | 'MALFORMED_REQUEST'
+  | 'RECORD_NOT_FOUND'
+  | 'POLICY_NOT_FOUND'
+  | 'DIGEST_MISMATCH'
+  | 'ALREADY_FINISHED'
+  | 'LEASE_LOST'
+  | 'STORE_UNAVAILABLE'
+  | 'DEADLINE_EXCEEDED'
+  | 'CANCELED'
+  | 'INTERNAL'
+  | 'UNAUTHENTICATED'
+  | 'PERMISSION_DENIED'
+  | 'RATE_LIMITED'
+  | 'OVERLOADED';
+
+/** Each reason by name: Reason.LEASE_LOST === 'LEASE_LOST'. */
+export const Reason: { readonly [R in ErrorReason]: R };
+
+export interface DedupErrorOptions {
+  code?: number | null;
+  reason?: string;
+  metadata?: { [key: string]: string };
+  record?: DedupRecord | null;
+  cause?: unknown;
+}
+
+/** An error answered by dedupd, or by gRPC on the way. */
+export class DedupError extends Error {
+  constructor(message: string, options?: DedupErrorOptions);
+  /** The gRPC status code (grpc.status), or null. */
+  code: number | null;
+  /**
+   * The ErrorInfo reason, '' when there is none. A string rather than
+   * ErrorReason: a newer server may send a reason this copy does not list.
+   */
+  reason: ErrorReason | (string & {});
+  /** ErrorInfo metadata, e.g. field for INVALID_FIELD. */
+  metadata: { [key: string]: string };
+  /** The stored record, when the server attached one. */
+  record: DedupRecord | null;
+}
+/** Same key, other content: record is the stored record. */
+export class DigestMismatch extends DedupError {}
+/** The fencing token is no longer current. */
+export class LeaseLost extends DedupError {}
+/** The key already has another terminal outcome. */
+export class AlreadyFinished extends DedupError {}
+/** Lookup of a key with no live record. */
+export class RecordNotFound extends DedupError {}
+/** A field broke the API's limits (metadata.field names it), or the request did not decode. */
+export class InvalidRequest extends DedupError {}
+/** The server or its store could not be reached. */
+export class Unavailable extends DedupError {}
+/** No credential, or one dedupd does not know. */
+export class Unauthenticated extends DedupError {}
+/** A known credential that does not cover the call's consumer. */
+export class PermissionDenied extends DedupError {}
+/** do() waited maxWait while another caller held the key; record is the last seen. */
+export class InProgressTimeout extends DedupError {}
+/** The key's outcome is a terminal rejection, fresh (replayed false) or stored earlier. */
+export class Rejected extends DedupError {
+  constructor(record: DedupRecord, replayed: boolean, cause?: unknown);
+  record: DedupRecord;
+  replayed: boolean;
+  rejection: Rejection;
+}
+
+/** Converts a grpc-js ServiceError into the matching DedupError subclass. */
+export function fromServiceError(err: ServiceError): DedupError;
+
+/** The dedup.v1 protos the client loaded. */
+export const proto: {
+  /** protobufjs types, e.g. proto.root.lookupType('dedup.v1.ClaimRequest') for digestProto. */
+  root: Root;
+  /** The directory holding dedup/v1/*.proto. */
+  protoDir(): string;
+};
