@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
@@ -15,34 +13,17 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dedupd/dedupd/internal/dedupdproc"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 )
-
-// syncBuffer is a log destination the test reads while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestHugeValuesAreNotEchoed: a consumer of 16 MB and a key of 10 KiB,
 // with and without a token, come back in no answer and no log line beyond
 // a few hundred bytes. The bounds are the documented ones: MaxEchoBytes per
 // echoed value on the wire, 128 bytes per logged value.
 func TestHugeValuesAreNotEchoed(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &dedupdproc.LogBuffer{}
 	cfg := testConfig()
 	cfg.AuthTokens = standardAuthFile(t)
 	srv := startGuardedWithLog(t, cfg, nil, slog.New(slog.NewJSONHandler(logs, nil)))
@@ -109,7 +90,7 @@ func TestHugeValuesAreNotEchoed(t *testing.T) {
 // text above all, which may repeat what the caller sent) is cut to 128
 // bytes per field before it is written.
 func TestLoggedFieldsAreCut(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &dedupdproc.LogBuffer{}
 	logger := slogAdapter(slog.New(slog.NewJSONHandler(logs, nil)))
 	logger.Log(context.Background(), logging.LevelInfo, "finished call",
 		"grpc.error", "rpc error: "+strings.Repeat("E", 1<<20), "grpc.code", "PermissionDenied", "n", 7)

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/dedupd/dedupd/internal/dedupdproc"
 )
 
 // TestShutdownEndsHealthWatches: a health Watch open at shutdown is told
@@ -23,7 +25,7 @@ import (
 // client then sees an error instead of the stream's end (and the log says
 // the timeout passed).
 func TestShutdownEndsHealthWatches(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &dedupdproc.LogBuffer{}
 	cfg := testConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.ReadyFile = filepath.Join(t.TempDir(), "ready")
@@ -85,7 +87,7 @@ func waitReady(t *testing.T, path string, ran <-chan error) string {
 	t.Helper()
 	for {
 		if b, err := os.ReadFile(path); err == nil {
-			addr, _, _ := strings.Cut(string(b), "\n")
+			addr, _ := dedupdproc.ParseReadyFile(string(b))
 			return addr
 		}
 		select {
