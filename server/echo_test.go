@@ -99,3 +99,28 @@ func TestLoggedFieldsAreCut(t *testing.T) {
 		t.Fatalf("log line of %d bytes: %.300s", len(line), line)
 	}
 }
+
+// TestConflictReachesASmallTrailerClient: a client that accepts no more
+// than 8 KiB of metadata, as gRPC's C core (the Python client) by default,
+// gets DIGEST_MISMATCH on a record with a 60 KiB result, not INTERNAL:
+// RST_STREAM, because the conflict's record leaves the result out.
+func TestConflictReachesASmallTrailerClient(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limits.MaxResultBytes = 64 << 10
+	srv := startGuarded(t, cfg, nil)
+	c := dedupv1.NewDedupServiceClient(srv.dial(t, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithMaxHeaderListSize(8<<10)))
+	ctx := context.Background()
+	got, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "inventory", Key: "k", Digest: []byte("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "inventory", Key: "k",
+		FencingToken: got.GetFencingToken(), Result: make([]byte, 60<<10)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "inventory", Key: "k", Digest: []byte("b")})
+	if status.Code(err) != codes.FailedPrecondition || reasonOf(err) != rpcerrors.ReasonDigestMismatch {
+		t.Fatalf("Claim with another digest = %v, want FAILED_PRECONDITION / DIGEST_MISMATCH", err)
+	}
+}

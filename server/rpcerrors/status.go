@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/internal/clip"
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -189,13 +190,30 @@ func Status(err error, consumer, key string) *status.Status {
 		meta["state"] = string(conflict.Record.State)
 		meta["fencing_token"] = strconv.FormatInt(conflict.Record.FencingToken, 10)
 		msg = fmt.Sprintf("%s (state %s, fencing token %d)", msg, conflict.Record.State, conflict.Record.FencingToken)
-		return withDetails(class.code, msg, class.reason, meta, recordpb.FromStore(conflict.Record))
+		return withDetails(class.code, msg, class.reason, meta, conflictRecord(conflict.Record))
 	}
 	var retry *RetryAfterError
 	if errors.As(err, &retry) {
 		return withDetails(class.code, msg, class.reason, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
 	}
 	return withDetails(class.code, msg, class.reason, meta)
+}
+
+// conflictRecord is the stored record as a conflict carries it: without
+// its bodies (result, rejection detail) and with the rejection message cut
+// to MaxEchoBytes. The details travel in a trailer, and a trailer past what
+// the client accepts (8 KiB by default in gRPC's C core, so in Python)
+// turns the refusal into INTERNAL: RST_STREAM. Every other field stays
+// within its request limit, so the whole answer stays a few KiB; a caller
+// that needs the result Looks the key up.
+func conflictRecord(r store.Record) *dedupv1.Record {
+	pr := recordpb.FromStore(r)
+	pr.Result = nil
+	if rj := pr.GetRejection(); rj != nil {
+		rj.Detail = nil
+		rj.Message = clip.String(rj.Message, MaxEchoBytes)
+	}
+	return pr
 }
 
 // withDetails builds the status, each echoed value (the message and every
