@@ -1,6 +1,8 @@
 BUF := go run github.com/bufbuild/buf/cmd/buf@v1.75.0
+# Not a tool in go.mod: its dependencies would drag ours along.
+GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: build test generate lint fmt-check ci
+.PHONY: build test generate lint fmt-check breaking alerts-check ci
 
 build:
 	go build -o bin/ ./cmd/...
@@ -11,10 +13,22 @@ test:
 generate:
 	$(BUF) generate
 
-lint:
-	gofmt -l $$(git ls-files '*.go')
-	go vet ./...
+# lint fails on any finding: gofmt, golangci-lint (.golangci.yaml, which
+# includes go vet) and buf lint.
+lint: fmt-check
+	$(GOLANGCI_LINT) run ./...
 	$(BUF) lint
+
+# breaking fails when the API lost anything since the previous commit: it
+# may only grow.
+breaking:
+	$(BUF) breaking --against '.git#ref=HEAD~1'
+
+# The Prometheus rules: valid, and their unit tests pass (promtool ships in
+# Debian's prometheus package).
+alerts-check:
+	promtool check rules deploy/prometheus/dedupd-rules.yml
+	cd deploy/prometheus && promtool test rules dedupd-rules.test.yml
 
 # fmt-check fails (and names the files) when gofmt would change any.
 fmt-check:

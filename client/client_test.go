@@ -76,7 +76,9 @@ func TestRPCErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, errStale := c.Complete(ctx, "orders", "k", claim.FencingToken+1, nil)
-		c.Complete(ctx, "orders", "k", claim.FencingToken, []byte("first"))
+		if _, err := c.Complete(ctx, "orders", "k", claim.FencingToken, []byte("first")); err != nil {
+			t.Fatal(err)
+		}
 		_, errMismatch := c.Claim(ctx, "orders", "k", client.Digest([]byte("b")), client.ClaimOptions{})
 		_, errFinished := c.Complete(ctx, "orders", "k", claim.FencingToken, []byte("second"))
 		_, errExtend := c.ExtendLease(ctx, "orders", "k", claim.FencingToken, 0)

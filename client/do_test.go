@@ -97,14 +97,18 @@ func TestDoWaitsForTheHolder(t *testing.T) {
 		}
 		go func() {
 			waitFor(t, "the waiter to claim twice", func() bool { return counter.claims.Load() >= 3 })
-			c.Complete(ctx, "shop", "waited", held.FencingToken, []byte("holder's result"))
+			if _, err := c.Complete(ctx, "shop", "waited", held.FencingToken, []byte("holder's result")); err != nil {
+				t.Error(err)
+			}
 		}()
 		res, err := c.Do(ctx, "shop", "waited", digest, client.DoOptions{MaxWait: time.Hour}, neverRun)
 		if err != nil || !res.Replayed || string(res.Result) != "holder's result" {
 			t.Fatalf("waiting Do = %+v, %v; want the holder's result replayed", res, err)
 		}
 
-		c.Claim(ctx, "shop", "stuck", digest, client.ClaimOptions{LeaseTTL: time.Hour, Owner: "holder"})
+		if _, err := c.Claim(ctx, "shop", "stuck", digest, client.ClaimOptions{LeaseTTL: time.Hour, Owner: "holder"}); err != nil {
+			t.Fatal(err)
+		}
 		_, err = c.Do(ctx, "shop", "stuck", digest, client.DoOptions{MaxWait: 100 * time.Millisecond}, neverRun)
 		var inProgress *client.InProgressError
 		if !errors.Is(err, client.ErrInProgressTimeout) || !errors.As(err, &inProgress) ||
@@ -116,7 +120,9 @@ func TestDoWaitsForTheHolder(t *testing.T) {
 			t.Fatalf("Do without waiting = %v; want an InProgressError after one claim", err)
 		}
 
-		c.Claim(ctx, "shop", "crashed", digest, client.ClaimOptions{LeaseTTL: 200 * time.Millisecond, Owner: "crashed"})
+		if _, err := c.Claim(ctx, "shop", "crashed", digest, client.ClaimOptions{LeaseTTL: 200 * time.Millisecond, Owner: "crashed"}); err != nil {
+			t.Fatal(err)
+		}
 		var attempt client.Attempt
 		_, err = c.Do(ctx, "shop", "crashed", digest, client.DoOptions{MaxWait: time.Hour}, func(ctx context.Context, a client.Attempt) ([]byte, error) {
 			attempt = a

@@ -123,7 +123,7 @@ func TestDoPanicLeavesThePendingClaim(t *testing.T) {
 					t.Fatal("the panic did not reach the caller")
 				}
 			}()
-			c.Do(ctx, "shop", "panic", nil, client.DoOptions{LeaseTTL: time.Hour},
+			_, _ = c.Do(ctx, "shop", "panic", nil, client.DoOptions{LeaseTTL: time.Hour},
 				func(context.Context, client.Attempt) ([]byte, error) { panic("crash") })
 		}()
 		busy, err := c.Claim(ctx, "shop", "panic", nil, client.ClaimOptions{})

@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/retry"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 )
@@ -68,6 +72,24 @@ func WithRetryBackoff(b retry.BackoffFunc) Option { return func(s *settings) { s
 // WithDialOptions adds gRPC dial options to New, such as interceptors.
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(s *settings) { s.dialOptions = append(s.dialOptions, opts...) }
+}
+
+// WithTracing makes every call a client span of tp's (nil: the global
+// tracer provider, otel.GetTracerProvider), a child of the span in the
+// call's context, and sends its trace context to dedupd in W3C Trace
+// Context and Baggage headers, so that a server with tracing on continues
+// the caller's trace. Each attempt of a retried call is a span of its own.
+// It adds otelgrpc's client stats handler to New's connection; with
+// NewFromConn, add otelgrpc.NewClientHandler to your own connection.
+func WithTracing(tp trace.TracerProvider) Option {
+	return func(s *settings) {
+		if tp == nil {
+			tp = otel.GetTracerProvider()
+		}
+		propagator := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+		s.dialOptions = append(s.dialOptions, grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+			otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagator))))
+	}
 }
 
 // LoadTLSConfig builds a client TLS configuration from PEM files. caFile,

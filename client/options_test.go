@@ -55,7 +55,7 @@ func serveFake(t *testing.T, f *fakeServer, opts ...grpc.ServerOption) string {
 	}
 	s := grpc.NewServer(opts...)
 	dedupv1.RegisterDedupServiceServer(s, f)
-	go s.Serve(lis)
+	go func() { _ = s.Serve(lis) }() // returns once stopped
 	t.Cleanup(s.Stop)
 	return lis.Addr().String()
 }

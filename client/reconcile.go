@@ -132,7 +132,7 @@ func (r *Reconciler) settle(ctx context.Context, listed *Record, report *Reconci
 			report.Released++
 		}
 	default:
-		return errors.New("Check returned a zero Verdict")
+		return errors.New("dedup: Check returned a zero Verdict")
 	}
 	return nil
 }

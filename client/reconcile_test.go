@@ -17,15 +17,14 @@ func TestReconciler(t *testing.T) {
 	dedupdtest.ForEach(t, nil, func(t *testing.T, addr string) {
 		c, ctx := newClient(t, addr), testContext(t)
 		effectDone := map[string]bool{"done": true, "not-done": false, "refused": false}
-		var tokens []int64
 		for key := range effectDone {
-			r, err := c.Claim(ctx, "shop", key, client.Digest([]byte(key)), client.ClaimOptions{LeaseTTL: 100 * time.Millisecond})
-			if err != nil {
+			if _, err := c.Claim(ctx, "shop", key, client.Digest([]byte(key)), client.ClaimOptions{LeaseTTL: 100 * time.Millisecond}); err != nil {
 				t.Fatal(err)
 			}
-			tokens = append(tokens, r.FencingToken)
 		}
-		c.Claim(ctx, "shop", "live", nil, client.ClaimOptions{LeaseTTL: time.Hour})
+		if _, err := c.Claim(ctx, "shop", "live", nil, client.ClaimOptions{LeaseTTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
 		waitFor(t, "the short leases to run out", func() bool {
 			r, err := c.Lookup(ctx, "shop", "refused")
 			return err == nil && time.Now().After(r.GetLeaseExpiresAt().AsTime().Add(50*time.Millisecond))
@@ -102,7 +101,9 @@ func TestRecordsPages(t *testing.T) {
 	dedupdtest.ForEach(t, nil, func(t *testing.T, addr string) {
 		c, ctx := newClient(t, addr), testContext(t)
 		for _, key := range []string{"a", "b", "c", "d", "e"} {
-			c.Claim(ctx, "shop", key, nil, client.ClaimOptions{})
+			if _, err := c.Claim(ctx, "shop", key, nil, client.ClaimOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		var keys []string
 		for rec, err := range c.Records(ctx, &dedupv1.ListRecordsRequest{Consumer: "shop", PageSize: 2}) {

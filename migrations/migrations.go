@@ -133,7 +133,7 @@ func load(fsys fs.FS, dir string) ([]Migration, error) {
 func splitStatements(body string) []string {
 	var stmts []string
 	var cur strings.Builder
-	for _, line := range strings.Split(body, "\n") {
+	for line := range strings.SplitSeq(body, "\n") {
 		if i := strings.Index(line, "--"); i >= 0 {
 			line = line[:i]
 		}
@@ -163,6 +163,7 @@ func Pending(ctx context.Context, db Conn, ms []Migration) ([]Migration, error) 
 		// Most likely a fresh database without the version table; if the
 		// cause was anything else, creating the table fails too and says so.
 		if createErr := db.Exec(ctx, createVersionTable); createErr != nil {
+			//nolint:errorlint // the create error is the cause; the read error is context only, and its 42P01 must not be matched
 			return nil, fmt.Errorf("migrations: creating version table (reading it failed: %v): %w", err, createErr)
 		}
 		if versions, err = db.QueryVersions(ctx, selectVersions); err != nil {

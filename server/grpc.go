@@ -26,6 +26,7 @@ import (
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/throttle"
+	"github.com/dedupd/dedupd/server/tracing"
 )
 
 // messageOverhead is room for everything in a request besides the result.
@@ -126,6 +127,9 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 	}
 	if g.creds != nil {
 		opts = append(opts, grpc.Creds(g.creds))
+	}
+	if cfg.TracerProvider != nil { // off, no handler at all: tracing costs nothing
+		opts = append(opts, grpc.StatsHandler(tracing.ServerHandler(cfg.TracerProvider)))
 	}
 	srv := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(srv, healthSrv)

@@ -36,7 +36,7 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	policies := api.NewPolicies(nilStore, api.Defaults{Policy: store.Policy{DefaultLeaseTTL: time.Second}, Limits: cfg.Limits}, 0)
 	api.Register(srv, api.NewDedupService(nilStore, policies, slog.New(slog.DiscardHandler)))
 	lis := bufconn.Listen(1 << 20)
-	go srv.Serve(lis)
+	go func() { _ = srv.Serve(lis) }() // returns once stopped
 	defer srv.Stop()
 	conn, err := grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),

@@ -79,7 +79,7 @@ func startGuardedWithLog(t *testing.T, cfg Config, st store.Store, log *slog.Log
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(lis)
+	go func() { _ = srv.Serve(lis) }() // returns once stopped
 	t.Cleanup(srv.Stop)
 	return &guardedServer{addr: lis.Addr().String(), guards: g, reload: reload, health: hs}
 }

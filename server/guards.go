@@ -82,7 +82,7 @@ func serveMetrics(addr string, m *metrics.Metrics, hs *health.Server, log *slog.
 	if addr == "" {
 		return "", func() {}, nil
 	}
-	lis, err := net.Listen("tcp", addr)
+	lis, err := new(net.ListenConfig).Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("listening on --metrics-listen %s: %w", addr, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/netutil"
 
 	"github.com/dedupd/dedupd/internal/loopback"
@@ -22,6 +23,7 @@ import (
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
 // Config is everything `dedupd serve` can be told.
@@ -98,6 +100,11 @@ type Config struct {
 	MetricsListen string
 	// HealthInterval is how often the store is pinged for health.
 	HealthInterval time.Duration
+	// TracerProvider, when set, traces every call (otelgrpc) and every
+	// store operation and group-commit batch (storetrace); nil installs
+	// nothing. dedupd serve sets it from the OTEL_* environment
+	// (tracing.FromEnv).
+	TracerProvider trace.TracerProvider
 	// Reload, when it delivers, makes the server read the auth file and
 	// the TLS files again (SIGHUP).
 	Reload <-chan os.Signal
@@ -165,8 +172,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	st := withReplayCache(backend, cfg)
 	defer st.Close() // closes backend too
 	observed := m.ObserveStore(st)
+	if cfg.TracerProvider != nil {
+		observed = storetrace.Store(observed, cfg.TracerProvider)
+	}
 
-	lis, err := net.Listen("tcp", cfg.Listen)
+	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}

@@ -139,7 +139,7 @@ func (s *server) ok(t *testing.T, args ...string) result {
 }
 
 // fails runs dedupctl and checks its exit status and its one error line.
-func (s *server) fails(t *testing.T, code int, wantLine string, args ...string) result {
+func (s *server) fails(t *testing.T, code int, wantLine string, args ...string) {
 	t.Helper()
 	r := s.ctl(t, args...)
 	if r.code != code {
@@ -149,7 +149,6 @@ func (s *server) fails(t *testing.T, code int, wantLine string, args ...string) 
 	if !strings.HasPrefix(first, "dedupctl: ") || !strings.Contains(first, wantLine) {
 		t.Fatalf("dedupctl %s: first stderr line %q, want one containing %q", strings.Join(args, " "), first, wantLine)
 	}
-	return r
 }
 
 // parseJSON reads dedupctl's -o json output as the proto it stands for,
@@ -218,7 +217,7 @@ func tableAfter(t *testing.T, out, header string) string {
 		t.Fatalf("no table with header %q in:\n%s", header, out)
 	}
 	var lines []string
-	for _, l := range strings.Split(out[i:], "\n") {
+	for l := range strings.SplitSeq(out[i:], "\n") {
 		if !strings.Contains(l, "  ") {
 			break
 		}

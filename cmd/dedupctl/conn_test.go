@@ -93,7 +93,7 @@ func startHealthServer(t *testing.T, creds credentials.TransportCredentials) (ad
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(lis)
+	go func() { _ = srv.Serve(lis) }() // returns once stopped
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String(), func() seenCall {
 		mu.Lock()

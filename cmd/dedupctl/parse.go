@@ -100,7 +100,7 @@ func parseTimeBound(s string, now time.Time) (time.Time, error) {
 func parseStates(list []string) ([]dedupv1.State, error) {
 	var states []dedupv1.State
 	for _, item := range list {
-		for _, name := range strings.Split(item, ",") {
+		for name := range strings.SplitSeq(item, ",") {
 			name = strings.ToUpper(strings.TrimSpace(name))
 			if name == "" {
 				continue

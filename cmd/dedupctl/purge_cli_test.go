@@ -186,8 +186,8 @@ func TestCLIPurgeInterruptedAtQuestion(t *testing.T) {
 		defer cancel()
 		tty := inProcess{stdinReader: stdin, interactive: true, onStderr: func(s string) {
 			if strings.Contains(s, "[y/N]") {
-				cancel()                         // Ctrl-C at the question
-				go keyboard.Write([]byte("y\n")) // then y and Enter
+				cancel()                                             // Ctrl-C at the question
+				go func() { _, _ = keyboard.Write([]byte("y\n")) }() // then y and Enter
 			}
 		}}
 		r := tty.run(ctx, s, "purge", "tty")

@@ -221,7 +221,7 @@ func (a *app) listRecords(ctx context.Context, req *dedupv1.ListRecordsRequest, 
 	out := &dedupv1.ListRecordsResponse{}
 	for {
 		if !all {
-			remaining := int32(min(limit-len(out.Records), 1000))
+			remaining := int32(min(limit-len(out.GetRecords()), 1000))
 			if remaining <= 0 {
 				return out, nil
 			}
@@ -238,10 +238,10 @@ func (a *app) listRecords(ctx context.Context, req *dedupv1.ListRecordsRequest, 
 		}
 		out.Records = append(out.Records, page.GetRecords()...)
 		out.NextPageToken = page.GetNextPageToken()
-		if out.NextPageToken == "" {
+		if out.GetNextPageToken() == "" {
 			return out, nil
 		}
-		req.PageToken = out.NextPageToken
+		req.PageToken = out.GetNextPageToken()
 	}
 }
 

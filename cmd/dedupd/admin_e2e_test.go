@@ -307,7 +307,7 @@ func listKeys(t *testing.T, c adminClients, consumer string) []string {
 // purgesFinished counts the Purge calls a server has logged as finished.
 func purgesFinished(p *process) int {
 	n := 0
-	for _, line := range strings.Split(p.Logs.String(), "\n") {
+	for line := range strings.SplitSeq(p.Logs.String(), "\n") {
 		if strings.Contains(line, `"grpc.method":"Purge"`) && strings.Contains(line, "finished call") {
 			n++
 		}

@@ -131,9 +131,7 @@ func (l *crashLog) waitForAcks(t *testing.T, n int) {
 func runCrashLoad(ctx context.Context, c dedupv1.DedupServiceClient, log *crashLog, phase uint64) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for w := range crashWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(phase, uint64(w)))
 			for ctx.Err() == nil {
 				action := crashAction(rng.IntN(2 * int(crashActions)))
@@ -144,7 +142,7 @@ func runCrashLoad(ctx context.Context, c dedupv1.DedupServiceClient, log *crashL
 					time.Sleep(10 * time.Millisecond) // the server is down; don't spin
 				}
 			}
-		}()
+		})
 	}
 	return &wg
 }

@@ -33,8 +33,8 @@ func wantError(t *testing.T, err error, code codes.Code, reason string) *status.
 	}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			if info.Reason != reason || info.Domain != "dedup.v1" {
-				t.Fatalf("ErrorInfo = %s/%s, want dedup.v1/%s", info.Domain, info.Reason, reason)
+			if info.GetReason() != reason || info.GetDomain() != "dedup.v1" {
+				t.Fatalf("ErrorInfo = %s/%s, want dedup.v1/%s", info.GetDomain(), info.GetReason(), reason)
 			}
 			return st
 		}

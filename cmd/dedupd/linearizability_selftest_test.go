@@ -190,8 +190,7 @@ func lzApplyCall(apply applyFunc, records map[string]*store.Record, in lzInput, 
 	d, err := apply(stored, cmd, now)
 	if err != nil {
 		out := lzOutput{reason: lzReasonOf(err)}
-		var conflict *store.ConflictError
-		if errors.As(err, &conflict) {
+		if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
 			out.hasRecord, out.record = true, lzRecordOf(conflict.Record)
 		}
 		return out

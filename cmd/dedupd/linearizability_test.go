@@ -114,9 +114,7 @@ func runLzWorkload(c dedupv1.DedupServiceClient, seed uint64, opsPerClient int) 
 	var history []porcupine.Operation
 	var wg sync.WaitGroup
 	for id := range lzClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			cl := &lzClient{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))), tokens: map[string]int64{}}
 			for i := range opsPerClient {
 				in := cl.nextInput(i / lzOpsPerKeySet)
@@ -131,7 +129,7 @@ func runLzWorkload(c dedupv1.DedupServiceClient, seed uint64, opsPerClient int) 
 				history = append(history, porcupine.Operation{ClientId: id, Input: in, Call: callAt, Output: out, Return: returnAt})
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return history

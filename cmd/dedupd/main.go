@@ -11,9 +11,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/dedupd/dedupd/internal/envflags"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/dedupd/dedupd/internal/envflags"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

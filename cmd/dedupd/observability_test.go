@@ -88,7 +88,7 @@ func TestMetricsCountCalls(t *testing.T) {
 		t.Fatal("result bytes appear in the logs")
 	}
 	calls := 0
-	for _, line := range strings.Split(logs, "\n") {
+	for line := range strings.SplitSeq(logs, "\n") {
 		var e map[string]any
 		if json.Unmarshal([]byte(line), &e) != nil || e["grpc.method"] == nil {
 			continue

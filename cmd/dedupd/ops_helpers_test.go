@@ -61,11 +61,11 @@ series:
 			}
 		}
 		switch {
-		case m.Counter != nil:
+		case m.GetCounter() != nil:
 			total += m.GetCounter().GetValue()
-		case m.Gauge != nil:
+		case m.GetGauge() != nil:
 			total += m.GetGauge().GetValue()
-		case m.Histogram != nil:
+		case m.GetHistogram() != nil:
 			total += float64(m.GetHistogram().GetSampleCount())
 		}
 	}

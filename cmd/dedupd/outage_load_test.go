@@ -110,9 +110,7 @@ func startOutageLoad(c dedupv1.DedupServiceClient) *outageLoad {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &outageLoad{cancel: cancel, codes: map[codes.Code]int{}}
 	for w := range outageWorkers {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
+		l.wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				key := fmt.Sprintf("outage-%d-%d", w, i)
 				got, err := l.call("Claim", func(ctx context.Context) (*dedupv1.ClaimResponse, error) {
@@ -122,13 +120,13 @@ func startOutageLoad(c dedupv1.DedupServiceClient) *outageLoad {
 					time.Sleep(10 * time.Millisecond) // a caller backs off after a refusal
 					continue
 				}
-				l.call("Complete", func(ctx context.Context) (*dedupv1.ClaimResponse, error) {
+				_, _ = l.call("Complete", func(ctx context.Context) (*dedupv1.ClaimResponse, error) {
 					_, err := c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: consumer, Key: key,
 						FencingToken: got.GetFencingToken(), Result: []byte(key)})
 					return nil, err
 				})
 			}
-		}()
+		})
 	}
 	return l
 }

@@ -63,8 +63,8 @@ func (p *tcpProxy) accept(lis net.Listener) {
 		p.mu.Lock()
 		p.conns = append(p.conns, client, server)
 		p.mu.Unlock()
-		go func() { io.Copy(server, client); server.Close() }()
-		go func() { io.Copy(client, server); client.Close() }()
+		go func() { _, _ = io.Copy(server, client); server.Close() }()
+		go func() { _, _ = io.Copy(client, server); client.Close() }()
 	}
 }
 

@@ -52,12 +52,10 @@ func TestOverloadIsShed(t *testing.T) {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range overloadCallers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-start
 			burst.caller(clients[i%overloadConns], fmt.Sprintf("overload-%d", i))
-		}()
+		})
 	}
 	close(start)
 	wg.Wait()
@@ -165,7 +163,7 @@ func procStatusBytes(t *testing.T, pid int, field string) int64 {
 	if err != nil {
 		t.Fatalf("reading the server's memory: %v", err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if value, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 			if err != nil {

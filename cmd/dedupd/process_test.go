@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -90,7 +91,7 @@ var backends = []backend{
 // Every backend again with group commit and the replay cache off: neither
 // may change what a client sees.
 func init() {
-	for _, b := range backends[:len(backends):len(backends)] {
+	for _, b := range slices.Clip(backends) {
 		backends = append(backends, backend{b.name + "-plain", func(t testing.TB) []string {
 			return append(b.prepare(t), "--group-commit=false", "--replay-cache-bytes=0")
 		}})

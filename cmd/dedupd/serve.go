@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,11 +11,23 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/dedupd/dedupd/server"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/tracing"
 )
+
+// flushTraces sends the spans still queued, for at most a few seconds: a
+// collector that is down must not hold up the exit.
+func flushTraces(tp *sdktrace.TracerProvider, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		log.Warn("flushing traces", "err", err)
+	}
+}
 
 func newServeCommand() *cobra.Command {
 	var cfg server.Config
@@ -31,7 +44,11 @@ migrates itself; only one dedupd may use a data directory at a time. With
 with 'dedupd migrate'.
 
 Every flag can also be set through the environment as DEDUPD_<FLAG>, for
-example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
+example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.
+
+OpenTelemetry tracing is off unless the standard OTEL_* environment asks for
+it, e.g. OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 (OTLP over gRPC;
+see docs/operations.md).`,
 		Example: `  dedupd serve
   dedupd serve --listen 127.0.0.1:7070 --data-dir /var/lib/dedupd
   dedupd serve --database-url postgres://dedupd@db:5432/dedupd --completed-ttl 72h`,
@@ -54,6 +71,14 @@ example DEDUPD_DATABASE_URL or DEDUPD_COMPLETED_TTL.`,
 			defer signal.Stop(reload)
 			cfg.Reload = reload
 			tuneGC(log, cfg.ReplayCacheBytes)
+			tp, err := tracing.FromEnv(ctx)
+			if err != nil {
+				return err
+			}
+			if tp != nil {
+				cfg.TracerProvider = tp
+				defer flushTraces(tp, log)
+			}
 			return server.Run(ctx, cfg, log)
 		},
 	}

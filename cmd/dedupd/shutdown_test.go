@@ -26,9 +26,7 @@ func TestShutdownUnderLoadKeepsAcknowledgedOutcomes(t *testing.T) {
 		acked := map[string][]byte{}
 		var wg sync.WaitGroup
 		for w := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for i := 0; ; i++ {
 					key := fmt.Sprintf("w%d-%d", w, i)
 					result := []byte("result of " + key)
@@ -39,7 +37,7 @@ func TestShutdownUnderLoadKeepsAcknowledgedOutcomes(t *testing.T) {
 					acked[key] = result
 					mu.Unlock()
 				}
-			}()
+			})
 		}
 		time.Sleep(300 * time.Millisecond)
 		if err := srv.Cmd.Process.Signal(syscall.SIGTERM); err != nil {

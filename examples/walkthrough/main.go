@@ -72,7 +72,7 @@ func run(ctx context.Context, addr string) error {
 	_, err = c.Claim(ctx, "inventory", id, other, client.ClaimOptions{})
 	var conflict *client.Error
 	if !errors.Is(err, client.ErrDigestMismatch) || !errors.As(err, &conflict) {
-		return fmt.Errorf("claim with other content: %v, want DIGEST_MISMATCH", err)
+		return fmt.Errorf("claim with other content: %w, want DIGEST_MISMATCH", err)
 	}
 	fmt.Printf("other content: %s, stored result=%s\n", conflict.Reason, conflict.Record.GetResult())
 

@@ -75,7 +75,7 @@ func Start(t testing.TB, binary string, args ...string) *Process {
 		select {
 		case <-p.Exited:
 		default:
-			p.Cmd.Process.Kill()
+			_ = p.Cmd.Process.Kill() // it may have exited meanwhile
 			<-p.Exited
 		}
 		if t.Failed() {

@@ -184,9 +184,7 @@ func measure(ctx context.Context, cfg Config, label string, op operation) Measur
 	start := time.Now()
 	stopProgress := progress(cfg.Progress, label, start, &next, &errs)
 	for c := range cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for !stop.Load() && ctx.Err() == nil {
 				i := next.Add(1)
 				if cfg.Count > 0 && i > cfg.Count {
@@ -216,7 +214,7 @@ func measure(ctx context.Context, cfg Config, label string, op operation) Measur
 				}
 				hists[c].record(time.Since(t0))
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -39,12 +38,12 @@ func startService(t *testing.T) (addr, url string) {
 	srv := grpc.NewServer()
 	defaults := api.Defaults{Policy: policy, Limits: api.Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 16}}
 	api.Register(srv, api.NewDedupService(st, api.NewPolicies(st, defaults, time.Minute),
-		slog.New(slog.NewTextHandler(io.Discard, nil))))
+		slog.New(slog.DiscardHandler)))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(lis)
+	go func() { _ = srv.Serve(lis) }() // returns once stopped
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String(), url
 }
@@ -71,7 +70,7 @@ func TestRunCountsEveryScenarioOnBothSides(t *testing.T) {
 			if m.Ops != count || m.Errors != 0 {
 				t.Errorf("%s %s: %d ops, %d errors (%s); want %d and 0", s.Name, side, m.Ops, m.Errors, m.FirstError, count)
 			}
-			if !(0 < m.P50 && m.P50 <= m.P90 && m.P90 <= m.P99 && m.P99 <= m.Max) {
+			if 0 >= m.P50 || m.P50 > m.P90 || m.P90 > m.P99 || m.P99 > m.Max {
 				t.Errorf("%s %s: percentiles out of order: %v %v %v %v", s.Name, side, m.P50, m.P90, m.P99, m.Max)
 			}
 		}
@@ -153,7 +152,9 @@ func TestRunPaced(t *testing.T) {
 		t.Errorf("paced run: %+v, rate %v", m, report.Rate)
 	}
 	var table bytes.Buffer
-	report.WriteTable(&table)
+	if err := report.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(table.String(), "paced to 1000 ops/s") {
 		t.Errorf("table does not say the run was paced:\n%s", table.String())
 	}

@@ -159,13 +159,11 @@ func (s *scenarios) prepareReplay(ctx context.Context) error {
 		var wg sync.WaitGroup
 		errs := make([]error, s.concurrency)
 		for c := range s.concurrency {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for i := next.Add(1) - 1; i < int64(s.replayKeys) && errs[c] == nil; i = next.Add(1) - 1 {
 					errs[c] = s.mustAcquire(ctx, keyOf("replay", i), true)
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		for _, err := range errs {

@@ -26,7 +26,7 @@ func wantStatus(t *testing.T, err error, code codes.Code, reason, field string) 
 		t.Fatalf("error = %v, want %v", err, code)
 	}
 	info := errorInfo(t, st)
-	if info.Reason != reason || info.Metadata["field"] != field {
+	if info.GetReason() != reason || info.GetMetadata()["field"] != field {
 		t.Fatalf("ErrorInfo = %v, want reason %s field %q", info, reason, field)
 	}
 }
@@ -38,7 +38,7 @@ type clients struct {
 }
 
 func newClients(t *testing.T, policyCacheTTL time.Duration) clients {
-	conn, _ := newServer(t, policyCacheTTL)
+	conn := newServer(t, policyCacheTTL)
 	return clients{dedupv1.NewDedupServiceClient(conn), dedupv1.NewAdminServiceClient(conn)}
 }
 

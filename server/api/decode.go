@@ -82,6 +82,7 @@ func decodeRequest(wire []byte, req proto.Message) error {
 	if field := invalidUTF8Field(wire, req.ProtoReflect().Descriptor()); field != "" {
 		return rpcerrors.Status(&rpcerrors.FieldError{Field: field, Problem: "is not valid UTF-8"}, "", "").Err()
 	}
+	//nolint:errorlint // the sentinel alone decides the status; the decoder's error is text
 	return rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", "").Err()
 }
 

@@ -55,7 +55,7 @@ func TestUndecodableRequestsAreInvalidArguments(t *testing.T) {
 			if st.Code() != codes.InvalidArgument {
 				t.Fatalf("error = %v, want InvalidArgument", err)
 			}
-			if info := errorInfo(t, st); info.Reason != tc.reason || info.Metadata["field"] != tc.field {
+			if info := errorInfo(t, st); info.GetReason() != tc.reason || info.GetMetadata()["field"] != tc.field {
 				t.Fatalf("ErrorInfo = %v, want reason %s naming %q", info, tc.reason, tc.field)
 			}
 		})

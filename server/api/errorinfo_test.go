@@ -3,9 +3,10 @@ package api
 import (
 	"testing"
 
-	"github.com/dedupd/dedupd/server/rpcerrors"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"
+
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // errorInfo returns the ErrorInfo of a status, failing the test if absent.

@@ -117,10 +117,10 @@ func (v *validator) policyTTL(field string, d *durationpb.Duration) time.Duratio
 // redelivery can come.
 func policyWarnings(before, after Effective, defaults Defaults) []string {
 	var w []string
-	shorter := func(name string, old, new time.Duration, what string) {
-		if new < old {
+	shorter := func(name string, was, now time.Duration, what string) {
+		if now < was {
 			w = append(w, fmt.Sprintf("%s shrinks from %s to %s: %s finishing from now on are forgotten after %s, "+
-				"and a redelivery after that runs the work again", name, short(old), short(new), what, short(new)))
+				"and a redelivery after that runs the work again", name, short(was), short(now), what, short(now)))
 		}
 	}
 	shorter("completed_ttl", before.Store.CompletedTTL, after.Store.CompletedTTL, "completed records")

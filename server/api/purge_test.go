@@ -129,12 +129,12 @@ func (s *gatedPurgeStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (
 // batch runs. That batch runs to its end and stays deleted, no third
 // starts, and every other record is untouched.
 func TestPurgeCancelledStopsBetweenBatches(t *testing.T) {
-	real, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { real.Close() })
-	gated := &gatedPurgeStore{Store: real, second: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(func() { inner.Close() })
+	gated := &gatedPurgeStore{Store: inner, second: make(chan struct{}), release: make(chan struct{})}
 	conn := serve(t, gated, 0)
 	c := clients{dedupv1.NewDedupServiceClient(conn), dedupv1.NewAdminServiceClient(conn)}
 	for i := range 10 {
@@ -161,7 +161,7 @@ func TestPurgeCancelledStopsBetweenBatches(t *testing.T) {
 	// the store, then check no third batch ran.
 	var left []store.Record
 	for {
-		left, err = real.ListRecords(context.Background(), store.ListParams{Consumer: "inv", Limit: 100})
+		left, err = inner.ListRecords(context.Background(), store.ListParams{Consumer: "inv", Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,21 +40,20 @@ var testDefaults = Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time
 
 func newConn(t *testing.T) *grpc.ClientConn {
 	t.Helper()
-	conn, _ := newServer(t, 0)
-	return conn
+	return newServer(t, 0)
 }
 
 // newServer serves DedupService and AdminService, sharing one policy
 // resolver with the given cache bound as dedupd does, on a fresh embedded
-// store, which it also returns.
-func newServer(t *testing.T, policyCacheTTL time.Duration) (*grpc.ClientConn, store.Store) {
+// store.
+func newServer(t *testing.T, policyCacheTTL time.Duration) *grpc.ClientConn {
 	t.Helper()
 	st, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return serve(t, st, policyCacheTTL), st
+	return serve(t, st, policyCacheTTL)
 }
 
 // serve serves both services on st.
@@ -66,7 +65,7 @@ func serve(t *testing.T, st store.Store, policyCacheTTL time.Duration) *grpc.Cli
 	policies := NewPolicies(st, testDefaults, policyCacheTTL)
 	Register(srv, NewDedupService(st, policies, log))
 	RegisterAdmin(srv, NewAdminService(st, policies, log))
-	go srv.Serve(lis)
+	go func() { _ = srv.Serve(lis) }() // returns once stopped
 	t.Cleanup(srv.Stop)
 	conn, err := grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
@@ -144,7 +143,7 @@ func TestCompleteThenReplayOverGRPC(t *testing.T) {
 	}
 	_, err = c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "orders", Key: "o-2",
 		FencingToken: got.GetFencingToken(), Result: []byte("other")})
-	if status.Code(err) != codes.FailedPrecondition || errorInfo(t, status.Convert(err)).Reason != rpcerrors.ReasonAlreadyFinished {
+	if status.Code(err) != codes.FailedPrecondition || errorInfo(t, status.Convert(err)).GetReason() != rpcerrors.ReasonAlreadyFinished {
 		t.Fatalf("second Complete with other bytes = %v, want ALREADY_FINISHED", err)
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/rpcerrors"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Input limits that do not depend on configuration. They keep every value
@@ -69,11 +70,11 @@ func validKey(s string) bool {
 	return v.err == nil
 }
 
-// text checks a free-text field: valid UTF-8, no NUL, at most max bytes.
-func (v *validator) text(field, s string, max int) {
+// text checks a free-text field: valid UTF-8, no NUL, at most limit bytes.
+func (v *validator) text(field, s string, limit int) {
 	switch {
-	case len(s) > max:
-		v.fail(field, "is %d bytes, more than the limit of %d", len(s), max)
+	case len(s) > limit:
+		v.fail(field, "is %d bytes, more than the limit of %d", len(s), limit)
 	case !utf8.ValidString(s):
 		v.fail(field, "is not valid UTF-8")
 	case strings.IndexByte(s, 0) >= 0:
@@ -81,9 +82,9 @@ func (v *validator) text(field, s string, max int) {
 	}
 }
 
-func (v *validator) bytes(field string, b []byte, max int) {
-	if len(b) > max {
-		v.fail(field, "is %d bytes, more than the limit of %d", len(b), max)
+func (v *validator) bytes(field string, b []byte, limit int) {
+	if len(b) > limit {
+		v.fail(field, "is %d bytes, more than the limit of %d", len(b), limit)
 	}
 }
 
@@ -121,7 +122,7 @@ func (v *validator) duration(field string, d *durationpb.Duration) (time.Duratio
 
 // leaseTTL returns the requested lease, zero when unset (the policy default
 // then applies).
-func (v *validator) leaseTTL(d *durationpb.Duration, max time.Duration) time.Duration {
+func (v *validator) leaseTTL(d *durationpb.Duration, limit time.Duration) time.Duration {
 	if d == nil {
 		return 0
 	}
@@ -130,8 +131,8 @@ func (v *validator) leaseTTL(d *durationpb.Duration, max time.Duration) time.Dur
 	case !ok:
 	case ttl <= 0:
 		v.fail("lease_ttl", "must be positive, got %s", ttl)
-	case ttl > max:
-		v.fail("lease_ttl", "is %s, more than the maximum of %s", ttl, max)
+	case ttl > limit:
+		v.fail("lease_ttl", "is %s, more than the maximum of %s", ttl, limit)
 	}
 	return ttl
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(m, wire)
-		f.Add(m, append(wire[:len(wire):len(wire)], 0x12, 0x01, 0xff)) // key = "\xff"
+		f.Add(m, append(slices.Clip(wire), 0x12, 0x01, 0xff)) // key = "\xff"
 		f.Add(m, wire[:len(wire)-1])
 	}
 	f.Fuzz(func(t *testing.T, method byte, wire []byte) {
@@ -132,12 +133,7 @@ func wantReason(t *testing.T, err error, reasons ...string) *errdetails.ErrorInf
 }
 
 func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }
 
 // invalidFields is the oracle: every field of the request that breaks a
@@ -184,8 +180,8 @@ func isConsumerName(s string) bool {
 	return true
 }
 
-func isText(s string, max int) bool {
-	return len(s) <= max && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+func isText(s string, limit int) bool {
+	return len(s) <= limit && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // leaseInRange: a well-formed google.protobuf.Duration (seconds within
@@ -195,7 +191,7 @@ func isText(s string, max int) bool {
 func (r fuzzRequest) leaseInRange() bool {
 	s, n := r.leaseSeconds, int64(r.leaseNanos)
 	const maxSeconds = 315_576_000_000
-	wellFormed := s >= -maxSeconds && s <= maxSeconds && n > -1e9 && n < 1e9 && !(s > 0 && n < 0) && !(s < 0 && n > 0)
+	wellFormed := s >= -maxSeconds && s <= maxSeconds && n > -1e9 && n < 1e9 && (s <= 0 || n >= 0) && (s >= 0 || n <= 0)
 	maxS := int64(fuzzLimits.MaxLeaseTTL / time.Second)
 	return wellFormed && (s > 0 || s == 0 && n > 0) && (s < maxS || s == maxS && n == 0) && n%1000 == 0
 }

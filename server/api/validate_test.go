@@ -104,7 +104,7 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 			if st.Code() != codes.InvalidArgument {
 				t.Fatalf("code = %v (%s), want InvalidArgument", st.Code(), st.Message())
 			}
-			if info := errorInfo(t, st); info.Reason != rpcerrors.ReasonInvalidField || info.Metadata["field"] != tc.field {
+			if info := errorInfo(t, st); info.GetReason() != rpcerrors.ReasonInvalidField || info.GetMetadata()["field"] != tc.field {
 				t.Fatalf("ErrorInfo = %v, want reason %s naming %q", info, rpcerrors.ReasonInvalidField, tc.field)
 			}
 			var violation *errdetails.BadRequest
@@ -113,7 +113,7 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 					violation = br
 				}
 			}
-			if violation == nil || violation.FieldViolations[0].Field != tc.field {
+			if violation == nil || violation.GetFieldViolations()[0].GetField() != tc.field {
 				t.Fatalf("BadRequest = %v, want a violation of %q", violation, tc.field)
 			}
 		})

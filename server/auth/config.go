@@ -107,7 +107,7 @@ func (f *File) compile() (*Rules, error) {
 			return nil, fmt.Errorf("tokens[%d]: the same sha256 appears twice", i)
 		}
 		seen[sum] = true
-		if err := t.Grant.check(); err != nil {
+		if err := t.check(); err != nil {
 			return nil, fmt.Errorf("tokens[%d]: %w", i, err)
 		}
 		g := t.Grant
@@ -120,7 +120,7 @@ func (f *File) compile() (*Rules, error) {
 		if (c.Subject == "") == (c.URI == "") {
 			return nil, fmt.Errorf("certificates[%d]: give exactly one of subject or uri", i)
 		}
-		if err := c.Grant.check(); err != nil {
+		if err := c.check(); err != nil {
 			return nil, fmt.Errorf("certificates[%d]: %w", i, err)
 		}
 		g := c.Grant

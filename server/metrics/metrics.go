@@ -10,12 +10,15 @@ package metrics
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dedupd/dedupd/server/store"
 )
 
 // MaxConsumerLabels bounds the distinct values of every consumer label.
@@ -73,10 +76,35 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.GRPC, m.claims, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
 		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.initializeSeries()
+	return m
+}
+
+// storeOps are the op label values of the store metrics, classes the
+// class values of dedupd_store_errors_total.
+var (
+	storeOps     = []string{"claim", "complete", "reject", "extend_lease", "lookup", "delete_expired", "ping"}
+	errorClasses = []string{store.FailureUnavailable, store.FailureDeadline, store.FailureCanceled, store.FailureInternal}
+)
+
+// initializeSeries exports every series whose label values are known in
+// advance at zero, before anything has happened: a series that appears
+// only at its first increment hides that increment from rate() and
+// increase(), so an alert on it would miss the first failure, and a
+// dashboard or rule naming the family would see nothing at all.
+func (m *Metrics) initializeSeries() {
 	for _, r := range []string{"ok", "error"} {
 		m.reaperPasses.WithLabelValues(r)
 	}
-	return m
+	for reason := range refusalReasons {
+		m.refused.WithLabelValues(reason)
+	}
+	for _, op := range storeOps {
+		m.storeRetries.WithLabelValues(op)
+		for _, class := range errorClasses {
+			m.storeErrors.WithLabelValues(op, class)
+		}
+	}
 }
 
 // consumerLabel returns the label value for a consumer: itself while fewer
@@ -111,8 +139,12 @@ func (m *Metrics) Serving(ok bool) {
 	}
 }
 
-// StoreRetry counts one retried store transaction.
-func (m *Metrics) StoreRetry(op string) { m.storeRetries.WithLabelValues(op).Inc() }
+// StoreRetry counts one retried store transaction. The store names its
+// operations in words ("extend lease"); the label spells them as
+// dedupd_store_errors_total does ("extend_lease"), so the two join on op.
+func (m *Metrics) StoreRetry(op string) {
+	m.storeRetries.WithLabelValues(strings.ReplaceAll(op, " ", "_")).Inc()
+}
 
 // ReaperPass records one reaper pass.
 func (m *Metrics) ReaperPass(deleted int, err error, unixNow float64) {

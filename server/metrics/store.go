@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -19,27 +18,9 @@ type observedStore struct {
 	m *Metrics
 }
 
-// errorClass names the kind of a store failure; "" for success and for the
-// refusals the contract defines (they are answers, not failures).
-func errorClass(err error) string {
-	var conflict *store.ConflictError
-	switch {
-	case err == nil, errors.As(err, &conflict), errors.Is(err, store.ErrNotFound),
-		errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrDigestMismatch),
-		errors.Is(err, store.ErrAlreadyFinished):
-		return ""
-	case errors.Is(err, store.ErrUnavailable):
-		return "unavailable"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	}
-	return "internal"
-}
-
 func (o *observedStore) observe(op string, err error) {
-	if class := errorClass(err); class != "" {
+	// Refusals the contract defines are answers, not failures.
+	if class, failed := store.Classify(err); failed {
 		o.m.storeErrors.WithLabelValues(op, class).Inc()
 	}
 }

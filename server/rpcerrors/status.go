@@ -48,7 +48,9 @@ const (
 	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
 	ReasonCanceled         = "CANCELED"
 	ReasonInternal         = "INTERNAL"
-	// Refusals made before a handler runs (server interceptors).
+
+	// ReasonUnauthenticated and the reasons after it are refusals made
+	// before a handler runs (server interceptors).
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
 	ReasonPermissionDenied = "PERMISSION_DENIED"
 	ReasonRateLimited      = "RATE_LIMITED"
@@ -163,8 +165,7 @@ func Status(err error, consumer, key string) *status.Status {
 	if key != "" {
 		meta["key"] = key
 	}
-	var fieldErr *FieldError
-	if errors.As(err, &fieldErr) {
+	if fieldErr, ok := errors.AsType[*FieldError](err); ok {
 		meta["field"] = fieldErr.Field
 		return withDetails(codes.InvalidArgument, err.Error(), ReasonInvalidField, meta,
 			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
@@ -182,8 +183,7 @@ func Status(err error, consumer, key string) *status.Status {
 	if msg == "" {
 		msg = err.Error()
 	}
-	var conflict *store.ConflictError
-	if errors.As(err, &conflict) {
+	if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
 		// The consumer and key are in the metadata and the record; the
 		// message leaves them out, since it is also what the call's log
 		// line says, and keys are never logged.
@@ -192,8 +192,7 @@ func Status(err error, consumer, key string) *status.Status {
 		msg = fmt.Sprintf("%s (state %s, fencing token %d)", msg, conflict.Record.State, conflict.Record.FencingToken)
 		return withDetails(class.code, msg, class.reason, meta, conflictRecord(conflict.Record))
 	}
-	var retry *RetryAfterError
-	if errors.As(err, &retry) {
+	if retry, ok := errors.AsType[*RetryAfterError](err); ok {
 		return withDetails(class.code, msg, class.reason, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
 	}
 	return withDetails(class.code, msg, class.reason, meta)

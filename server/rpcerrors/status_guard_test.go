@@ -30,7 +30,7 @@ func TestStatusMapsInterceptorRefusals(t *testing.T) {
 			if st.Code() != tc.code || st.Message() != tc.err.Error() {
 				t.Fatalf("status = %v %q, want %v %q", st.Code(), st.Message(), tc.code, tc.err.Error())
 			}
-			if info := errorInfo(t, st); info.Reason != tc.reason || info.Metadata["consumer"] != "c" {
+			if info := errorInfo(t, st); info.GetReason() != tc.reason || info.GetMetadata()["consumer"] != "c" {
 				t.Fatalf("ErrorInfo = %v, want reason %s with the consumer", info, tc.reason)
 			}
 			var retry *errdetails.RetryInfo

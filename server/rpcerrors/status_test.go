@@ -57,11 +57,11 @@ func TestStatusMapsEveryDomainError(t *testing.T) {
 				t.Fatalf("code = %v, want %v", st.Code(), tc.code)
 			}
 			info := errorInfo(t, st)
-			if info.Reason != tc.reason || info.Domain != ErrorDomain {
-				t.Fatalf("ErrorInfo = %s/%s, want %s/%s", info.Domain, info.Reason, ErrorDomain, tc.reason)
+			if info.GetReason() != tc.reason || info.GetDomain() != ErrorDomain {
+				t.Fatalf("ErrorInfo = %s/%s, want %s/%s", info.GetDomain(), info.GetReason(), ErrorDomain, tc.reason)
 			}
-			if info.Metadata["consumer"] != "c" || info.Metadata["key"] != "k" {
-				t.Fatalf("metadata = %v, want consumer and key", info.Metadata)
+			if info.GetMetadata()["consumer"] != "c" || info.GetMetadata()["key"] != "k" {
+				t.Fatalf("metadata = %v, want consumer and key", info.GetMetadata())
 			}
 			var rec *dedupv1.Record
 			for _, d := range st.Details() {

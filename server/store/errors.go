@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -43,4 +44,44 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 
 func conflict(err error, stored *Record) error {
 	return &ConflictError{Err: err, Record: *stored}
+}
+
+// Failure classes: how a store call failed, as metrics and traces name it.
+const (
+	FailureUnavailable = "unavailable"
+	FailureDeadline    = "deadline"
+	FailureCanceled    = "canceled"
+	FailureInternal    = "internal"
+)
+
+// Classify names how a store call ended, for metrics and traces, without
+// any of the call's data: "ok"; one of the refusals the contract defines
+// ("not_found", "digest_mismatch", "lease_lost", "already_finished",
+// "no_policy", "conflict"), which are answers; or, with failed set, one of
+// the Failure classes.
+func Classify(err error) (outcome string, failed bool) {
+	var c *ConflictError
+	switch {
+	case err == nil:
+		return "ok", false
+	case errors.Is(err, ErrNotFound):
+		return "not_found", false
+	case errors.Is(err, ErrDigestMismatch):
+		return "digest_mismatch", false
+	case errors.Is(err, ErrLeaseLost):
+		return "lease_lost", false
+	case errors.Is(err, ErrAlreadyFinished):
+		return "already_finished", false
+	case errors.Is(err, ErrNoPolicy):
+		return "no_policy", false
+	case errors.As(err, &c):
+		return "conflict", false
+	case errors.Is(err, ErrUnavailable):
+		return FailureUnavailable, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return FailureDeadline, true
+	case errors.Is(err, context.Canceled):
+		return FailureCanceled, true
+	}
+	return FailureInternal, true
 }

@@ -159,10 +159,10 @@ func TestConflictAndRejection(t *testing.T) {
 func TestReconcile(t *testing.T) {
 	c, ctx := setup(t)
 	c.Hooks = stock.Hooks{AfterEffect: crashOnce()}
-	deliver(c, ctx, e42)
+	_, _, _, _ = deliver(c, ctx, e42) // crashes after the effect, on purpose
 	e44 := stock.Event{ID: "E44", Item: "widget", Qty: 10}
 	c.Hooks = stock.Hooks{AfterClaim: crashOnce()}
-	deliver(c, ctx, e44)
+	_, _, _, _ = deliver(c, ctx, e44) // crashes after the claim, on purpose
 	c.Hooks = stock.Hooks{}
 
 	// Wait for both abandoned leases to run out.

@@ -16,8 +16,8 @@ import (
 // dialect is how the shared admin filters are written here: the clock is
 // the database's, and a key prefix is a key range (see sqlfilter.KeyRange).
 var dialect = sqlfilter.Dialect{
-	Now:  "statement_timestamp()",
-	Time: func(t time.Time) any { return t },
+	Now:       "statement_timestamp()",
+	Time:      func(t time.Time) any { return t },
 	KeyPrefix: sqlfilter.KeyRange,
 }
 

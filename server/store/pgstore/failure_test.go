@@ -74,7 +74,7 @@ func TestDeadlineDuringLockWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
+	defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM dedup_records WHERE key = 'locked' FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}

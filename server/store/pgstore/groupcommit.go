@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
 // Group commit.
@@ -83,6 +84,9 @@ func (s *Store) newFreshBatcher(maxBatch int) *freshBatcher {
 // writeFreshClaims inserts a batch of fresh claims: the single-row
 // statement for one, the multi-row one for more.
 func (s *Store) writeFreshClaims(ctx context.Context, batch []*call[freshClaim, insertResult]) {
+	ctx, span := storetrace.StartBatch(ctx, "pgstore.claim_batch", len(batch),
+		func(i int) (context.Context, string) { return batch[i].ctx, batch[i].req.p.Consumer })
+	defer storetrace.EndBatch(span, len(batch), func(i int) error { return batch[i].err })
 	if len(batch) == 1 {
 		c := batch[0]
 		c.resp.rec, c.resp.inserted, c.err = s.insertOne(ctx, c.req.args)

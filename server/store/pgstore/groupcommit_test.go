@@ -32,8 +32,7 @@ type answer struct {
 
 func answerOf(res store.ClaimResult, err error) answer {
 	if err != nil {
-		var conflict *store.ConflictError
-		if errors.As(err, &conflict) {
+		if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
 			return answer{err: conflict.Err.Error(), token: conflict.Record.FencingToken, state: conflict.Record.State}
 		}
 		return answer{err: err.Error()}
@@ -134,18 +133,16 @@ func TestGroupCommitRace(t *testing.T) {
 	var acquired [shared]atomic.Int32
 	var wg sync.WaitGroup
 	for c := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for r := range rounds {
 				key := fmt.Sprintf("fresh-%d-%d", c, r)
 				ctx := context.Background()
-				switch {
-				case (c+r)%4 == 0:
+				switch (c + r) % 4 {
+				case 0:
 					key = fmt.Sprintf("shared-%d", (c+r)%shared)
-				case (c+r)%4 == 1:
+				case 1:
 					key, ctx = "gone-"+key, gone
-				case (c+r)%4 == 2:
+				case 2:
 					// Gives up at some point of its claim: queued, leading,
 					// or in a statement.
 					var cancel context.CancelFunc
@@ -175,7 +172,7 @@ func TestGroupCommitRace(t *testing.T) {
 					t.Errorf("fresh claim %s: %v token %d", key, res.Outcome, res.Record.FencingToken)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	// Nobody who gave up left the batches without a leader.
@@ -379,7 +376,7 @@ VALUES ('billing', 'k', 'PENDING', '', 1, 1, 'other', now(), now(), now() + INTE
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer tx.Rollback(ctx)
+			defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
 			if err := tt.hold(ctx, tx); err != nil {
 				t.Fatal(err)
 			}
@@ -446,7 +443,7 @@ func TestGroupCommitFailedWriteKeepsReadAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
+	defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM dedup_records WHERE key = 'p1' FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +490,9 @@ func TestGroupCommitOverlappingBatchesDoNotDeadlock(t *testing.T) {
 					}
 					if results[i].Outcome == store.Acquired {
 						var n int
-						fmt.Sscanf(batch[i].Key[len(batch[i].Key)-2:], "%d", &n)
+						if _, err := fmt.Sscanf(batch[i].Key[len(batch[i].Key)-2:], "%d", &n); err != nil {
+							t.Error(err)
+						}
 						acquired[n].Add(1)
 					}
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
 // Group commit of Complete, Reject and ExtendLease: a batch reads all its
@@ -57,6 +58,9 @@ func (s *Store) finishKey(ctx context.Context, op, consumer, key string, cmd sto
 
 // writeFinishes answers a batch of finishing calls.
 func (s *Store) writeFinishes(ctx context.Context, batch []*call[finishCall, finishResult]) {
+	ctx, span := storetrace.StartBatch(ctx, "pgstore.finish_batch", len(batch),
+		func(i int) (context.Context, string) { return batch[i].ctx, batch[i].req.consumer })
+	defer storetrace.EndBatch(span, len(batch), func(i int) error { return batch[i].err })
 	if len(batch) == 1 {
 		// Written while the batch holds its place in flight, so that calls
 		// arriving meanwhile queue into the next batch.

@@ -220,7 +220,9 @@ func TestBytesAreBounded(t *testing.T) {
 		t.Errorf("%d entries after 400 records in %d bytes", st.Entries, maxBytes)
 	}
 	before := inner.claims.Load()
-	s.Claim(context.Background(), claimP("key-000"))
+	if _, err := s.Claim(context.Background(), claimP("key-000")); err != nil {
+		t.Fatal(err)
+	}
 	if inner.claims.Load() == before {
 		t.Error("the oldest entry survived")
 	}
@@ -233,9 +235,7 @@ func TestRaceReplaysAndInvalidations(t *testing.T) {
 	stored := finish(t, s, "hot", false)
 	var wg sync.WaitGroup
 	for i := range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := range 50 {
 				p := claimP("hot")
 				if i%4 == 0 {
@@ -254,7 +254,7 @@ func TestRaceReplaysAndInvalidations(t *testing.T) {
 					s.Invalidate("c", "hot")
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

@@ -17,8 +17,8 @@ import (
 // key (sqlfilter.KeyRange) rather than LIKE (case-insensitive for ASCII in
 // SQLite) or GLOB (with its own escaping).
 var dialect = sqlfilter.Dialect{
-	Now:  "$1",
-	Time: func(t time.Time) any { return store.Now(t).UnixMicro() },
+	Now:       "$1",
+	Time:      func(t time.Time) any { return store.Now(t).UnixMicro() },
 	KeyPrefix: sqlfilter.KeyRange,
 }
 

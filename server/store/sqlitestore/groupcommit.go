@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
 // Group commit: with synchronous=FULL every commit is an fsync, and the
@@ -105,7 +106,10 @@ func (w *writer) runGroup() {
 			live = append(live, c)
 		}
 	}
+	_, span := storetrace.StartBatch(context.Background(), "sqlitestore.write_batch", len(live),
+		func(i int) (context.Context, string) { return live[i].ctx, live[i].consumer })
 	w.runCommands(live)
+	storetrace.EndBatch(span, len(live), func(i int) error { return live[i].err })
 }
 
 // runCommands runs commands in one transaction. A command whose read or

@@ -26,8 +26,7 @@ type groupAnswer struct {
 
 func groupAnswerOf(d store.Decision, err error) groupAnswer {
 	if err != nil {
-		var conflict *store.ConflictError
-		if errors.As(err, &conflict) {
+		if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
 			return groupAnswer{err: conflict.Err.Error(), state: conflict.Record.State, token: conflict.Record.FencingToken}
 		}
 		return groupAnswer{err: err.Error()}

@@ -140,7 +140,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 	s := &Store{dir: dir, lock: lock}
 	defer func() {
 		if err != nil {
-			s.closeAll()
+			_ = s.closeAll() // err already says why Open failed
 		}
 	}()
 

@@ -237,8 +237,8 @@ func assertSameRecord(t testing.TB, got, want store.Record) {
 		bytes.Equal(got.Digest, want.Digest) && got.FencingToken == want.FencingToken &&
 		got.Attempts == want.Attempts && got.Owner == want.Owner && bytes.Equal(got.Result, want.Result) &&
 		sameRejection(got.Rejection, want.Rejection) &&
-		got.CreatedAt == want.CreatedAt && got.UpdatedAt == want.UpdatedAt &&
-		got.LeaseExpiresAt == want.LeaseExpiresAt && got.ExpiresAt == want.ExpiresAt
+		got.CreatedAt.Equal(want.CreatedAt) && got.UpdatedAt.Equal(want.UpdatedAt) &&
+		got.LeaseExpiresAt.Equal(want.LeaseExpiresAt) && got.ExpiresAt.Equal(want.ExpiresAt)
 	if !same {
 		t.Fatalf("records differ:\n got %+v\nwant %+v", got, want)
 	}

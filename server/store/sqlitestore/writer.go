@@ -100,7 +100,7 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.upsertRecord, upsertRecord},
 		{&w.deleteBatch, deleteExpired},
 	} {
-		stmt, err := w.conn.PrepareContext(ctx, p.sql)
+		stmt, err := w.conn.PrepareContext(ctx, p.sql) //nolint:sqlclosecheck // kept for the writer's life; closed by its close
 		if err != nil {
 			return fmt.Errorf("%.40q: %w", p.sql, err)
 		}
@@ -177,7 +177,7 @@ func (w *writer) transact(fn func() (commit bool, err error)) error {
 	finished := false
 	defer func() {
 		if !finished {
-			w.abort()
+			_ = w.abort() // the transaction's own error is the one to report
 		}
 	}()
 	commit, err := fn()

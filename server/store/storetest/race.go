@@ -263,8 +263,7 @@ func testRaceClaimsOfManyKeys(t *testing.T, s store.Store) {
 // errTokenFromConflict returns the token of the record a ConflictError
 // carries, or 0 when err is not one.
 func errTokenFromConflict(err error) int64 {
-	var ce *store.ConflictError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*store.ConflictError](err); ok {
 		return ce.Record.FencingToken
 	}
 	return 0

@@ -37,9 +37,7 @@ func testListPagingDuringChurn(t *testing.T, s store.Store) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for c := range churners {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
@@ -61,7 +59,7 @@ func testListPagingDuringChurn(t *testing.T, s store.Store) {
 				}
 				churned.Add(1)
 			}
-		}()
+		})
 	}
 	// Page until the churners have done a fair amount of work, so that the
 	// pages really overlap it, however the goroutines get scheduled.

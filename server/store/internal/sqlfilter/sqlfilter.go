@@ -136,10 +136,10 @@ func PrefixEnd(prefix string) (string, bool) {
 	for p := prefix; p != ""; {
 		r, size := utf8.DecodeLastRuneInString(p)
 		p = p[:len(p)-size]
-		switch {
-		case r == utf8.MaxRune:
+		switch r {
+		case utf8.MaxRune:
 			continue // no code point above it: step the one before
-		case r == 0xD7FF:
+		case 0xD7FF:
 			return p + "", true // skip the surrogates, which UTF-8 cannot hold
 		default:
 			return p + string(r+1), true

@@ -1,11 +1,11 @@
 package sqlfilter
 
 import (
-	"unicode/utf8"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -18,7 +18,7 @@ func TestPrefixEnd(t *testing.T) {
 		{"", "", false},
 		{"a", "b", true},
 		{"ab", "ac", true},
-		{"é", "ê", true},               // U+00E9 -> U+00EA (C3 A9 -> C3 AA)
+		{"é", "ê", true},             // U+00E9 -> U+00EA (C3 A9 -> C3 AA)
 		{"a\u007f", "a\u0080", true}, // 7F -> C2 80: a byte step would give a lone 0x80
 		{"a\u00ff", "a\u0100", true}, // C3 BF -> C4 80: a byte step would give C3 C0
 		{"a\ud7ff", "a\ue000", true}, // past the surrogates

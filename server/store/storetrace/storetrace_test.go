@@ -1,0 +1,88 @@
+package storetrace_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/storetest"
+	"github.com/dedupd/dedupd/server/store/storetrace"
+)
+
+// Tracing must not change an answer: the whole suite runs through the
+// decorator, on the embedded store with group commit, recording every span.
+func TestConformance(t *testing.T) {
+	storetest.RunAll(t, func(t *testing.T) store.Store {
+		inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans := tracetest.NewSpanRecorder()
+		s := storetrace.Store(inner, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestOutcomes: a store span names how the call ended; only failures mark
+// the span as an error, and then with their class, never the error's text.
+func TestOutcomes(t *testing.T) {
+	cases := []struct {
+		err     error
+		outcome string
+		status  codes.Code
+	}{
+		{nil, "ok", codes.Unset},
+		{&store.ConflictError{Err: store.ErrLeaseLost, Record: store.Record{Key: "k-secret"}}, "lease_lost", codes.Unset},
+		{store.ErrNotFound, "not_found", codes.Unset},
+		{fmt.Errorf("dial: %w", store.ErrUnavailable), "unavailable", codes.Error},
+		{errors.New(`duplicate key "k-secret"`), "internal", codes.Error},
+	}
+	for _, tc := range cases {
+		spans := tracetest.NewSpanRecorder()
+		s := storetrace.Store(failing{err: tc.err}, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+		_, _ = s.Complete(context.Background(), store.CompleteParams{Consumer: "billing", Key: "k-secret"})
+		ended := spans.Ended()
+		if len(ended) != 1 {
+			t.Fatalf("%v: %d spans, want 1", tc.err, len(ended))
+		}
+		span := ended[0]
+		got := map[string]string{}
+		for _, a := range span.Attributes() {
+			got[string(a.Key)] = a.Value.String()
+		}
+		if span.Name() != "store.Complete" || got["dedupd.outcome"] != tc.outcome || got["dedupd.consumer"] != "billing" || len(got) != 2 {
+			t.Errorf("%v: span %s with %v; want store.Complete with consumer billing and outcome %s only", tc.err, span.Name(), got, tc.outcome)
+		}
+		if span.Status().Code != tc.status || tc.status == codes.Error && span.Status().Description != tc.outcome {
+			t.Errorf("%v: status %v, want %v described as %q", tc.err, span.Status(), tc.status, tc.outcome)
+		}
+	}
+}
+
+// TestUntracedBatch: a batch none of whose callers is traced records
+// nothing, and ending it is harmless.
+func TestUntracedBatch(t *testing.T) {
+	ctx, span := storetrace.StartBatch(context.Background(), "batch", 2,
+		func(int) (context.Context, string) { return context.Background(), "c" })
+	if span.IsRecording() || ctx != context.Background() {
+		t.Fatal("an untraced batch got a recording span")
+	}
+	storetrace.EndBatch(span, 2, func(int) error { return errors.New("x") })
+}
+
+type failing struct {
+	store.Store
+	err error
+}
+
+func (f failing) Complete(context.Context, store.CompleteParams) (store.Record, error) {
+	return store.Record{}, f.err
+}
