@@ -40,7 +40,7 @@ func newHealthService() *healthService {
 // stream, open or still to come, once its client has been told
 // NOT_SERVING.
 func (h *healthService) shutdown() {
-	h.Server.Shutdown()
+	h.Shutdown()
 	h.endOnce.Do(func() { close(h.ending) })
 }
 

@@ -118,10 +118,18 @@ func stallingCaller(t *testing.T, addr string, request []byte, n int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	// Every write goes to w, whose Flush at the end reports any error;
+	// until then they can fail only on a bad argument, which must is for.
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	w := bufio.NewWriter(conn)
-	w.WriteString(http2.ClientPreface)
+	_, err = w.WriteString(http2.ClientPreface)
+	must(err)
 	fr := http2.NewFramer(w, nil)
-	fr.WriteSettings()
+	must(fr.WriteSettings())
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
 	body := make([]byte, 5+len(request)) // the gRPC frame: uncompressed, length, message
@@ -134,15 +142,13 @@ func stallingCaller(t *testing.T, addr string, request []byte, n int) {
 			{":path", "/dedup.v1.DedupService/ListRecords"},
 			{"content-type", "application/grpc"}, {"te", "trailers"},
 		} {
-			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+			must(enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
 		}
 		id := uint32(2*i + 1)
-		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block.Bytes(), EndHeaders: true})
-		fr.WriteData(id, true, body)
+		must(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block.Bytes(), EndHeaders: true}))
+		must(fr.WriteData(id, true, body))
 	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	must(w.Flush())
 }
 
 // residentBytes is VmRSS of a process, from /proc.

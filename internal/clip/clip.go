@@ -16,19 +16,19 @@ const MaxLogged = 128
 // Marker ends a value that was cut, so that a reader knows it saw a part.
 const Marker = "…"
 
-// String returns s when it is at most max bytes of valid UTF-8, and
-// otherwise at most its first max bytes followed by Marker: never more than
-// max+len(Marker) bytes, always valid UTF-8 (a protobuf string field
+// String returns s when it is at most limit bytes of valid UTF-8, and
+// otherwise at most its first limit bytes followed by Marker: never more than
+// limit+len(Marker) bytes, always valid UTF-8 (a protobuf string field
 // refuses anything else). Bytes that are not UTF-8 become U+FFFD, and a cut
 // never splits a character.
-func String(s string, max int) string {
-	cut := len(s) > max
+func String(s string, limit int) string {
+	cut := len(s) > limit
 	if cut {
-		s = s[:max] // before any copy: s may be megabytes
+		s = s[:limit] // before any copy: s may be megabytes
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) > max { // a replacement grew it, or the cut split a character
-		s = s[:max]
+	if len(s) > limit { // a replacement grew it, or the cut split a character
+		s = s[:limit]
 		for !utf8.ValidString(s) {
 			s = s[:len(s)-1]
 		}

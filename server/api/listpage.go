@@ -41,8 +41,8 @@ func (p listPage) read(ctx context.Context) (*dedupv1.ListRecordsResponse, error
 	resp := &dedupv1.ListRecordsResponse{}
 	used := 0
 	q := p.params
-	for len(resp.Records) < p.params.Limit {
-		want := min(p.chunk, p.params.Limit-len(resp.Records))
+	for len(resp.GetRecords()) < p.params.Limit {
+		want := min(p.chunk, p.params.Limit-len(resp.GetRecords()))
 		q.Limit = want + 1 // one more tells whether there is more
 		recs, err := p.store.ListRecords(ctx, q)
 		if err != nil {
@@ -51,7 +51,7 @@ func (p listPage) read(ctx context.Context) (*dedupv1.ListRecordsResponse, error
 		for _, r := range recs[:min(len(recs), want)] {
 			pr := p.convert(r)
 			n := proto.Size(pr)
-			if len(resp.Records) > 0 && used+n > p.budget {
+			if len(resp.GetRecords()) > 0 && used+n > p.budget {
 				resp.NextPageToken = lastKey(resp)
 				return resp, nil
 			}
@@ -71,13 +71,14 @@ func (p listPage) convert(r store.Record) *dedupv1.Record {
 	pr := recordpb.FromStore(r)
 	if p.basic {
 		pr.Result = nil
-		if pr.Rejection != nil {
-			pr.Rejection.Detail = nil
+		if rj := pr.GetRejection(); rj != nil {
+			rj.Detail = nil
 		}
 	}
 	return pr
 }
 
 func lastKey(resp *dedupv1.ListRecordsResponse) string {
-	return resp.Records[len(resp.Records)-1].GetKey()
+	recs := resp.GetRecords()
+	return recs[len(recs)-1].GetKey()
 }

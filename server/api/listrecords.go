@@ -56,8 +56,8 @@ func (s *DedupService) ListRecords(ctx context.Context, req *dedupv1.ListRecords
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
-	if resp.NextPageToken != "" {
-		resp.NextPageToken = pageToken{AfterKey: resp.NextPageToken, Filter: filterHash(req)}.encode()
+	if after := resp.GetNextPageToken(); after != "" {
+		resp.NextPageToken = pageToken{AfterKey: after, Filter: filterHash(req)}.encode()
 	}
 	return resp, nil
 }

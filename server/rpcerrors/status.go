@@ -210,7 +210,7 @@ func conflictRecord(r store.Record) *dedupv1.Record {
 	pr.Result = nil
 	if rj := pr.GetRejection(); rj != nil {
 		rj.Detail = nil
-		rj.Message = clip.String(rj.Message, MaxEchoBytes)
+		rj.Message = clip.String(rj.GetMessage(), MaxEchoBytes)
 	}
 	return pr
 }

@@ -115,13 +115,13 @@ func TestStatusEchoesBoundedValues(t *testing.T) {
 				t.Fatalf("message is %d bytes, want at most %d", n, MaxEchoBytes+len(clip.Marker))
 			}
 			info := errorInfo(t, st)
-			for k, v := range info.Metadata {
+			for k, v := range info.GetMetadata() {
 				if len(v) > MaxEchoBytes+len(clip.Marker) {
 					t.Fatalf("metadata %s is %d bytes, want at most %d", k, len(v), MaxEchoBytes+len(clip.Marker))
 				}
 			}
-			if info.Metadata["consumer"] != strings.Repeat("C", MaxEchoBytes)+clip.Marker {
-				t.Fatalf("consumer metadata is not the cut name: %.40q", info.Metadata["consumer"])
+			if info.GetMetadata()["consumer"] != strings.Repeat("C", MaxEchoBytes)+clip.Marker {
+				t.Fatalf("consumer metadata is not the cut name: %.40q", info.GetMetadata()["consumer"])
 			}
 			// Only the conflict carries the stored record, which is the
 			// store's (its key is at most 512 bytes in practice); what
