@@ -82,7 +82,10 @@ func lzAnswer(outcome string, r lzRecord) lzOutput {
 	return lzOutput{outcome: outcome, hasRecord: true, record: r}
 }
 
+// lzRefusal: the record a refusal carries is the stored one without its
+// bodies, result and rejection detail (docs/api.md, Errors).
 func lzRefusal(reason string, r lzRecord) lzOutput {
+	r.Result, r.Detail = "", ""
 	return lzOutput{reason: reason, hasRecord: true, record: r}
 }
 
