@@ -6,7 +6,6 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/cockroach-go/v2 v2.4.2
 	github.com/gofrs/flock v0.13.1
-	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.1
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/jackc/puddle/v2 v2.2.3

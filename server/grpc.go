@@ -11,7 +11,6 @@ import (
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
@@ -19,10 +18,11 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/dedupd/dedupd/internal/clip"
+	"github.com/dedupd/dedupd/server/accesslog"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/auth"
 	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/loglimit"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/throttle"
@@ -60,6 +60,15 @@ func maxMessageBytes(cfg Config) int {
 	return api.MaxResultBytesCeiling + messageOverhead
 }
 
+// streamWorkers is how many goroutines serve calls and are kept between
+// them. A new goroutine per call starts with a small stack and grows it
+// (runtime.newstack, copystack) on every call, which cost about a sixth
+// of a replay's CPU; a kept worker has grown its stack once. The number
+// covers the callers that are usually in flight at once; past it (or while
+// long-lived streams such as health Watch hold workers), grpc-go starts a
+// goroutine per call as before, so it bounds nothing and blocks nothing.
+const streamWorkers = 64
+
 // notHealth selects every call but health checks: a load balancer or
 // orchestrator must be able to ask without a credential, and must get an
 // answer even when the server sheds load.
@@ -80,7 +89,8 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //  1. consumer: puts the request's consumer in the context for the rest;
 //  2. gRPC metrics (grpc_server_*) and domain metrics see every call with its
 //     final code, refusals included;
-//  3. logging: one line per call;
+//  3. the access log: failed calls (rate-limited per method and code), slow
+//     calls, or every call when asked;
 //  4. the in-flight bound (not for health or reflection), cheapest refusal
 //     first;
 //  5. auth (not for health): who calls, and for which consumer;
@@ -88,17 +98,17 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //     credential cannot use up a consumer's rate;
 //  7. recovery, innermost: a panic in a handler becomes INTERNAL.
 func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards) *grpc.Server {
+	calls := accesslog.New(log, accesslog.Options{All: cfg.LogAllCalls, Slow: cfg.LogSlowCalls,
+		Failed: loglimit.New(failedCallLinesPerSecond, failedCallLinesBurst)})
 	unary := []grpc.UnaryServerInterceptor{
 		consumer.UnaryServerInterceptor(),
 		g.metrics.GRPC.UnaryServerInterceptor(),
 		g.metrics.UnaryServerInterceptor(),
-		logging.UnaryServerInterceptor(slogAdapter(log),
-			logging.WithLogOnEvents(logging.FinishCall),
-			logging.WithFieldsFromContextAndCallMeta(consumerField)),
+		calls.UnaryServerInterceptor(),
 	}
 	stream := []grpc.StreamServerInterceptor{
 		g.metrics.GRPC.StreamServerInterceptor(),
-		logging.StreamServerInterceptor(slogAdapter(log), logging.WithLogOnEvents(logging.FinishCall)),
+		calls.StreamServerInterceptor(),
 	}
 	if g.inflight != nil {
 		unary = append(unary, selector.UnaryServerInterceptor(g.inflight.UnaryServerInterceptor(), notDiagnostic))
@@ -116,6 +126,7 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 	stream = append(stream, recovery.StreamServerInterceptor(recoverWith))
 
 	opts := []grpc.ServerOption{
+		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(maxMessageBytes(cfg)),
 		// A reply is held whole until the client reads it, so every reply
 		// is capped, as a request is: a page by its byte budget, a single
@@ -137,31 +148,13 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 	return srv
 }
 
-// slogAdapter logs the interceptors' lines through log, each string field
-// cut to clip.MaxLogged: the line of a failed call holds the error's text,
-// which may repeat what the caller sent.
-func slogAdapter(log *slog.Logger) logging.Logger {
-	return logging.LoggerFunc(func(ctx context.Context, level logging.Level, msg string, fields ...any) {
-		for i, f := range fields {
-			if s, ok := f.(string); ok && i%2 == 1 {
-				fields[i] = clip.String(s, clip.MaxLogged)
-			}
-		}
-		log.Log(ctx, slog.Level(level), msg, fields...)
-	})
-}
-
-// consumerField adds the consumer to each call's log line, cut to
-// clip.MaxLogged: it is logged before validation, for refused calls too,
-// and a request may name one of many megabytes. Keys, results, digests and
-// credentials are never logged.
-func consumerField(ctx context.Context, _ interceptors.CallMeta) logging.Fields {
-	name, named := consumer.FromContext(ctx)
-	if !named {
-		return nil
-	}
-	return logging.Fields{"consumer", clip.String(name, clip.MaxLogged)}
-}
+// The access log writes, per method and code of failed calls, this many
+// lines at once and then this many a second; the next line after a gap
+// counts the lines dropped.
+const (
+	failedCallLinesBurst     = 10
+	failedCallLinesPerSecond = 1
+)
 
 func recoverPanic(log *slog.Logger, m *metrics.Metrics) recovery.RecoveryHandlerFuncContext {
 	return func(ctx context.Context, p any) error {

@@ -2,25 +2,18 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/dedupd/dedupd/internal/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
-	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
@@ -35,17 +28,7 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	var nilStore store.Store
 	policies := api.NewPolicies(nilStore, api.Defaults{Policy: store.Policy{DefaultLeaseTTL: time.Second}, Limits: cfg.Limits}, 0)
 	api.Register(srv, api.NewDedupService(nilStore, policies, slog.New(slog.DiscardHandler)))
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = srv.Serve(lis) }() // returns once stopped
-	defer srv.Stop()
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	c := dedupv1.NewDedupServiceClient(conn)
+	c := dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, srv))
 
 	for range 2 {
 		_, err := c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c", Key: "k"})
@@ -64,30 +47,8 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 		}
 	}
 	// Validation still runs before the store, so the server is alive.
-	_, err = c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c"})
+	_, err := c.Claim(context.Background(), &dedupv1.ClaimRequest{Consumer: "c"})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("after two panics the server answered %v, want INVALID_ARGUMENT", err)
-	}
-}
-
-// TestLoggedConsumerIsBounded: the consumer is logged before validation,
-// so a name of a megabyte must not become a log line of a megabyte.
-func TestLoggedConsumerIsBounded(t *testing.T) {
-	cases := []struct {
-		name, want string
-	}{
-		{"inventory", "inventory"},
-		{strings.Repeat("a", 128), strings.Repeat("a", 128)},
-		{strings.Repeat("b", 1<<20), strings.Repeat("b", 128) + "…"},
-	}
-	for _, tc := range cases {
-		ctx := consumer.NewContext(context.Background(), &dedupv1.LookupRequest{Consumer: tc.name})
-		fields := consumerField(ctx, interceptors.CallMeta{})
-		if len(fields) != 2 || fields[0] != "consumer" || fields[1] != tc.want {
-			t.Fatalf("consumer of %d bytes logged as %d bytes, want %d", len(tc.name), len(fmt.Sprint(fields...)), len(tc.want))
-		}
-	}
-	if fields := consumerField(context.Background(), interceptors.CallMeta{}); fields != nil {
-		t.Fatalf("a call without a consumer logged %v", fields)
 	}
 }

@@ -17,6 +17,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/netutil"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/dedupd/dedupd/internal/loopback"
 	"github.com/dedupd/dedupd/server/api"
@@ -96,6 +98,11 @@ type Config struct {
 	// read can hold (docs/operations.md). Zero takes the default.
 	MaxConnections       int
 	MaxConcurrentStreams int
+	// LogAllCalls logs every call, as a DEBUG logger does; otherwise only
+	// failed calls (rate-limited) and calls slower than LogSlowCalls are
+	// (0: none for being slow).
+	LogAllCalls  bool
+	LogSlowCalls time.Duration
 	// MetricsListen is the address of /metrics and /healthz; empty: off.
 	MetricsListen string
 	// HealthInterval is how often the store is pinged for health.
@@ -141,6 +148,7 @@ func (c Config) Validate() error {
 		{c.Limits.MaxPageBytes >= 0 && c.Limits.MaxPageBytes <= api.MaxReplyBytes,
 			fmt.Sprintf("--max-page-bytes must be positive and at most %d, so that a client left at its defaults accepts every page", api.MaxReplyBytes)},
 		{c.HealthInterval > 0, "--health-interval must be positive"},
+		{c.LogSlowCalls >= 0, "--log-slow-calls must not be negative"},
 		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
 		{c.ReplayCacheBytes == 0 || c.ReplayCacheTTL > 0, "--replay-cache-ttl must be positive"},
 	}
@@ -183,13 +191,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	lis = netutil.LimitListener(lis, cmp.Or(cfg.MaxConnections, DefaultMaxConnections))
 	healthSrv := newHealthService()
 	setHealth(healthSrv.Server, false) // until the first ping answers
-	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
-	// One resolver for both services, so that a policy changed through
-	// AdminService applies to this server's next call.
-	policies := api.NewPolicies(observed, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, api.NewDedupService(observed, policies, log))
-	api.RegisterAdmin(grpcSrv, api.NewAdminService(observed, policies, log))
-	m.GRPC.InitializeMetrics(grpcSrv)
+	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
 	if err != nil {
 		lis.Close()
@@ -234,6 +236,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bg.Wait()
 	log.Info("dedupd stopped")
 	return err
+}
+
+// newServices builds the gRPC server with both services on st, which the
+// caller has wrapped in the replay cache and the store metrics.
+func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Store) *grpc.Server {
+	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
+	// One resolver for both services, so that a policy changed through
+	// AdminService applies to this server's next call.
+	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
+	api.Register(grpcSrv, api.NewDedupService(st, policies, log))
+	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
+	g.metrics.GRPC.InitializeMetrics(grpcSrv)
+	return grpcSrv
 }
 
 func storeName(cfg Config) string {

@@ -219,7 +219,8 @@ func purgeCounts(t *testing.T, stream grpc.ServerStreamingClient[dedupv1.PurgeRe
 func TestPurgeThroughTheBinary(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, flags []string) {
 		ctx := context.Background()
-		srv := startDedupd(t, flags...)
+		// Every call logged: the test waits for the purges' log lines.
+		srv := startDedupd(t, slices.Concat(flags, []string{"--log-all-calls"})...)
 		c := dialBoth(t, srv)
 		// Enough batches that the cancel arrives long before the end; the
 		// assertions hold either way, the log says how much was left.

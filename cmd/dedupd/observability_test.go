@@ -22,7 +22,7 @@ import (
 // with method, consumer and code, and never the result bytes.
 func TestMetricsCountCalls(t *testing.T) {
 	p := startDedupd(t, "--data-dir", t.TempDir(), "--metrics-listen", "127.0.0.1:0",
-		"--rate-limit", "0.001", "--rate-burst", "5")
+		"--rate-limit", "0.001", "--rate-burst", "5", "--log-all-calls")
 	addr := p.opsMetricsAddr(t)
 	c := dedupv1.NewDedupServiceClient(p.dial(t))
 	ctx := context.Background()

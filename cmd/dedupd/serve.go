@@ -110,6 +110,8 @@ see docs/operations.md).`,
 	f.IntVar(&cfg.MaxMessageBytes, "max-message-bytes", 0, "largest request message accepted, in bytes; 0 means room for the largest result a policy may allow (16 MiB + 64 KiB)")
 	f.Float64Var(&cfg.RateLimit, "rate-limit", 0, "calls per second each consumer may make; 0 turns the limit off")
 	f.IntVar(&cfg.RateBurst, "rate-burst", 0, "calls a consumer may make at once above --rate-limit; 0 means ceil(--rate-limit)")
+	f.BoolVar(&cfg.LogAllCalls, "log-all-calls", false, "log every call at INFO (as --log-level debug does); otherwise only failed calls, rate-limited per method and code, and slow ones")
+	f.DurationVar(&cfg.LogSlowCalls, "log-slow-calls", 250*time.Millisecond, "log calls that take at least this long, at WARN; 0 logs none for being slow")
 	f.IntVar(&cfg.MaxInFlight, "max-inflight", 1024, "calls running at once; more are refused at once with RESOURCE_EXHAUSTED (OVERLOADED)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "client connections open at once; one more waits to be accepted until one closes (with --max-concurrent-streams and --max-page-bytes it bounds the memory unread replies can hold; docs/operations.md)")
 	f.IntVar(&cfg.MaxConcurrentStreams, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "calls open at once on one connection; a client queues more")

@@ -58,8 +58,17 @@ type Config struct {
 	// Progress, when set, gets a progress line per second.
 	Progress io.Writer
 	// ServerPID, when set, is the local dedupd process whose peak resident
-	// memory is reported.
+	// memory and CPU time are reported.
 	ServerPID int
+	// PostmasterPID, when set, is the local PostgreSQL server whose CPU
+	// time (its own and its children's) is reported. Zero finds it from
+	// the baseline database when that runs on this machine.
+	PostmasterPID int
+	// WholeDatabaseServer counts every process of the PostgreSQL server,
+	// live or exited, as the database's share; otherwise only the
+	// processes that serve the run's database and the server's shared
+	// helpers are (the only fair count on a server that others use too).
+	WholeDatabaseServer bool
 	// Conn, when set, is the connection to dedupd (with whatever TLS and
 	// credentials it was made with) and Addr only names it in the report;
 	// otherwise Run dials Addr in plaintext.
@@ -68,14 +77,18 @@ type Config struct {
 
 // Scenarios lists the scenario names in their default order.
 func Scenarios() []string {
-	return []string{"claim-new", "cycle", "replay", "contended", "mixed"}
+	names := make([]string, len(scenarioTable))
+	for i, sc := range scenarioTable {
+		names[i] = sc.name
+	}
+	return names
 }
 
 func (c *Config) defaults() error {
 	if named, ok := c.Conn.(interface{ Target() string }); ok && c.Addr == "" {
 		c.Addr = named.Target()
 	}
-	if c.Addr == "" {
+	if c.Addr == "" && c.Conn == nil {
 		return errors.New("loadtest: no dedupd address")
 	}
 	if len(c.Scenarios) == 0 {
@@ -126,39 +139,85 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	report := Report{RunID: runID, Addr: cfg.Addr, Concurrency: cfg.Concurrency,
 		Duration: cfg.Duration, Count: cfg.Count, Rate: cfg.Rate, Baseline: base != nil}
+	cpu := newCPUSampler(ctx, cfg, base, &report)
 	for _, name := range cfg.Scenarios {
-		sr, err := runScenario(ctx, cfg, name, svc, base)
+		sr, err := runScenario(ctx, cfg, name, svc, base, cpu)
 		if err != nil {
 			return report, err
 		}
 		report.Scenarios = append(report.Scenarios, sr)
 	}
+	compareWithFloor(report.Scenarios)
 	if cfg.ServerPID > 0 {
 		report.ServerPeakRSSBytes, _ = peakRSS(cfg.ServerPID)
 	}
 	return report, nil
 }
 
-func runScenario(ctx context.Context, cfg Config, name string, svc *service, base *baseline) (ScenarioReport, error) {
+func runScenario(ctx context.Context, cfg Config, name string, svc *service, base *baseline, cpu *cpuSampler) (ScenarioReport, error) {
 	sr := ScenarioReport{Name: name}
 	op, err := svc.operation(ctx, name)
 	if err != nil {
 		return sr, fmt.Errorf("loadtest: setting up %s on dedupd: %w", name, err)
 	}
-	sr.Service = measure(ctx, cfg, name+" dedupd", op)
-	if base == nil {
+	sr.Service = measureCPU(ctx, cfg, name+" dedupd", op, cpu, true)
+	if sc, _ := scenarioNamed(name); base == nil || sc.serviceOnly {
 		return sr, ctx.Err()
 	}
 	op, err = base.operation(ctx, name)
 	if err != nil {
 		return sr, fmt.Errorf("loadtest: setting up %s on the baseline: %w", name, err)
 	}
-	m := measure(ctx, cfg, name+" baseline", op)
+	m := measureCPU(ctx, cfg, name+" baseline", op, cpu, false)
 	sr.Baseline = &m
 	if m.PerSecond > 0 {
 		sr.Ratio = sr.Service.PerSecond / m.PerSecond
 	}
+	sr.CPURatio = cpuRatio(sr.Service.CPU, m.CPU)
 	return sr, ctx.Err()
+}
+
+// measureCPU is measure, with the server side's CPU time per operation
+// when a sampler is given. countDedupd says whether dedupd's share counts
+// (it does not for the baseline, which does not go through dedupd).
+func measureCPU(ctx context.Context, cfg Config, label string, op operation, cpu *cpuSampler, countDedupd bool) Measurement {
+	if cpu == nil {
+		return measure(ctx, cfg, label, op)
+	}
+	before, errBefore := cpu.sample()
+	m := measure(ctx, cfg, label, op)
+	after, errAfter := cpu.sample()
+	if errBefore == nil && errAfter == nil {
+		m.CPU = perOp(before, after, m.Ops+m.Errors, countDedupd)
+	}
+	return m
+}
+
+// newCPUSampler returns the sampler of the server side's CPU time, or nil
+// when there is nothing local to sample; it says in the report what it
+// samples, or why the database is left out.
+func newCPUSampler(ctx context.Context, cfg Config, base *baseline, report *Report) *cpuSampler {
+	s := &cpuSampler{proc: "/proc", dedupdPID: cfg.ServerPID, postmasterPID: cfg.PostmasterPID}
+	if s.postmasterPID == 0 && base != nil {
+		pid, err := findPostmaster(ctx, base.pool, s.proc)
+		if err != nil {
+			report.CPUNote = fmt.Sprintf("database CPU not measured: %v", err)
+		}
+		s.postmasterPID = pid
+	}
+	if base != nil && !cfg.WholeDatabaseServer {
+		s.databasePIDs = runDatabasePIDs(ctx, base.pool)
+	}
+	report.WholeDatabaseServer = s.postmasterPID > 0 && s.databasePIDs == nil
+	if s.dedupdPID == 0 && s.postmasterPID == 0 {
+		return nil
+	}
+	if _, err := s.sample(); err != nil {
+		report.CPUNote = fmt.Sprintf("server CPU not measured: %v", err)
+		return nil
+	}
+	report.DedupdPID, report.PostmasterPID = s.dedupdPID, s.postmasterPID
+	return s
 }
 
 // operation performs operation number i of a scenario for one caller.

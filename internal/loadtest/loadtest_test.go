@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/api"
@@ -43,6 +47,7 @@ func startService(t *testing.T) (addr, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	healthpb.RegisterHealthServer(srv, health.NewServer())
 	go func() { _ = srv.Serve(lis) }() // returns once stopped
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String(), url
@@ -54,7 +59,8 @@ func TestRunCountsEveryScenarioOnBothSides(t *testing.T) {
 	addr, url := startService(t)
 	var progress bytes.Buffer
 	const count = 200
-	report, err := Run(context.Background(), Config{Addr: addr, BaselineDatabaseURL: url,
+	// The service runs in this process, so this process is dedupd's pid.
+	report, err := Run(context.Background(), Config{Addr: addr, BaselineDatabaseURL: url, ServerPID: os.Getpid(),
 		Concurrency: 8, Count: count, ReplayKeys: 50, ContendedKeys: 2, ResultBytes: 16, Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
@@ -62,9 +68,25 @@ func TestRunCountsEveryScenarioOnBothSides(t *testing.T) {
 	if len(report.Scenarios) != len(Scenarios()) {
 		t.Fatalf("%d scenarios reported, want %d", len(report.Scenarios), len(Scenarios()))
 	}
+	if report.DedupdPID != os.Getpid() || report.PostmasterPID == 0 {
+		t.Errorf("sampled pids %d and %d (%s); want this process and the local postmaster",
+			report.DedupdPID, report.PostmasterPID, report.CPUNote)
+	}
 	for _, s := range report.Scenarios {
+		if s.Service.CPU == nil || s.Service.CPU.Micros < s.Service.CPU.DedupdMicros || s.Service.CPU.DedupdMicros < 0 {
+			t.Errorf("%s: dedupd side's server CPU %+v", s.Name, s.Service.CPU)
+		}
+		if s.Name == "floor" {
+			if s.Baseline != nil {
+				t.Errorf("floor has a baseline")
+			}
+			continue
+		}
 		if s.Baseline == nil {
 			t.Fatalf("%s: no baseline", s.Name)
+		}
+		if c := s.Baseline.CPU; c == nil || c.Micros != c.DatabaseMicros {
+			t.Errorf("%s: the baseline's server CPU %+v counts more than the database", s.Name, c)
 		}
 		for side, m := range map[string]Measurement{"dedupd": s.Service, "baseline": *s.Baseline} {
 			if m.Ops != count || m.Errors != 0 {
@@ -86,7 +108,7 @@ func TestRunCountsEveryScenarioOnBothSides(t *testing.T) {
 	if err := report.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"scenario", "claim-new", "replay", "baseline", "x"} {
+	for _, want := range []string{"scenario", "claim-new", "replay", "baseline", "x", "cpu µs/op", "cpu vs baseline", "postmaster pid"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -98,8 +120,11 @@ func TestRunCountsEveryScenarioOnBothSides(t *testing.T) {
 		Scenarios []struct {
 			Name    string `json:"name"`
 			Service struct {
-				Ops   int64   `json:"ops"`
-				P99Ms float64 `json:"p99_ms"`
+				Ops       int64   `json:"ops"`
+				P99Ms     float64 `json:"p99_ms"`
+				ServerCPU *struct {
+					Micros float64 `json:"micros_per_op"`
+				} `json:"server_cpu"`
 			} `json:"service"`
 			Ratio float64 `json:"ratio"`
 		} `json:"scenarios"`
@@ -107,7 +132,8 @@ func TestRunCountsEveryScenarioOnBothSides(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
 		t.Fatalf("JSON report: %v\n%s", err, js.String())
 	}
-	if len(decoded.Scenarios) != len(Scenarios()) || decoded.Scenarios[0].Service.Ops != count || decoded.Scenarios[0].Ratio <= 0 {
+	if len(decoded.Scenarios) != len(Scenarios()) || decoded.Scenarios[1].Service.Ops != count || decoded.Scenarios[1].Ratio <= 0 ||
+		decoded.Scenarios[1].Service.ServerCPU == nil {
 		t.Errorf("JSON report decodes to %+v", decoded)
 	}
 }
@@ -157,5 +183,20 @@ func TestRunPaced(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "paced to 1000 ops/s") {
 		t.Errorf("table does not say the run was paced:\n%s", table.String())
+	}
+}
+
+// dedupctl hands Run its connection, which need not say its address.
+func TestRunOnAGivenConnection(t *testing.T) {
+	addr, _ := startService(t)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var unnamed grpc.ClientConnInterface = struct{ grpc.ClientConnInterface }{conn}
+	report, err := Run(context.Background(), Config{Conn: unnamed, Scenarios: []string{"floor"}, Concurrency: 2, Count: 10})
+	if err != nil || report.Scenarios[0].Service.Ops != 10 {
+		t.Fatalf("run on a given connection: %v, %+v", err, report)
 	}
 }

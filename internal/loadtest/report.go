@@ -24,6 +24,15 @@ type Report struct {
 	// ServerPeakRSSBytes is the dedupd process's peak resident memory
 	// (VmHWM) at the end of the run, when its pid was given.
 	ServerPeakRSSBytes int64 `json:"server_peak_rss_bytes,omitempty"`
+	// DedupdPID and PostmasterPID are the processes whose CPU time was
+	// sampled (the postmaster with all its children); zero when not.
+	DedupdPID     int `json:"dedupd_pid,omitempty"`
+	PostmasterPID int `json:"postmaster_pid,omitempty"`
+	// WholeDatabaseServer says the database share is the whole PostgreSQL
+	// server's; otherwise it is the run's database's processes'.
+	WholeDatabaseServer bool `json:"whole_database_server,omitempty"`
+	// CPUNote says why server CPU was not measured, or not all of it.
+	CPUNote string `json:"cpu_note,omitempty"`
 }
 
 // ScenarioReport is one scenario, through dedupd and by hand.
@@ -34,6 +43,41 @@ type ScenarioReport struct {
 	// Ratio is the service's throughput over the baseline's; above 1 the
 	// service is faster.
 	Ratio float64 `json:"ratio,omitempty"`
+	// CPURatio is the service's server CPU per operation over the
+	// baseline's; below 1 the service costs less. The steadiest figure on a
+	// shared machine, where throughput depends on what else runs.
+	CPURatio float64 `json:"cpu_ratio,omitempty"`
+	// AboveFloorMicros is the service's server CPU per operation less the
+	// floor scenario's (an empty call): what the work itself costs.
+	AboveFloorMicros float64 `json:"cpu_above_floor_micros_per_op,omitempty"`
+}
+
+// cpuRatio is service's server CPU per op over baseline's; 0 when either
+// was not measured.
+func cpuRatio(service, baseline *ServerCPU) float64 {
+	if service == nil || baseline == nil || baseline.Micros <= 0 {
+		return 0
+	}
+	return service.Micros / baseline.Micros
+}
+
+// compareWithFloor fills in the scenarios' AboveFloorMicros when the floor
+// was measured.
+func compareWithFloor(scenarios []ScenarioReport) {
+	var floor *ServerCPU
+	for _, s := range scenarios {
+		if s.Name == "floor" {
+			floor = s.Service.CPU
+		}
+	}
+	if floor == nil {
+		return
+	}
+	for i := range scenarios {
+		if s := &scenarios[i]; s.Name != "floor" && s.Service.CPU != nil {
+			s.AboveFloorMicros = s.Service.CPU.Micros - floor.Micros
+		}
+	}
 }
 
 // Measurement is one side of one scenario.
@@ -47,22 +91,25 @@ type Measurement struct {
 	PerSecond  float64
 	P50, P90   time.Duration
 	P99, Max   time.Duration
+	// CPU is the server side's CPU time per operation, when measured.
+	CPU *ServerCPU
 }
 
 // MarshalJSON writes latencies as milliseconds.
 func (m Measurement) MarshalJSON() ([]byte, error) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return json.Marshal(struct {
-		Ops        int64   `json:"ops"`
-		Errors     int64   `json:"errors"`
-		FirstError string  `json:"first_error,omitempty"`
-		Seconds    float64 `json:"seconds"`
-		PerSecond  float64 `json:"per_second"`
-		P50        float64 `json:"p50_ms"`
-		P90        float64 `json:"p90_ms"`
-		P99        float64 `json:"p99_ms"`
-		Max        float64 `json:"max_ms"`
-	}{m.Ops, m.Errors, m.FirstError, m.Seconds, m.PerSecond, ms(m.P50), ms(m.P90), ms(m.P99), ms(m.Max)})
+		Ops        int64      `json:"ops"`
+		Errors     int64      `json:"errors"`
+		FirstError string     `json:"first_error,omitempty"`
+		Seconds    float64    `json:"seconds"`
+		PerSecond  float64    `json:"per_second"`
+		P50        float64    `json:"p50_ms"`
+		P90        float64    `json:"p90_ms"`
+		P99        float64    `json:"p99_ms"`
+		Max        float64    `json:"max_ms"`
+		CPU        *ServerCPU `json:"server_cpu,omitempty"`
+	}{m.Ops, m.Errors, m.FirstError, m.Seconds, m.PerSecond, ms(m.P50), ms(m.P90), ms(m.P99), ms(m.Max), m.CPU})
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -76,10 +123,11 @@ func (r Report) WriteJSON(w io.Writer) error {
 // and side, and the service/baseline ratio on the service's row.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tside\tops\terrors\tops/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tvs baseline\t")
-	row := func(name, side string, m Measurement, ratio string) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", name, side, m.Ops, m.Errors, m.PerSecond,
-			millis(m.P50), millis(m.P90), millis(m.P99), millis(m.Max), ratio)
+	fmt.Fprintln(tw, "scenario\tside\tops\terrors\tops/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tvs baseline\t"+
+		"cpu µs/op\tdedupd µs\tdb µs\tabove floor\tcpu vs baseline\t")
+	row := func(name, side string, m Measurement, ratio string, s ScenarioReport) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, side, m.Ops, m.Errors, m.PerSecond,
+			millis(m.P50), millis(m.P90), millis(m.P99), millis(m.Max), ratio, cpuColumns(m.CPU, name != "" && side == "dedupd", s))
 	}
 	var errs []string
 	for _, s := range r.Scenarios {
@@ -87,9 +135,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		if s.Baseline != nil {
 			ratio = strconv.FormatFloat(s.Ratio, 'f', 2, 64) + "x"
 		}
-		row(s.Name, "dedupd", s.Service, ratio)
+		row(s.Name, "dedupd", s.Service, ratio, s)
 		if s.Baseline != nil {
-			row("", "baseline", *s.Baseline, "")
+			row("", "baseline", *s.Baseline, "", s)
 		}
 		for side, m := range map[string]*Measurement{"dedupd": &s.Service, "baseline": s.Baseline} {
 			if m != nil && m.FirstError != "" {
@@ -113,10 +161,51 @@ func (r Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, ", dedupd peak RSS %.1f MiB", float64(r.ServerPeakRSSBytes)/(1<<20))
 	}
 	fmt.Fprintln(w)
+	r.writeCPULegend(w)
 	for _, e := range errs {
 		fmt.Fprintln(w, e)
 	}
 	return nil
+}
+
+// cpuColumns are a row's server CPU columns: per op in total, dedupd's and
+// the database's shares, and on dedupd's row of a scenario, what it costs
+// above the floor and against the baseline.
+func cpuColumns(c *ServerCPU, serviceRow bool, s ScenarioReport) string {
+	if c == nil {
+		return "\t\t\t\t"
+	}
+	micros := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	above, vs := "", ""
+	if serviceRow && s.AboveFloorMicros != 0 {
+		above = micros(s.AboveFloorMicros)
+	}
+	if serviceRow && s.CPURatio > 0 {
+		vs = strconv.FormatFloat(s.CPURatio, 'f', 2, 64) + "x"
+	}
+	return strings.Join([]string{micros(c.Micros), micros(c.DedupdMicros), micros(c.DatabaseMicros), above, vs}, "\t")
+}
+
+// writeCPULegend says what the CPU columns sampled.
+func (r Report) writeCPULegend(w io.Writer) {
+	var sampled []string
+	if r.DedupdPID > 0 {
+		sampled = append(sampled, fmt.Sprintf("dedupd pid %d", r.DedupdPID))
+	}
+	if r.PostmasterPID > 0 {
+		what := "its own time and that of the backends of the run's database and the shared helper processes"
+		if r.WholeDatabaseServer {
+			what = "with all its children (live, and reaped)"
+		}
+		sampled = append(sampled, fmt.Sprintf("PostgreSQL postmaster pid %d, %s", r.PostmasterPID, what))
+	}
+	if len(sampled) > 0 {
+		fmt.Fprintf(w, "server CPU per op (utime+stime from /proc): %s; dedupd's row counts both, the baseline's the database only\n",
+			strings.Join(sampled, ", "))
+	}
+	if r.CPUNote != "" {
+		fmt.Fprintln(w, r.CPUNote)
+	}
 }
 
 func millis(d time.Duration) string {

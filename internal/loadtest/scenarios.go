@@ -30,6 +30,8 @@ type side interface {
 	complete(ctx context.Context, key string, token int64) error
 	// release gives the key up so that the next claim acquires it.
 	release(ctx context.Context, key string, token int64) error
+	// emptyCall does a call that does no work: the floor under the others.
+	emptyCall(ctx context.Context) error
 }
 
 // scenarios builds the operations of each scenario on one side, and sets up
@@ -51,33 +53,60 @@ func newScenarios(s side, cfg Config) *scenarios {
 
 func resultOf(n int) []byte { return bytes.Repeat([]byte("r"), n) }
 
-// operation returns scenario name's operation:
-//
-//   - claim-new: claim a key never seen; must acquire.
-//   - cycle: claim a new key and complete it, the whole life of a message.
-//   - replay: claim a key completed earlier; must return the stored result.
-//   - contended: claim one of a few keys all callers share; the caller that
-//     acquires releases it again, the rest find it in progress.
-//   - mixed: 40% cycle, 40% replay, 10% contended, 10% claim-new.
+// scenario is one row of the bench: what a worker does, and how to set it
+// up on a side. A scenario added here is listed, documented in --help and
+// run by default.
+type scenario struct {
+	name string
+	help string
+	// serviceOnly scenarios have nothing to compare on the baseline.
+	serviceOnly bool
+	// prepare, when set, runs once per side before the measurement.
+	prepare func(*scenarios, context.Context) error
+	op      func(*scenarios) operation
+}
+
+// scenarioTable lists the scenarios in their default order.
+var scenarioTable = []scenario{
+	{name: "floor", serviceOnly: true,
+		help: "an empty call (the standard health Check) on the same server and connections: what any call costs",
+		op:   func(s *scenarios) operation { return s.floor }},
+	{name: "claim-new", help: "claims of keys never seen; each must acquire",
+		op: func(s *scenarios) operation { return s.claimNew }},
+	{name: "cycle", help: "claim a new key and complete it, the whole life of a message",
+		op: func(s *scenarios) operation { return s.cycle }},
+	{name: "replay", help: "claims of keys completed earlier; each must return the stored result",
+		prepare: (*scenarios).prepareReplay, op: func(s *scenarios) operation { return s.replay }},
+	{name: "contended", help: "all callers claim one of a few keys; whoever acquires releases it again",
+		op: func(s *scenarios) operation { return s.contendedClaim }},
+	{name: "mixed", help: "40% cycle, 40% replay, 10% contended, 10% claim-new",
+		prepare: (*scenarios).prepareReplay, op: func(s *scenarios) operation { return s.mixed }},
+}
+
+func scenarioNamed(name string) (scenario, bool) {
+	for _, sc := range scenarioTable {
+		if sc.name == name {
+			return sc, true
+		}
+	}
+	return scenario{}, false
+}
+
+// operation returns scenario name's operation on this side, set up.
 func (s *scenarios) operation(ctx context.Context, name string) (operation, error) {
-	switch name {
-	case "claim-new":
-		return s.claimNew, nil
-	case "cycle":
-		return s.cycle, nil
-	case "replay", "mixed":
-		if err := s.prepareReplay(ctx); err != nil {
+	sc, ok := scenarioNamed(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown scenario %q", name)
+	}
+	if sc.prepare != nil {
+		if err := sc.prepare(s, ctx); err != nil {
 			return nil, err
 		}
-		if name == "replay" {
-			return s.replay, nil
-		}
-		return s.mixed, nil
-	case "contended":
-		return s.contendedClaim, nil
 	}
-	return nil, fmt.Errorf("unknown scenario %q", name)
+	return sc.op(s), nil
 }
+
+func (s *scenarios) floor(ctx context.Context, _ int64) error { return s.side.emptyCall(ctx) }
 
 // keyOf names key number i of a kind. Real keys (message ids, UUIDs,
 // hashes) are spread over the key space, so the numbers are scrambled:

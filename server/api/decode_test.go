@@ -46,6 +46,7 @@ func TestUndecodableRequestsAreInvalidArguments(t *testing.T) {
 		{"consumer not UTF-8 on Lookup", "Lookup", field(nil, 1, notUTF8), rpcerrors.ReasonInvalidField, "consumer"},
 		{"reason not UTF-8 on Reject", "Reject", field(field(nil, 1, []byte("orders")), 4, notUTF8), rpcerrors.ReasonInvalidField, "reason"},
 		{"lease cut short", "Claim", field(field(field(nil, 1, []byte("orders")), 2, []byte("k")), 4, cutDuration), rpcerrors.ReasonMalformedRequest, ""},
+		{"top-level field cut short", "Claim", field(nil, 1, []byte("orders"))[:5], rpcerrors.ReasonMalformedRequest, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/internal/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
@@ -59,22 +57,12 @@ func newServer(t *testing.T, policyCacheTTL time.Duration) *grpc.ClientConn {
 // serve serves both services on st.
 func serve(t *testing.T, st store.Store, policyCacheTTL time.Duration) *grpc.ClientConn {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
 	log := slog.New(slog.DiscardHandler)
 	policies := NewPolicies(st, testDefaults, policyCacheTTL)
 	Register(srv, NewDedupService(st, policies, log))
 	RegisterAdmin(srv, NewAdminService(st, policies, log))
-	go func() { _ = srv.Serve(lis) }() // returns once stopped
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return grpctest.ServeInMemory(t, srv)
 }
 
 func TestClaimResponseFields(t *testing.T) {

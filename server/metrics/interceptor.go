@@ -3,7 +3,6 @@ package metrics
 import (
 	"context"
 	"path"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -39,11 +38,10 @@ func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 
 func (m *Metrics) observeClaim(ctx context.Context, resp *dedupv1.ClaimResponse) {
 	name, _ := consumer.FromContext(ctx)
-	label := m.consumerLabel(name)
-	outcome := strings.ToLower(strings.TrimPrefix(resp.GetOutcome().String(), "OUTCOME_"))
-	m.claims.WithLabelValues(label, outcome).Inc()
+	s := m.consumer(name)
+	s.claim(m, resp.GetOutcome()).Inc()
 	if resp.GetOutcome() == dedupv1.Outcome_OUTCOME_ACQUIRED && resp.GetRecord().GetAttempts() > 1 {
-		m.reacquired.WithLabelValues(label).Inc()
+		s.reacquiredCounter(m).Inc()
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package metrics is dedupd's Prometheus instrumentation: the standard gRPC
-// server metrics (go-grpc-middleware providers/prometheus) plus a few
-// domain metrics, all on a registry of their own so nothing global leaks in.
+// server metrics (as go-grpc-middleware's providers/prometheus names them)
+// plus a few domain metrics, all on a registry of their own so nothing
+// global leaks in. The series a call touches are looked up once per method
+// and per consumer, not on every call.
 //
 // Cardinality is kept low on purpose: the only unbounded input, the
 // consumer name, is a label value for at most MaxConsumerLabels distinct
@@ -12,12 +14,13 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
-	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -32,7 +35,7 @@ const OtherConsumers = "_other"
 type Metrics struct {
 	Registry *prometheus.Registry
 	// GRPC is the standard grpc_server_* set, with a handling-time histogram.
-	GRPC *grpcprom.ServerMetrics
+	GRPC *GRPCMetrics
 
 	claims          *prometheus.CounterVec
 	reacquired      *prometheus.CounterVec
@@ -48,15 +51,16 @@ type Metrics struct {
 	serving         prometheus.Gauge
 
 	mu        sync.Mutex
-	consumers map[string]bool
+	consumers sync.Map // name -> *consumerSeries, for the labelled consumers
+	labelled  int      // how many consumers have a label of their own
+	other     *consumerSeries
 }
 
 // New creates and registers every collector.
 func New() *Metrics {
 	m := &Metrics{
-		Registry:  prometheus.NewRegistry(),
-		GRPC:      grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram()),
-		consumers: map[string]bool{},
+		Registry: prometheus.NewRegistry(),
+		GRPC:     newGRPCMetrics(),
 	}
 	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
@@ -109,17 +113,67 @@ func (m *Metrics) initializeSeries() {
 
 // consumerLabel returns the label value for a consumer: itself while fewer
 // than MaxConsumerLabels are known, else OtherConsumers.
-func (m *Metrics) consumerLabel(name string) string {
+func (m *Metrics) consumerLabel(name string) string { return m.consumer(name).label }
+
+// consumerSeries are the series a claim of one consumer touches, each
+// looked up on its first use and kept: the claims by outcome, and the
+// reacquired claims. (A series appears when first counted, as before.)
+type consumerSeries struct {
+	label      string
+	claims     [dedupv1.Outcome_OUTCOME_REJECTED + 1]atomic.Pointer[prometheus.Counter] // by outcome
+	reacquired atomic.Pointer[prometheus.Counter]
+}
+
+// claim returns the counter of claims with outcome o.
+func (s *consumerSeries) claim(m *Metrics, o dedupv1.Outcome) prometheus.Counter {
+	if int(o) < 0 || int(o) >= len(s.claims) {
+		return m.claims.WithLabelValues(s.label, outcomeLabel(o))
+	}
+	if c := s.claims[o].Load(); c != nil {
+		return *c
+	}
+	c := m.claims.WithLabelValues(s.label, outcomeLabel(o))
+	s.claims[o].Store(&c)
+	return c
+}
+
+// reacquiredCounter returns the counter of reacquired claims.
+func (s *consumerSeries) reacquiredCounter(m *Metrics) prometheus.Counter {
+	if c := s.reacquired.Load(); c != nil {
+		return *c
+	}
+	c := m.reacquired.WithLabelValues(s.label)
+	s.reacquired.Store(&c)
+	return c
+}
+
+// outcomeLabel is an outcome's label value: "acquired", "in_progress"...
+func outcomeLabel(o dedupv1.Outcome) string {
+	return strings.ToLower(strings.TrimPrefix(o.String(), "OUTCOME_"))
+}
+
+// consumer returns a consumer's series. The first MaxConsumerLabels
+// consumers get their own, kept in a map read without a lock; every later
+// one shares OtherConsumers' (and takes the lock to learn it is late).
+func (m *Metrics) consumer(name string) *consumerSeries {
+	if s, ok := m.consumers.Load(name); ok {
+		return s.(*consumerSeries)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.consumers[name] {
-		return name
+	if s, ok := m.consumers.Load(name); ok {
+		return s.(*consumerSeries)
 	}
-	if len(m.consumers) >= MaxConsumerLabels {
-		return OtherConsumers
+	if m.labelled >= MaxConsumerLabels {
+		if m.other == nil {
+			m.other = &consumerSeries{label: OtherConsumers}
+		}
+		return m.other
 	}
-	m.consumers[name] = true
-	return name
+	s := &consumerSeries{label: name}
+	m.consumers.Store(name, s)
+	m.labelled++
+	return s
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -60,10 +60,11 @@ const (
 // "no_policy", "conflict"), which are answers; or, with failed set, one of
 // the Failure classes.
 func Classify(err error) (outcome string, failed bool) {
+	if err == nil {
+		return "ok", false // before c, which escapes to the heap: a success allocates nothing
+	}
 	var c *ConflictError
 	switch {
-	case err == nil:
-		return "ok", false
 	case errors.Is(err, ErrNotFound):
 		return "not_found", false
 	case errors.Is(err, ErrDigestMismatch):

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,7 +70,9 @@ WHERE expires_at <= now()
 // scanRecord reads one row of recordColumns, followed by the destinations in
 // extra, into a Record with times normalised to store.Now.
 func scanRecord(row pgx.Row, extra ...any) (store.Record, error) {
-	var (
+	// The scan targets live in one struct: pgx takes them as pointers in a
+	// []any, so each separate local would be a heap allocation of its own.
+	var t struct {
 		r                       store.Record
 		state                   string
 		reason, message         *string
@@ -77,30 +80,36 @@ func scanRecord(row pgx.Row, extra ...any) (store.Record, error) {
 		retryable               *bool
 		created, updated, lease time.Time
 		expires                 time.Time
-	)
-	dest := append([]any{
-		&r.Consumer, &r.Key, &state, &r.Digest, &r.FencingToken, &r.Attempts, &r.Owner, &r.Result,
-		&reason, &message, &detail, &retryable,
-		&created, &updated, &lease, &expires,
-	}, extra...)
+		dest                    [16]any
+	}
+	t.dest = [16]any{
+		&t.r.Consumer, &t.r.Key, &t.state, &t.r.Digest, &t.r.FencingToken, &t.r.Attempts, &t.r.Owner, &t.r.Result,
+		&t.reason, &t.message, &t.detail, &t.retryable,
+		&t.created, &t.updated, &t.lease, &t.expires,
+	}
+	dest := t.dest[:]
+	if len(extra) > 0 {
+		dest = append(slices.Clip(dest), extra...)
+	}
 	if err := row.Scan(dest...); err != nil {
 		return store.Record{}, err
 	}
-	r.State = store.State(state)
+	r := t.r
+	r.State = store.State(t.state)
 	// The rejection columns are written together; retryable is never NULL
 	// when a rejection is stored, whatever the other fields hold.
-	if retryable != nil {
+	if t.retryable != nil {
 		r.Rejection = &store.Rejection{
-			Reason:    deref(reason),
-			Message:   deref(message),
-			Detail:    detail,
-			Retryable: *retryable,
+			Reason:    deref(t.reason),
+			Message:   deref(t.message),
+			Detail:    t.detail,
+			Retryable: *t.retryable,
 		}
 	}
-	r.CreatedAt = store.Now(created)
-	r.UpdatedAt = store.Now(updated)
-	r.LeaseExpiresAt = store.Now(lease)
-	r.ExpiresAt = store.Now(expires)
+	r.CreatedAt = store.Now(t.created)
+	r.UpdatedAt = store.Now(t.updated)
+	r.LeaseExpiresAt = store.Now(t.lease)
+	r.ExpiresAt = store.Now(t.expires)
 	return r, nil
 }
 

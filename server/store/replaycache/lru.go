@@ -10,13 +10,15 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// lru is a byte-bounded least-recently-used map of records, split into
-// shards so that concurrent callers rarely wait on one lock.
+// lru is a byte-bounded map of records that evicts the least recently
+// used first, approximately: a hit only marks its entry used, under a read
+// lock, and eviction gives a marked entry a second chance (the CLOCK
+// algorithm). So replays of one shard run side by side instead of queueing
+// on a lock to reorder a list. It is split into shards so that concurrent
+// writers rarely wait on one lock.
 type lru struct {
 	seed   maphash.Seed
 	shards [shardCount]shard
-	hits   atomic.Int64
-	misses atomic.Int64
 }
 
 const shardCount = 16
@@ -28,7 +30,9 @@ const shardCount = 16
 const entryOverhead = 384
 
 type shard struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex
+	hits     atomic.Int64
+	misses   atomic.Int64
 	maxBytes int64
 	bytes    int64
 	order    *list.List // front is most recently used; values are *entry
@@ -42,6 +46,7 @@ type entry struct {
 	rec        store.Record
 	validUntil time.Time
 	size       int64
+	used       atomic.Bool // hit since eviction last looked at it
 }
 
 // Stats are the cache's counters.
@@ -59,35 +64,47 @@ func newLRU(maxBytes int64) *lru {
 }
 
 func (c *lru) shard(k entryKey) *shard {
-	var h maphash.Hash
-	h.SetSeed(c.seed)
-	h.WriteString(k.consumer)
-	h.WriteByte(0)
-	h.WriteString(k.key)
-	return &c.shards[h.Sum64()%shardCount]
+	return &c.shards[maphash.Comparable(c.seed, k)%shardCount]
 }
 
 func (c *lru) get(consumer, key string, now time.Time) (store.Record, bool) {
 	k := entryKey{consumer, key}
 	s := c.shard(k)
-	s.mu.Lock()
-	el, ok := s.entries[k]
-	if ok && !now.Before(el.Value.(*entry).validUntil) {
-		s.removeLocked(el)
-		ok = false
+	s.mu.RLock()
+	el, found := s.entries[k]
+	var (
+		e     *entry
+		fresh bool
+	)
+	if found {
+		e = el.Value.(*entry)
+		fresh = now.Before(e.validUntil)
 	}
 	var rec store.Record
-	if ok {
-		s.order.MoveToFront(el)
-		rec = el.Value.(*entry).rec
+	if fresh {
+		e.used.Store(true)
+		rec = e.rec
 	}
-	s.mu.Unlock()
-	if ok {
-		c.hits.Add(1)
+	s.mu.RUnlock()
+	if found && !fresh {
+		s.removeStale(k, el)
+	}
+	if fresh {
+		s.hits.Add(1)
 	} else {
-		c.misses.Add(1)
+		s.misses.Add(1)
 	}
-	return rec, ok
+	return rec, fresh
+}
+
+// removeStale removes the entry el of k, found past its time under the
+// read lock, unless a put has replaced it since.
+func (s *shard) removeStale(k entryKey, el *list.Element) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.entries[k]; ok && cur == el {
+		s.removeLocked(el)
+	}
 }
 
 func (c *lru) put(rec store.Record, validUntil time.Time) {
@@ -105,7 +122,13 @@ func (c *lru) put(rec store.Record, validUntil time.Time) {
 	s.entries[k] = s.order.PushFront(e)
 	s.bytes += e.size
 	for s.bytes > s.maxBytes {
-		s.removeLocked(s.order.Back())
+		// Each pass either clears a mark or removes an entry, so this ends.
+		oldest := s.order.Back()
+		if oldest.Value.(*entry).used.Swap(false) {
+			s.order.MoveToFront(oldest)
+			continue
+		}
+		s.removeLocked(oldest)
 	}
 }
 
@@ -131,9 +154,11 @@ func (c *lru) clear() {
 }
 
 func (c *lru) stats() Stats {
-	st := Stats{Hits: c.hits.Load(), Misses: c.misses.Load()}
+	var st Stats
 	for i := range c.shards {
 		s := &c.shards[i]
+		st.Hits += s.hits.Load()
+		st.Misses += s.misses.Load()
 		s.mu.Lock()
 		st.Entries += int64(len(s.entries))
 		st.Bytes += s.bytes

@@ -1,0 +1,181 @@
+// Package accesslog is dedupd's log of gRPC calls. By default it writes
+// what operators act on and nothing else:
+//
+//   - a call that fails, rate-limited per method and code (loglimit), with
+//     the count of lines dropped since the last one of its kind;
+//   - a call slower than Options.Slow, at WARN.
+//
+// A call that succeeds in time costs two clock reads and a comparison: no
+// field is built. With Options.All (or a logger enabled at DEBUG), every
+// call is logged, unlimited, as before.
+//
+// A line's fields are those of go-grpc-middleware's logging interceptor,
+// which dedupd used before: grpc.service, grpc.method, grpc.method_type,
+// grpc.code, grpc.error, grpc.time_ms, grpc.start_time, peer.address and
+// the consumer. Every value a caller chose is capped at MaxValueBytes.
+// Keys, results, digests and credentials are never logged.
+package accesslog
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/dedupd/dedupd/internal/clip"
+	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/loglimit"
+)
+
+// MaxValueBytes bounds every caller-chosen value in a line (the consumer,
+// the error text). The consumer is logged before validation, for refused
+// calls too, and a request may name one of many megabytes.
+const MaxValueBytes = clip.MaxLogged
+
+// Options say which calls are logged.
+type Options struct {
+	// All logs every call. A logger enabled at DEBUG implies it.
+	All bool
+	// Slow logs successful calls that took at least this long, at WARN;
+	// zero logs none for being slow.
+	Slow time.Duration
+	// Failed rate-limits the lines of failed calls; nil logs them all.
+	Failed *loglimit.Limiter
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Log decides which calls to log and writes their lines.
+type Log struct {
+	log  *slog.Logger
+	opts Options
+}
+
+// New returns the access log writing to log.
+func New(log *slog.Logger, opts Options) *Log {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	opts.All = opts.All || log.Enabled(context.Background(), slog.LevelDebug)
+	return &Log{log: log, opts: opts}
+}
+
+// UnaryServerInterceptor logs unary calls. It must run after the consumer
+// interceptor, which puts the consumer in the context.
+func (l *Log) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := l.opts.Now()
+		resp, err := handler(ctx, req)
+		l.finished(ctx, info.FullMethod, "unary", start, err)
+		return resp, err
+	}
+}
+
+// StreamServerInterceptor logs streams when they end.
+func (l *Log) StreamServerInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		start := l.opts.Now()
+		err := handler(srv, ss)
+		kind := "bidi_stream"
+		switch {
+		case info.IsClientStream && !info.IsServerStream:
+			kind = "client_stream"
+		case info.IsServerStream && !info.IsClientStream:
+			kind = "server_stream"
+		}
+		l.finished(ss.Context(), info.FullMethod, kind, start, err)
+		return err
+	}
+}
+
+// finished writes the line of a call that ended, if it is one to log.
+func (l *Log) finished(ctx context.Context, method, kind string, start time.Time, err error) {
+	took := l.opts.Now().Sub(start)
+	slow := l.opts.Slow > 0 && took >= l.opts.Slow
+	if err == nil && !slow && !l.opts.All {
+		return // the common case: nothing built, nothing written
+	}
+	code := status.Code(err)
+	level := levelOf(code)
+	msg := "finished call"
+	var dropped int64
+	switch {
+	case l.opts.All:
+	case err != nil:
+		if !l.log.Enabled(ctx, level) {
+			return
+		}
+		if l.opts.Failed != nil {
+			var ok bool
+			if ok, dropped = l.opts.Failed.Allow(loglimit.Key{What: method, Code: code}); !ok {
+				return
+			}
+		}
+	default: // slow
+		level, msg = slog.LevelWarn, "slow call"
+	}
+	if !l.log.Enabled(ctx, level) {
+		return
+	}
+	l.log.LogAttrs(ctx, level, msg, l.fields(ctx, method, kind, start, took, code, err, dropped)...)
+}
+
+func (l *Log) fields(ctx context.Context, method, kind string, start time.Time, took time.Duration,
+	code codes.Code, err error, dropped int64) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 13)
+	if name, named := consumer.FromContext(ctx); named {
+		attrs = append(attrs, slog.String("consumer", Cap(name)))
+	}
+	service, name := splitMethod(method)
+	attrs = append(attrs, slog.String("protocol", "grpc"), slog.String("grpc.component", "server"),
+		slog.String("grpc.service", service), slog.String("grpc.method", name), slog.String("grpc.method_type", kind))
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		attrs = append(attrs, slog.String("peer.address", p.Addr.String()))
+	}
+	attrs = append(attrs, slog.String("grpc.start_time", start.Format(time.RFC3339)))
+	if d, ok := ctx.Deadline(); ok {
+		attrs = append(attrs, slog.String("grpc.request.deadline", d.Format(time.RFC3339)))
+	}
+	attrs = append(attrs, slog.String("grpc.code", code.String()))
+	if err != nil {
+		attrs = append(attrs, slog.String("grpc.error", Cap(err.Error())))
+	}
+	attrs = append(attrs, slog.String("grpc.time_ms", strconv.FormatFloat(float64(took.Microseconds())/1000, 'f', -1, 32)))
+	if dropped > 0 {
+		attrs = append(attrs, slog.Int64("dropped", dropped))
+	}
+	return attrs
+}
+
+// levelOf is the level of a call's line by its code, as go-grpc-middleware
+// logged it: the caller's mistakes at INFO, trouble worth a look at WARN,
+// bugs at ERROR.
+func levelOf(code codes.Code) slog.Level {
+	switch code {
+	case codes.OK, codes.NotFound, codes.Canceled, codes.AlreadyExists, codes.InvalidArgument, codes.Unauthenticated:
+		return slog.LevelInfo
+	case codes.DeadlineExceeded, codes.PermissionDenied, codes.ResourceExhausted, codes.FailedPrecondition,
+		codes.Aborted, codes.OutOfRange, codes.Unavailable:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
+}
+
+// splitMethod splits "/package.Service/Method".
+func splitMethod(full string) (service, method string) {
+	full = strings.TrimPrefix(full, "/")
+	if i := strings.LastIndexByte(full, '/'); i >= 0 {
+		return full[:i], full[i+1:]
+	}
+	return "unknown", full
+}
+
+// Cap cuts a value to MaxValueBytes (on a UTF-8 boundary) and marks the
+// cut, by the repository's one rule for echoed values (internal/clip).
+func Cap(s string) string { return clip.String(s, MaxValueBytes) }
