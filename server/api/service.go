@@ -15,6 +15,7 @@ import (
 
 	"github.com/dedupd/dedupd/internal/clip"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/loglimit"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
@@ -101,11 +102,21 @@ const maxLoggedCause = 512
 
 func loggedCause(err error) string { return clip.String(err.Error(), maxLoggedCause) }
 
+// unavailableLines rate-limits the lines of logStoreUnavailable as the
+// access log limits failed calls: an outage fails every call, and one line
+// a second (after 10 at once) says as much as thousands.
+var unavailableLines = loglimit.New(1, 10)
+
 // logStoreUnavailable logs why the store did not answer; the caller was
-// told only rpcerrors.UnavailableMessage. An outage fails every call, so
-// this is the one place to rate-limit these lines.
+// told only rpcerrors.UnavailableMessage. A line after a gap counts the
+// lines left out since the last one (dropped).
 func logStoreUnavailable(ctx context.Context, log *slog.Logger, consumer string, err error) {
-	log.WarnContext(ctx, "store unavailable", "consumer", clip.String(consumer, clip.MaxLogged), "err", loggedCause(err))
+	ok, dropped := unavailableLines.Allow(loglimit.Key{What: "store unavailable", Code: codes.Unavailable})
+	if !ok {
+		return
+	}
+	log.WarnContext(ctx, "store unavailable", "consumer", clip.String(consumer, clip.MaxLogged), "err", loggedCause(err),
+		"dropped", dropped)
 }
 
 func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*dedupv1.ClaimResponse, error) {
