@@ -95,6 +95,10 @@ type interceptedConn struct {
 	callOptions []grpc.CallOption
 }
 
+// Target is the gRPC target of the connection, for whoever names it (the
+// bench's report, for one).
+func (c *interceptedConn) Target() string { return c.conn.Target() }
+
 func (c *interceptedConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	opts = append(append([]grpc.CallOption{}, c.callOptions...), opts...)
 	return c.unary(ctx, method, args, reply, c.conn, invoke, opts...)

@@ -123,3 +123,13 @@ func TestRPCErrors(t *testing.T) {
 		}
 	})
 }
+
+// The connection a Client hands out names its target, as the bench's
+// report needs (dedupctl bench failed with "no dedupd address" without it).
+func TestConnNamesItsTarget(t *testing.T) {
+	c := newClient(t, "127.0.0.1:7")
+	named, ok := c.Conn().(interface{ Target() string })
+	if !ok || named.Target() != "127.0.0.1:7" {
+		t.Fatalf("Conn() = %T, target %v; want one naming 127.0.0.1:7", c.Conn(), ok)
+	}
+}

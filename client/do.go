@@ -156,39 +156,70 @@ func (c *Client) run(ctx context.Context, consumer, key string, claim ClaimResul
 		defer keeper.stop()
 		return fn(runCtx, Attempt{FencingToken: token, Number: claim.Record.GetAttempts(), Record: claim.Record})
 	}()
-	lost := context.Cause(runCtx)
-	if lost != nil && !errors.Is(lost, ErrLeaseLost) {
-		lost = nil // the caller's own cancellation, not ours
-	}
+	lost := leaseLoss(runCtx)
 
 	octx, ocancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
 	defer ocancel()
+	rejection := recordingOf(fnErr)
+	var rec *Record
+	var err error
+	if rejection == nil {
+		rec, err = c.Complete(octx, consumer, key, token, result)
+	} else {
+		rec, err = c.Reject(octx, consumer, key, token, *rejection)
+	}
+	return settle(rec, err, rejection, fnErr, lost)
+}
+
+// leaseLoss is the lease loss that cancelled ctx, or nil when it was not
+// cancelled or was cancelled by the caller.
+func leaseLoss(ctx context.Context) error {
+	if lost := context.Cause(ctx); lost != nil && errors.Is(lost, ErrLeaseLost) {
+		return lost
+	}
+	return nil
+}
+
+// recordingOf says how fn's return is recorded: nil to Complete with its
+// result; else the Reject to make, terminal for an error made with
+// Terminal, a retryable release for any other.
+func recordingOf(fnErr error) *Rejection {
 	if fnErr == nil {
-		rec, err := c.Complete(octx, consumer, key, token, result)
-		if err != nil {
-			return DoResult{}, err
-		}
-		return DoResult{Result: rec.GetResult(), Record: rec}, nil
+		return nil
 	}
 	var failure *FailureError
 	if errors.As(fnErr, &failure) && !failure.Rejection.Retryable {
 		rejection := failure.Rejection
 		rejection.Message = truncateUTF8(rejection.Message, maxRejectionMessage)
-		rec, err := c.Reject(octx, consumer, key, token, rejection)
-		if err != nil {
-			return DoResult{}, errors.Join(err, fnErr)
-		}
-		return DoResult{Record: rec}, &RejectedError{Rejection: rejectionFromProto(rec.GetRejection()), Record: rec, Cause: fnErr}
+		return &rejection
 	}
 	release := Rejection{Reason: retryableReason, Message: fnErr.Error(), Retryable: true}
 	if failure != nil {
 		release.Reason = failure.Rejection.Reason
 	}
 	release.Message = truncateUTF8(release.Message, maxRejectionMessage)
+	return &release
+}
+
+// settle turns the answer to a recording (rec, err) into Do's result and
+// error; lost is the lease loss that cancelled fn, if any.
+func settle(rec *Record, err error, rejection *Rejection, fnErr, lost error) (DoResult, error) {
+	switch {
+	case rejection == nil:
+		if err != nil {
+			return DoResult{}, err
+		}
+		return DoResult{Result: rec.GetResult(), Record: rec}, nil
+	case !rejection.Retryable:
+		if err != nil {
+			return DoResult{}, errors.Join(err, fnErr)
+		}
+		return DoResult{Record: rec}, &RejectedError{Rejection: rejectionFromProto(rec.GetRejection()), Record: rec, Cause: fnErr}
+	}
 	// A release refused with LEASE_LOST means the key is not ours any more,
 	// which is all a release wanted; other failures leave the key to its
 	// lease.
-	if _, err := c.Reject(octx, consumer, key, token, release); err != nil && !errors.Is(err, ErrLeaseLost) {
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		return DoResult{}, errors.Join(fnErr, err)
 	}
 	if lost != nil {

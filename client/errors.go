@@ -64,6 +64,10 @@ var reasonErrors = map[string]error{
 	dedupv1.ErrorReason_STORE_UNAVAILABLE.String(): ErrUnavailable,
 	dedupv1.ErrorReason_UNAUTHENTICATED.String():   ErrUnauthenticated,
 	dedupv1.ErrorReason_PERMISSION_DENIED.String(): ErrPermissionDenied,
+	// Streams (streams.go).
+	dedupv1.ErrorReason_SEQUENCE_GAP.String():         ErrSequenceGap,
+	dedupv1.ErrorReason_STREAM_MODE_MISMATCH.String(): ErrStreamModeMismatch,
+	dedupv1.ErrorReason_STREAM_NOT_FOUND.String():     ErrStreamNotFound,
 }
 
 // reasonsByCode are the reasons with no sentinel of their own, each with
@@ -96,6 +100,9 @@ type Error struct {
 	// Record is the stored record a conflict was with (DIGEST_MISMATCH,
 	// LEASE_LOST, ALREADY_FINISHED), nil otherwise.
 	Record *dedupv1.Record
+	// Stream is the stored stream a stream refusal was about
+	// (SEQUENCE_GAP, STREAM_MODE_MISMATCH, LEASE_LOST, ...), nil otherwise.
+	Stream *dedupv1.Stream
 
 	status *status.Status
 }
@@ -153,6 +160,8 @@ func fromStatus(err error) error {
 			}
 		case *dedupv1.Record:
 			e.Record = d
+		case *dedupv1.Stream:
+			e.Stream = d
 		}
 	}
 	return e

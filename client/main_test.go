@@ -31,7 +31,10 @@ func testContext(t testing.TB) context.Context {
 }
 
 // callCounter counts the calls of each method that leave the client.
-type callCounter struct{ claims, extends atomic.Int64 }
+type callCounter struct {
+	claims, extends                            atomic.Int64
+	claimBatches, extendBatches, finishBatches atomic.Int64
+}
 
 func (c *callCounter) interceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -40,6 +43,12 @@ func (c *callCounter) interceptor() grpc.UnaryClientInterceptor {
 			c.claims.Add(1)
 		case "/dedup.v1.DedupService/ExtendLease":
 			c.extends.Add(1)
+		case "/dedup.v1.DedupService/ClaimBatch":
+			c.claimBatches.Add(1)
+		case "/dedup.v1.DedupService/ExtendLeaseBatch":
+			c.extendBatches.Add(1)
+		case "/dedup.v1.DedupService/FinishBatch":
+			c.finishBatches.Add(1)
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}

@@ -70,8 +70,9 @@ func TestCockroachDBTTLSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 2 || ms[0].String() != "1001_row_level_ttl" || ms[1].String() != "1002_drop_plain_expiry_index" {
-		t.Fatalf("cockroachdb set: %v, want 1001_row_level_ttl, 1002_drop_plain_expiry_index", ms)
+	if len(ms) != 4 || ms[0].String() != "1001_row_level_ttl" || ms[1].String() != "1002_drop_plain_expiry_index" ||
+		ms[2].String() != "1014_streams_row_level_ttl" || ms[3].String() != "1015_streams_drop_plain_expiry_index" {
+		t.Fatalf("cockroachdb set: %v, want 1001, 1002, then the streams' 1014, 1015", ms)
 	}
 	pg, err := Load(Postgres)
 	if err != nil {
@@ -86,6 +87,12 @@ func TestCockroachDBTTLSet(t *testing.T) {
 	}, {
 		"SELECT count(*) FROM dedup_records@dedup_records_expires_at_sharded WHERE expires_at < '1970-01-01T00:00:00Z'",
 		"DROP INDEX IF EXISTS dedup_records@dedup_records_expires_at",
+	}, {
+		"ALTER TABLE dedup_streams SET (ttl_expiration_expression = 'expires_at', ttl_job_cron = '@hourly')",
+		"CREATE INDEX IF NOT EXISTS dedup_streams_expires_at_sharded ON dedup_streams (expires_at) USING HASH",
+	}, {
+		"SELECT count(*) FROM dedup_streams@dedup_streams_expires_at_sharded WHERE expires_at < '1970-01-01T00:00:00Z'",
+		"DROP INDEX IF EXISTS dedup_streams@dedup_streams_expires_at",
 	}}
 	for i, m := range ms {
 		if !reflect.DeepEqual(m.Statements, want[i]) {

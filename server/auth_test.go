@@ -55,6 +55,15 @@ func TestAuthDecidesEveryCall(t *testing.T) {
 		_, err := dedup.ListRecords(ctx, &dedupv1.ListRecordsRequest{Consumer: consumer})
 		return err
 	}
+	claimBatch := func(ctx context.Context, consumer string) error {
+		_, err := dedup.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: consumer,
+			Items: []*dedupv1.ClaimBatchItem{{Key: "a"}, {Key: "b"}}})
+		return err
+	}
+	lookupBatch := func(ctx context.Context, consumer string) error {
+		_, err := dedup.LookupBatch(ctx, &dedupv1.LookupBatchRequest{Consumer: consumer, Keys: []string{"a"}})
+		return err
+	}
 	stats := func(ctx context.Context, _ string) error {
 		_, err := admin.Stats(ctx, &dedupv1.StatsRequest{})
 		return err
@@ -83,6 +92,9 @@ func TestAuthDecidesEveryCall(t *testing.T) {
 		{"admin token is no consumer token", lookup, adminToken, "inventory", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
 		{"list uncovered", list, inventoryToken, "payments", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
 		{"list covered", list, inventoryToken, "inventory", codes.OK, ""},
+		{"batch uncovered", claimBatch, inventoryToken, "payments", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
+		{"batch covered", claimBatch, inventoryToken, "inventory", codes.OK, ""},
+		{"lookup batch uncovered", lookupBatch, inventoryToken, "payments", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
 		{"admin without token", stats, "", "", codes.Unauthenticated, rpcerrors.ReasonUnauthenticated},
 		{"admin with consumer token", stats, allToken, "", codes.PermissionDenied, rpcerrors.ReasonPermissionDenied},
 		{"admin with admin token", stats, adminToken, "", codes.OK, ""},

@@ -73,7 +73,7 @@ func startGuardedWithLog(t *testing.T, cfg Config, st store.Store, log *slog.Log
 	hs := health.NewServer()
 	srv := newGRPCServer(cfg, log, hs, g)
 	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(srv, api.NewDedupService(st, policies, log))
+	api.Register(srv, newDedupService(st, policies, log, g))
 	api.RegisterAdmin(srv, api.NewAdminService(st, policies, log))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -15,8 +15,10 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/auth"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/throttle"
 )
 
@@ -55,6 +57,16 @@ func newGuards(cfg Config, m *metrics.Metrics, log *slog.Logger) (guards, func()
 		return errors.Join(errs...)
 	}
 	return g, reload, nil
+}
+
+// newDedupService is the DedupService behind the guards: batch items take
+// their rate-limit tokens from the same per-consumer buckets as calls.
+func newDedupService(st store.Store, policies *api.Policies, log *slog.Logger, g guards) *api.DedupService {
+	var opts api.ServiceOptions
+	if g.limiter != nil {
+		opts.Items = g.limiter
+	}
+	return api.NewDedupServiceWith(st, policies, log, opts)
 }
 
 // handleReloads runs reload each time signals delivers, until ctx ends.

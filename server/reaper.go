@@ -14,7 +14,8 @@ import (
 // most cfg.ReapBatch rows, so no transaction grows with the backlog; expired
 // records are already invisible to callers, so the reaper only reclaims
 // space and can fall behind without harm.
-func runReaper(ctx context.Context, st store.Store, cfg Config, m *metrics.Metrics, log *slog.Logger) {
+// Expired streams (when streams is not nil) go in the same passes.
+func runReaper(ctx context.Context, st store.Store, streams store.StreamStore, cfg Config, m *metrics.Metrics, log *slog.Logger) {
 	switch {
 	case cfg.ReaperOff:
 		log.Info("reaper off (--reaper=off): expired records stay stored until something else deletes them, such as CockroachDB row-level TTL")
@@ -32,7 +33,12 @@ func runReaper(ctx context.Context, st store.Store, cfg Config, m *metrics.Metri
 			return
 		case <-ticker.C:
 		}
-		deleted, err := reapOnce(ctx, st, cfg.ReapBatch)
+		deleted, err := reapOnce(ctx, st.DeleteExpired, cfg.ReapBatch)
+		if streams != nil && err == nil {
+			var n int
+			n, err = reapOnce(ctx, streams.DeleteExpiredStreams, cfg.ReapBatch)
+			deleted += n
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -46,10 +52,10 @@ func runReaper(ctx context.Context, st store.Store, cfg Config, m *metrics.Metri
 }
 
 // reapOnce deletes batches until one comes back short.
-func reapOnce(ctx context.Context, st store.Store, batch int) (int, error) {
+func reapOnce(ctx context.Context, deleteExpired func(context.Context, int) (int, error), batch int) (int, error) {
 	total := 0
 	for {
-		n, err := st.DeleteExpired(ctx, batch)
+		n, err := deleteExpired(ctx, batch)
 		total += n
 		if err != nil || n < batch {
 			return total, err

@@ -37,14 +37,14 @@ func TestReapOnceDrainsTheBacklogInBatches(t *testing.T) {
 	}
 	time.Sleep(10 * time.Millisecond)
 
-	deleted, err := reapOnce(ctx, st, 10)
+	deleted, err := reapOnce(ctx, st.DeleteExpired, 10)
 	if err != nil || deleted != 25 {
 		t.Fatalf("reapOnce = %d, %v; want all 25 expired records", deleted, err)
 	}
 	if _, err := st.Lookup(ctx, "c", "live"); err != nil {
 		t.Fatalf("live record after reaping: %v", err)
 	}
-	if deleted, err := reapOnce(ctx, st, 10); err != nil || deleted != 0 {
+	if deleted, err := reapOnce(ctx, st.DeleteExpired, 10); err != nil || deleted != 0 {
 		t.Fatalf("second pass = %d, %v; want nothing left to delete", deleted, err)
 	}
 }

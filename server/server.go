@@ -58,6 +58,9 @@ type Config struct {
 	// Policy holds the lease default and the retention of every consumer.
 	Policy store.Policy
 	Limits api.Limits
+	// StreamTTL is how long an idle stream is kept when the consumer's
+	// stream policy names no TTL; zero means store.DefaultStreamTTL.
+	StreamTTL time.Duration
 	// PolicyCacheTTL bounds how long a consumer's stored policy is cached:
 	// a change through another replica is seen within it. Zero reads the
 	// policy on every call.
@@ -133,6 +136,7 @@ func (c Config) Validate() error {
 		{c.Limits.MaxResultBytes > 0, "--max-result-bytes must be positive"},
 		{c.Limits.MaxResultBytes <= api.MaxResultBytesCeiling, fmt.Sprintf("--max-result-bytes must be at most %d", api.MaxResultBytesCeiling)},
 		{c.PolicyCacheTTL >= 0, "--policy-cache-ttl must not be negative"},
+		{c.StreamTTL >= 0 && c.StreamTTL <= api.MaxTTLCeiling, "--stream-ttl must be between 0 and ten years"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
 		{c.AuthTokens != "" || c.InsecureNoAuth || loopback.Target(c.Listen),
@@ -145,8 +149,10 @@ func (c Config) Validate() error {
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
 		{c.MaxConnections >= 0, "--max-connections must be positive"},
 		{c.MaxConcurrentStreams >= 0 && c.MaxConcurrentStreams <= math.MaxUint32, "--max-concurrent-streams must be positive"},
-		{c.Limits.MaxPageBytes >= 0 && c.Limits.MaxPageBytes <= api.MaxReplyBytes,
-			fmt.Sprintf("--max-page-bytes must be positive and at most %d, so that a client left at its defaults accepts every page", api.MaxReplyBytes)},
+		{c.Limits.MaxPageBytes >= 0 && c.Limits.MaxPageBytes <= api.PageBytesCeiling,
+			fmt.Sprintf("--max-page-bytes must be positive and at most %d, so that a client left at its defaults accepts every page", api.PageBytesCeiling)},
+		{c.Limits.MaxBatchItems >= 0 && c.Limits.MaxBatchItems <= api.MaxBatchItemsCeiling,
+			fmt.Sprintf("--max-batch-items must be between 1 and %d", api.MaxBatchItemsCeiling)},
 		{c.HealthInterval > 0, "--health-interval must be positive"},
 		{c.LogSlowCalls >= 0, "--log-slow-calls must not be negative"},
 		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
@@ -190,8 +196,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	lis = netutil.LimitListener(lis, cmp.Or(cfg.MaxConnections, DefaultMaxConnections))
 	healthSrv := newHealthService()
-	setHealth(healthSrv.Server, false) // until the first ping answers
-	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
+	setHealth(healthSrv.Server, false)        // until the first ping answers
+	streams, _ := backend.(store.StreamStore) // nil: a store without streams
+	grpcSrv := newServices(cfg, log, healthSrv, g, observed, streams)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
 	if err != nil {
 		lis.Close()
@@ -209,7 +216,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// started.
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
-	bg.Go(func() { runReaper(bgCtx, observed, cfg, m, log) })
+	bg.Go(func() { runReaper(bgCtx, observed, streams, cfg, m, log) })
 	bg.Go(func() { watcher.run(bgCtx) })
 	bg.Go(func() { handleReloads(bgCtx, cfg.Reload, reload, log) })
 
@@ -240,13 +247,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 // newServices builds the gRPC server with both services on st, which the
 // caller has wrapped in the replay cache and the store metrics.
-func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Store) *grpc.Server {
+func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Store, streams store.StreamStore) *grpc.Server {
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
-	// One resolver for both services, so that a policy changed through
+	// One resolver for every service, so that a policy changed through
 	// AdminService applies to this server's next call.
 	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, api.NewDedupService(st, policies, log))
+	api.Register(grpcSrv, newDedupService(st, policies, log, g))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
+	if streams != nil {
+		sp := api.NewStreamPolicies(streams, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
+		api.RegisterStreams(grpcSrv, api.NewStreamService(sp, log), api.NewStreamAdminService(sp, log))
+	}
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv
 }

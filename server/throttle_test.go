@@ -138,3 +138,43 @@ func TestInFlightBoundShedsAtOnce(t *testing.T) {
 		t.Fatalf("with reflection streams open: %v, want NOT_FOUND", err)
 	}
 }
+
+// TestBatchTakesOneTokenPerItem: with a burst of 3 and one token per
+// 1000 s, a batch of 5 gets its first 3 items through and the last 2
+// RATE_LIMITED, each with a retry hint; the next lone call is refused, the
+// bucket being empty; and a batch is never refused whole for its rate.
+func TestBatchTakesOneTokenPerItem(t *testing.T) {
+	cfg := testConfig()
+	cfg.RateLimit, cfg.RateBurst = 0.001, 3
+	srv := startGuarded(t, cfg, nil)
+	c := dedupv1.NewDedupServiceClient(srv.dial(t))
+	ctx := context.Background()
+	items := []*dedupv1.ClaimBatchItem{{Key: "a"}, {Key: "b"}, {Key: "c"}, {Key: "d"}, {Key: "e"}}
+	resp, err := c.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: "inventory", Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, res := range resp.GetResults() {
+		if i < 3 {
+			if res.GetClaim().GetOutcome() != dedupv1.Outcome_OUTCOME_ACQUIRED {
+				t.Errorf("item %d within the burst: %v, want ACQUIRED", i, res)
+			}
+			continue
+		}
+		err := status.FromProto(res.GetError()).Err()
+		if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != rpcerrors.ReasonRateLimited {
+			t.Errorf("item %d past the burst: %v, want RATE_LIMITED", i, err)
+		}
+		if d := retryDelay(err); d < 900*time.Second || d > 2000*time.Second {
+			t.Errorf("item %d: RetryInfo delay %v, want about 1000-2000s", i, d)
+		}
+	}
+	_, err = c.Lookup(ctx, &dedupv1.LookupRequest{Consumer: "inventory", Key: "a"})
+	if reasonOf(err) != rpcerrors.ReasonRateLimited {
+		t.Errorf("lone call after the batch used the burst: %v, want RATE_LIMITED", err)
+	}
+	resp, err = c.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: "inventory", Items: items[:1]})
+	if err != nil || reasonOf(status.FromProto(resp.GetResults()[0].GetError()).Err()) != rpcerrors.ReasonRateLimited {
+		t.Errorf("batch with no tokens left: %v, %v; want its item RATE_LIMITED", resp, err)
+	}
+}

@@ -34,6 +34,8 @@ rewrite_imports() { # rewrite_imports DIR
     sed -E -i \
       -e 's/^from dedup\.v1 import /from dedupd._proto.dedup.v1 import /' \
       -e 's/(^|[^._[:alnum:]])dedup\.v1\.([[:alnum:]_]+_pb2(_grpc)?)\b/\1dedupd._proto.dedup.v1.\2/g' \
+      -e 's/^from google\.rpc import /from dedupd._proto.google.rpc import /' \
+      -e 's/(^|[^._[:alnum:]])google\.rpc\.status_pb2\b/\1dedupd._proto.google.rpc.status_pb2/g' \
       "$f"
   done
 }
@@ -42,12 +44,17 @@ generate() { # generate OUTDIR (the directory that becomes _proto)
   mkdir -p "$1"
   (cd "$root/proto" && "$PYTHON" -m grpc_tools.protoc -I. \
     --python_out="$1" --grpc_python_out="$1" \
-    --mypy_out="$1" --mypy_grpc_out="$1" dedup/v1/*.proto) \
+    --mypy_out="$1" --mypy_grpc_out="$1" dedup/v1/*.proto google/rpc/status.proto) \
     2> >(grep -v "^Writing mypy to " >&2)
   rewrite_imports "$1"
   printf '"""Generated protobuf and gRPC modules of dedup.v1 (see generate.sh)."""\n' >"$1/__init__.py"
   : >"$1/dedup/__init__.py"
   : >"$1/dedup/v1/__init__.py"
+  # google.rpc.Status (proto/google/rpc/status.proto) lives inside the
+  # package too, so that it never shadows an installed googleapis package.
+  : >"$1/google/__init__.py"
+  : >"$1/google/rpc/__init__.py"
+  rm -f "$1/google/rpc/status_pb2_grpc.py" "$1/google/rpc/status_pb2_grpc.pyi"
 }
 
 if [ "${1:-}" = "--check" ]; then

@@ -84,7 +84,7 @@ Exit status: 0 success, 1 the server refused or could not be reached,
 	flags.StringVarP(&a.output, "output", "o", "table", "output format: table or json (protojson, one document per command)")
 	flags.DurationVar(&a.timeout, "timeout", 30*time.Second, "deadline of each call to dedupd; 0 for none")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newPolicyCommand(a), newRecordsCommand(a), newPurgeCommand(a),
+	root.AddCommand(newPolicyCommand(a), newRecordsCommand(a), newStreamsCommand(a), newPurgeCommand(a),
 		newStatsCommand(a), newReconcileCommand(a), newCompletionCommand(),
 		loadtest.NewCommand(a.dial, func() string { return a.output }))
 	return root

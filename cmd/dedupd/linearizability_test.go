@@ -116,18 +116,32 @@ func runLzWorkload(c dedupv1.DedupServiceClient, seed uint64, opsPerClient int) 
 	for id := range lzClients {
 		wg.Go(func() {
 			cl := &lzClient{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))), tokens: map[string]int64{}}
-			for i := range opsPerClient {
-				in := cl.nextInput(i / lzOpsPerKeySet)
-				callAt := time.Since(start).Nanoseconds()
-				out := lzCall(c, in)
-				cl.observe(in, out)
-				returnAt := time.Since(start).Nanoseconds()
-				if out.unknown {
-					returnAt = lzNever
+			for i := 0; i < opsPerClient; {
+				// Some calls are batches: each item is an operation of its
+				// own, placed anywhere between the batch's call and return.
+				ins := []lzInput{cl.nextInput(i / lzOpsPerKeySet)}
+				if cl.rng.IntN(4) == 0 {
+					ins = cl.nextBatch(ins[0], i/lzOpsPerKeySet)
 				}
+				callAt := time.Since(start).Nanoseconds()
+				var outs []lzOutput
+				if len(ins) == 1 {
+					outs = []lzOutput{lzCall(c, ins[0])}
+				} else {
+					outs = lzBatchCall(c, ins)
+				}
+				returnAt := time.Since(start).Nanoseconds()
 				mu.Lock()
-				history = append(history, porcupine.Operation{ClientId: id, Input: in, Call: callAt, Output: out, Return: returnAt})
+				for j, out := range outs {
+					cl.observe(ins[j], out)
+					ret := returnAt
+					if out.unknown {
+						ret = lzNever
+					}
+					history = append(history, porcupine.Operation{ClientId: id, Input: ins[j], Call: callAt, Output: out, Return: ret})
+				}
 				mu.Unlock()
+				i += len(ins)
 			}
 		})
 	}
@@ -207,6 +221,12 @@ func lzCall(c dedupv1.DedupServiceClient, in lzInput) lzOutput {
 		r, err = c.Lookup(ctx, &dedupv1.LookupRequest{Consumer: consumer, Key: in.key})
 		rec = r.GetRecord()
 	}
+	return answerOutput(rec, out, err)
+}
+
+// answerOutput completes out with an answer: the record, or the error and
+// the stored record it carries.
+func answerOutput(rec *dedupv1.Record, out lzOutput, err error) lzOutput {
 	if err != nil {
 		out = errorOutput(err)
 		if out.unknown {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dedupd/dedupd/server"
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 	"github.com/dedupd/dedupd/server/tracing"
 )
@@ -97,6 +98,9 @@ see docs/operations.md).`,
 	f.DurationVar(&cfg.Policy.RejectedTTL, "rejected-ttl", 24*time.Hour, "how long a terminal rejection is kept")
 	f.DurationVar(&cfg.Policy.ReleasedTTL, "released-ttl", 24*time.Hour, "how long a released claim, or a pending one whose lease ran out, is kept")
 	f.IntVar(&cfg.Limits.MaxResultBytes, "max-result-bytes", 64<<10, "largest result (or rejection detail) a caller may store, in bytes")
+	f.DurationVar(&cfg.StreamTTL, "stream-ttl", store.DefaultStreamTTL, "how long an idle stream (StreamService) is kept, unless its consumer's stream policy says otherwise; longer than the latest redelivery you expect")
+	f.IntVar(&cfg.Limits.MaxBatchItems, "max-batch-items", api.DefaultMaxBatchItems,
+		fmt.Sprintf("most items in one batch call (ClaimBatch, FinishBatch, ExtendLeaseBatch, LookupBatch), at most %d", api.MaxBatchItemsCeiling))
 	f.DurationVar(&cfg.PolicyCacheTTL, "policy-cache-ttl", 5*time.Second, "how long a consumer's policy is cached; a change made through another replica applies within it (0 reads it on every call)")
 	f.StringVar(&reaper, "reaper", "on", "on: delete expired records every --reap-interval; off: leave them to the database (CockroachDB row-level TTL, see docs/cockroachdb.md)")
 	f.DurationVar(&cfg.ReapInterval, "reap-interval", 30*time.Second, "how often expired records are deleted; 0 turns the reaper off")
@@ -115,7 +119,7 @@ see docs/operations.md).`,
 	f.IntVar(&cfg.MaxInFlight, "max-inflight", 1024, "calls running at once; more are refused at once with RESOURCE_EXHAUSTED (OVERLOADED)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "client connections open at once; one more waits to be accepted until one closes (with --max-concurrent-streams and --max-page-bytes it bounds the memory unread replies can hold; docs/operations.md)")
 	f.IntVar(&cfg.MaxConcurrentStreams, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "calls open at once on one connection; a client queues more")
-	f.IntVar(&cfg.Limits.MaxPageBytes, "max-page-bytes", api.MaxReplyBytes, "most bytes of records in one ListRecords page (a larger record comes alone); at most 4 MiB less 64 KiB, so that a client left at its defaults accepts every page")
+	f.IntVar(&cfg.Limits.MaxPageBytes, "max-page-bytes", api.PageBytesCeiling, "most bytes of records in one ListRecords page (a larger record comes alone); at most 4 MiB less 64 KiB, so that a client left at its defaults accepts every page")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:9090; empty turns it off")
 	f.DurationVar(&cfg.HealthInterval, "health-interval", 2*time.Second, "how often the store is pinged; health is NOT_SERVING while it does not answer")
 	logs.register(f)

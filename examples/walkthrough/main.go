@@ -76,7 +76,45 @@ func run(ctx context.Context, addr string) error {
 	}
 	fmt.Printf("other content: %s, stored result=%s\n", conflict.Reason, conflict.Record.GetResult())
 
+	if err := claimAPoll(ctx, c, id); err != nil {
+		return err
+	}
 	return reconcileCrashedClaim(ctx, c, id+"-crashed")
+}
+
+// claimAPoll handles a whole poll of messages with one ClaimBatch and one
+// FinishBatch (DoBatch), then again as a redelivery: every message is
+// replayed and the work does not run.
+func claimAPoll(ctx context.Context, c *client.Client, id string) error {
+	poll := make([]client.BatchItem, 5)
+	for i := range poll {
+		poll[i].Key = fmt.Sprintf("%s-poll-%d", id, i)
+	}
+	runs := 0
+	work := func(ctx context.Context, key string, a client.Attempt) ([]byte, error) {
+		runs++
+		return []byte("done " + key), nil
+	}
+	for _, delivery := range []string{"poll", "redelivered poll"} {
+		outcomes, err := c.DoBatch(ctx, "inventory", poll, client.DoBatchOptions{}, work)
+		if err != nil {
+			return err
+		}
+		replayed := 0
+		for _, o := range outcomes {
+			if o.Err != nil {
+				return o.Err
+			}
+			if o.Replayed {
+				replayed++
+			}
+		}
+		fmt.Printf("%s of %d: replayed=%d, work ran %d times in all\n", delivery, len(poll), replayed, runs)
+	}
+	if runs != len(poll) {
+		return fmt.Errorf("the poll's work ran %d times; want %d", runs, len(poll))
+	}
+	return nil
 }
 
 // reconcileCrashedClaim claims a key as a worker that then dies, and

@@ -49,6 +49,18 @@ async function main() {
       return true;
     });
 
+  // A whole poll in one claimBatch and one finishBatch, then redelivered:
+  // every message is replayed and the work does not run again.
+  const poll = [0, 1, 2, 3, 4].map((i) => `${eventId}-poll-${i}`);
+  let pollRuns = 0;
+  for (const delivery of ['poll', 'redelivered poll']) {
+    const outcomes = await dedupd.doBatch(c, 'inventory', poll, async () => { pollRuns += 1; return 'done'; });
+    assert.ok(outcomes.every((o) => o.error === null), outcomes);
+    const replayed = outcomes.filter((o) => o.outcome.replayed).length;
+    console.log(`${delivery} of ${poll.length}: replayed=${replayed}, work ran ${pollRuns} times in all`);
+  }
+  assert.equal(pollRuns, poll.length);
+
   // A worker crashes after claiming (its lease runs out, nothing recorded).
   const crashed = `${eventId}-crashed`;
   const claim = await c.claim('inventory', crashed,

@@ -41,6 +41,17 @@ try:
 except dedupd.DigestMismatch as err:
     print("other content: %s, stored result=%s" % (err.reason, err.record.result.decode()))
 
+# A whole poll in one claim_batch and one finish_batch, then redelivered:
+# every message is replayed and the work does not run again.
+poll = ["%s-poll-%d" % (event_id, i) for i in range(5)]
+poll_runs = []
+for delivery in ("poll", "redelivered poll"):
+    outcomes = dedupd.do_batch(c, "inventory", poll, lambda key, token, attempt: poll_runs.append(key) or b"done")
+    assert all(o.error is None for o in outcomes), outcomes
+    print("%s of %d: replayed=%d, work ran %d times in all"
+          % (delivery, len(poll), sum(o.outcome.replayed for o in outcomes), len(poll_runs)))
+assert len(poll_runs) == len(poll), poll_runs
+
 # A worker crashes after claiming (its lease runs out, nothing recorded).
 crashed = event_id + "-crashed"
 claim = c.claim("inventory", crashed, digest=dedupd.digest_bytes(crashed.encode()),

@@ -30,8 +30,12 @@ With --baseline-database-url, each scenario runs again by hand on that
 PostgreSQL (use dedupd's own database) at the same concurrency: a claim is
 the single statement INSERT ... ON CONFLICT DO NOTHING RETURNING on a table
 shaped like dedupd's, plus a SELECT by key when the key exists; complete and
-release are one fenced UPDATE and DELETE. The table prints dedupd's
-throughput over the baseline's for each scenario.
+release are one fenced UPDATE and DELETE. A batch scenario's baseline is
+the raw multi-row INSERT ... ON CONFLICT DO NOTHING RETURNING of the same
+batch size (plus a multi-row SELECT of the keys that exist, and one
+multi-row fenced UPDATE for the completes); its row shows keys/s and the
+server CPU per key. The table prints dedupd's throughput over the
+baseline's for each scenario.
 
 With --server-pid (dedupd on this machine), and a PostgreSQL on this
 machine (found from the baseline database, or --postmaster-pid), the table
@@ -80,6 +84,7 @@ figure on a server nobody else uses.`,
 	f.IntVar(&cfg.ReplayKeys, "replay-keys", 1000, "completed keys the replay scenario cycles through")
 	f.IntVar(&cfg.ContendedKeys, "contended-keys", 8, "keys the contended scenario shares among all callers")
 	f.IntVar(&cfg.ResultBytes, "result-bytes", 64, "size of each stored result")
+	f.IntVar(&cfg.BatchSize, "batch-size", 100, "keys per call of the batch scenarios (claim-batch, cycle-batch, replay-batch)")
 	f.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of a local dedupd whose peak RSS and CPU time to report")
 	f.BoolVar(&cfg.WholeDatabaseServer, "whole-database-server", false, "count every PostgreSQL process as the database's CPU, exited backends included (on a server nobody else uses); by default only the processes serving the bench's database and the shared helpers count")
 	f.IntVar(&cfg.PostmasterPID, "postmaster-pid", 0, "pid of the local PostgreSQL postmaster whose CPU time to report; 0 finds it from --baseline-database-url")

@@ -55,6 +55,8 @@ type Config struct {
 	ContendedKeys int
 	// ResultBytes is the size of each stored result.
 	ResultBytes int
+	// BatchSize is the keys per call of the batch scenarios (batch.go).
+	BatchSize int
 	// Progress, when set, gets a progress line per second.
 	Progress io.Writer
 	// ServerPID, when set, is the local dedupd process whose peak resident
@@ -111,6 +113,9 @@ func (c *Config) defaults() error {
 	if c.ContendedKeys <= 0 {
 		c.ContendedKeys = 8
 	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 100
+	}
 	if c.ResultBytes < 0 {
 		c.ResultBytes = 0
 	}
@@ -155,7 +160,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 }
 
 func runScenario(ctx context.Context, cfg Config, name string, svc *service, base *baseline, cpu *cpuSampler) (ScenarioReport, error) {
-	sr := ScenarioReport{Name: name}
+	sr := ScenarioReport{Name: name, KeysPerOp: 1}
+	if sc, _ := scenarioNamed(name); sc.batch {
+		sr.KeysPerOp = cfg.BatchSize
+	}
 	op, err := svc.operation(ctx, name)
 	if err != nil {
 		return sr, fmt.Errorf("loadtest: setting up %s on dedupd: %w", name, err)

@@ -50,6 +50,10 @@ type ScenarioReport struct {
 	// AboveFloorMicros is the service's server CPU per operation less the
 	// floor scenario's (an empty call): what the work itself costs.
 	AboveFloorMicros float64 `json:"cpu_above_floor_micros_per_op,omitempty"`
+	// KeysPerOp is the keys one operation handles: the batch size of a
+	// batch scenario, else 1. Keys/s is ops/s times it, and CPU per key
+	// the CPU per op over it.
+	KeysPerOp int `json:"keys_per_op"`
 }
 
 // cpuRatio is service's server CPU per op over baseline's; 0 when either
@@ -135,7 +139,12 @@ func (r Report) WriteTable(w io.Writer) error {
 		if s.Baseline != nil {
 			ratio = strconv.FormatFloat(s.Ratio, 'f', 2, 64) + "x"
 		}
-		row(s.Name, "dedupd", s.Service, ratio, s)
+		name := s.Name
+		if s.KeysPerOp > 1 {
+			name = fmt.Sprintf("%s (%d keys/op: %.0f keys/s%s)", s.Name, s.KeysPerOp,
+				s.Service.PerSecond*float64(s.KeysPerOp), perKey(s.Service.CPU, s.KeysPerOp))
+		}
+		row(name, "dedupd", s.Service, ratio, s)
 		if s.Baseline != nil {
 			row("", "baseline", *s.Baseline, "", s)
 		}
@@ -166,6 +175,14 @@ func (r Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w, e)
 	}
 	return nil
+}
+
+// perKey is ", N µs/key" of server CPU for a batch scenario, or "".
+func perKey(c *ServerCPU, keys int) string {
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %.1f cpu µs/key", c.Micros/float64(keys))
 }
 
 // cpuColumns are a row's server CPU columns: per op in total, dedupd's and

@@ -44,11 +44,12 @@ type scenarios struct {
 	replayKeys  int
 	contended   int
 	concurrency int
+	batchSize   int
 }
 
 func newScenarios(s side, cfg Config) *scenarios {
 	return &scenarios{side: s, result: resultOf(cfg.ResultBytes), replayKeys: cfg.ReplayKeys,
-		contended: cfg.ContendedKeys, concurrency: cfg.Concurrency}
+		contended: cfg.ContendedKeys, concurrency: cfg.Concurrency, batchSize: cfg.BatchSize}
 }
 
 func resultOf(n int) []byte { return bytes.Repeat([]byte("r"), n) }
@@ -61,6 +62,8 @@ type scenario struct {
 	help string
 	// serviceOnly scenarios have nothing to compare on the baseline.
 	serviceOnly bool
+	// batch scenarios handle Config.BatchSize keys per operation (batch.go).
+	batch bool
 	// prepare, when set, runs once per side before the measurement.
 	prepare func(*scenarios, context.Context) error
 	op      func(*scenarios) operation
@@ -81,6 +84,12 @@ var scenarioTable = []scenario{
 		op: func(s *scenarios) operation { return s.contendedClaim }},
 	{name: "mixed", help: "40% cycle, 40% replay, 10% contended, 10% claim-new",
 		prepare: (*scenarios).prepareReplay, op: func(s *scenarios) operation { return s.mixed }},
+	{name: "claim-batch", batch: true, help: "a poll of --batch-size new keys claimed in one ClaimBatch; each must acquire",
+		op: func(s *scenarios) operation { return s.claimBatchNew }},
+	{name: "cycle-batch", batch: true, help: "a poll of new keys claimed in one ClaimBatch, then completed in one FinishBatch",
+		op: func(s *scenarios) operation { return s.cycleBatch }},
+	{name: "replay-batch", batch: true, help: "a redelivered poll: keys completed earlier claimed in one ClaimBatch; each must return the stored result",
+		prepare: (*scenarios).prepareReplay, op: func(s *scenarios) operation { return s.replayBatch }},
 }
 
 func scenarioNamed(name string) (scenario, bool) {

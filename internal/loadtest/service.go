@@ -52,6 +52,11 @@ func (s *service) claim(ctx context.Context, key string) (claimed, error) {
 	if err != nil {
 		return claimed{}, err
 	}
+	return claimedOf(res), nil
+}
+
+// claimedOf is what a claim's answer tells a worker.
+func claimedOf(res *dedupv1.ClaimResponse) claimed {
 	c := claimed{token: res.GetFencingToken(), result: res.GetRecord().GetResult()}
 	switch res.GetOutcome() {
 	case dedupv1.Outcome_OUTCOME_ACQUIRED:
@@ -65,7 +70,7 @@ func (s *service) claim(ctx context.Context, key string) (claimed, error) {
 	default:
 		c.outcome = res.GetOutcome().String()
 	}
-	return c, nil
+	return c
 }
 
 func (s *service) complete(ctx context.Context, key string, token int64) error {

@@ -8,6 +8,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -27,23 +28,26 @@ type Limits struct {
 	MaxLeaseTTL time.Duration
 	// MaxResultBytes caps Complete's result and Reject's detail.
 	MaxResultBytes int
+	// MaxBatchItems caps the items of one batch call; zero means
+	// DefaultMaxBatchItems. At most MaxBatchItemsCeiling.
+	MaxBatchItems int
 	// MaxPageBytes bounds the encoded records of a ListRecords page; zero
-	// means MaxReplyBytes. A record larger than it comes alone on a page.
+	// means PageBytesCeiling. A record larger than it comes alone on a
+	// page.
 	MaxPageBytes int
 }
 
-// MaxReplyBytes is the byte budget of a reply that holds many records (a
-// ListRecords page, a batch): grpc-go's default client receive limit
-// (4 MiB), less a margin for the message's framing and other fields, so
-// that a client left at its defaults accepts every such reply.
-const MaxReplyBytes = 4<<20 - 64<<10
+// PageBytesCeiling is the most MaxPageBytes may be: MaxReplyBytes less
+// room for the page's framing (a few bytes a record) and its token, so
+// that a client left at its defaults accepts every page.
+const PageBytesCeiling = MaxReplyBytes - 64<<10
 
-// pageBytes is MaxPageBytes, or MaxReplyBytes when unset.
+// pageBytes is MaxPageBytes, or PageBytesCeiling when unset.
 func (l Limits) pageBytes() int {
 	if l.MaxPageBytes > 0 {
 		return l.MaxPageBytes
 	}
-	return MaxReplyBytes
+	return PageBytesCeiling
 }
 
 // DedupService implements dedupv1.DedupServiceServer on top of a store.
@@ -52,12 +56,25 @@ type DedupService struct {
 	store    store.Store
 	policies *Policies
 	log      *slog.Logger
+	// items, when set, takes a rate-limit token for each item of a batch.
+	items ItemLimiter
 }
 
 // NewDedupService returns the service; policies resolves each consumer's
 // policy in force.
 func NewDedupService(s store.Store, policies *Policies, log *slog.Logger) *DedupService {
-	return &DedupService{store: s, policies: policies, log: log}
+	return NewDedupServiceWith(s, policies, log, ServiceOptions{})
+}
+
+// ServiceOptions are what the service needs beyond its store and policies.
+type ServiceOptions struct {
+	// Items takes a rate-limit token per batch item; nil: no limit.
+	Items ItemLimiter
+}
+
+// NewDedupServiceWith is NewDedupService with options.
+func NewDedupServiceWith(s store.Store, policies *Policies, log *slog.Logger, opts ServiceOptions) *DedupService {
+	return &DedupService{store: s, policies: policies, log: log, items: opts.Items}
 }
 
 // policy checks the request fields that do not depend on the policy, then
@@ -85,7 +102,17 @@ func (s *DedupService) fail(ctx context.Context, err error, consumer, key string
 // line with the cause the caller is not told, for an internal error (a bug)
 // at ERROR and for a store that does not answer at WARN. Keys are never
 // logged (docs/operations.md), and the cause is cut to maxLoggedCause.
+//
+// A refusal's stored record leaves out what the caller stored (result,
+// rejection message and detail, as a lean batch item does): a unary
+// error's details travel in a trailer, and gRPC's C core (the Python
+// client) refuses one past 8 KiB by default, which turned DIGEST_MISMATCH
+// on a record with a 20 KB result into INTERNAL: RST_STREAM. Lookup gives
+// the whole record.
 func failWith(ctx context.Context, log *slog.Logger, err error, consumer, key string) error {
+	if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
+		err = &store.ConflictError{Err: conflict.Err, Record: withoutPayload(conflict.Record)}
+	}
 	st := rpcerrors.Status(err, consumer, key)
 	switch st.Code() {
 	case codes.Internal:

@@ -34,11 +34,15 @@ const (
 
 // validator collects the first problem found in a request, so that each
 // handler reads as a list of checks.
-type validator struct{ err *rpcerrors.FieldError }
+// Its prefix names the batch item checked, such as "items[3].".
+type validator struct {
+	err    *rpcerrors.FieldError
+	prefix string
+}
 
 func (v *validator) fail(field, format string, args ...any) {
 	if v.err == nil {
-		v.err = &rpcerrors.FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
+		v.err = &rpcerrors.FieldError{Field: v.prefix + field, Problem: fmt.Sprintf(format, args...)}
 	}
 }
 

@@ -28,8 +28,10 @@ import (
 // other service (server reflection) need a valid credential and nothing
 // more.
 const (
-	dedupPrefix = "/dedup.v1.DedupService/"
-	adminPrefix = "/dedup.v1.AdminService/"
+	dedupPrefix       = "/dedup.v1.DedupService/"
+	adminPrefix       = "/dedup.v1.AdminService/"
+	streamPrefix      = "/dedup.v1.StreamService/"
+	streamAdminPrefix = "/dedup.v1.StreamAdminService/"
 )
 
 // Rules is one loaded auth file.
@@ -100,9 +102,11 @@ func authorize(g *Grant, method, name string) error {
 	switch {
 	case strings.HasPrefix(method, adminPrefix) && !g.Admin:
 		return fmt.Errorf("%s may not call AdminService: %w", g.Name, rpcerrors.ErrPermissionDenied)
-	case strings.HasPrefix(method, dedupPrefix) && !consumer.Valid(name):
+	case strings.HasPrefix(method, streamAdminPrefix) && !g.Admin:
+		return fmt.Errorf("%s may not call StreamAdminService: %w", g.Name, rpcerrors.ErrPermissionDenied)
+	case (strings.HasPrefix(method, dedupPrefix) || strings.HasPrefix(method, streamPrefix)) && !consumer.Valid(name):
 		return &rpcerrors.FieldError{Field: "consumer", Problem: consumer.Problem(name)}
-	case strings.HasPrefix(method, dedupPrefix) && !g.covers(name):
+	case (strings.HasPrefix(method, dedupPrefix) || strings.HasPrefix(method, streamPrefix)) && !g.covers(name):
 		return fmt.Errorf("%s may not act for consumer %q: %w", g.Name, name, rpcerrors.ErrPermissionDenied)
 	}
 	return nil

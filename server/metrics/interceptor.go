@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"path"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -27,10 +28,15 @@ var refusalReasons = map[string]bool{
 func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
+		// On error resp is a typed nil: look at err first.
 		if err != nil {
 			m.observeError(ctx, info.FullMethod, err)
 		} else if claim, ok := resp.(*dedupv1.ClaimResponse); ok {
 			m.observeClaim(ctx, claim)
+		} else if claim, ok := resp.(*dedupv1.ClaimStreamResponse); ok {
+			m.observeStreamClaim(ctx, claim)
+		} else {
+			m.observeBatch(ctx, info.FullMethod, req, resp)
 		}
 		return resp, err
 	}
@@ -45,8 +51,19 @@ func (m *Metrics) observeClaim(ctx context.Context, resp *dedupv1.ClaimResponse)
 	}
 }
 
+func (m *Metrics) observeStreamClaim(ctx context.Context, resp *dedupv1.ClaimStreamResponse) {
+	name, _ := consumer.FromContext(ctx)
+	outcome := strings.ToLower(strings.TrimPrefix(resp.GetOutcome().String(), "STREAM_OUTCOME_"))
+	m.streamClaims.WithLabelValues(m.consumerLabel(name), outcome).Inc()
+}
+
 func (m *Metrics) observeError(ctx context.Context, method string, err error) {
-	reason := reasonOf(err)
+	m.observeReason(ctx, method, reasonOf(err))
+}
+
+// observeReason counts an error, of a call or of one batch item, by its
+// ErrorInfo reason.
+func (m *Metrics) observeReason(ctx context.Context, method, reason string) {
 	if refusalReasons[reason] {
 		m.refused.WithLabelValues(reason).Inc()
 		return
@@ -55,6 +72,8 @@ func (m *Metrics) observeError(ctx context.Context, method string, err error) {
 	switch reason {
 	case rpcerrors.ReasonDigestMismatch:
 		m.digestConflicts.WithLabelValues(m.consumerLabel(name)).Inc()
+	case rpcerrors.ReasonSequenceGap, rpcerrors.ReasonStreamModeMismatch:
+		m.streamRefusals.WithLabelValues(m.consumerLabel(name), reason).Inc()
 	case rpcerrors.ReasonLeaseLost:
 		m.leasesLost.WithLabelValues(m.consumerLabel(name), path.Base(method)).Inc()
 	}

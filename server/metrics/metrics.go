@@ -38,6 +38,8 @@ type Metrics struct {
 	GRPC *GRPCMetrics
 
 	claims          *prometheus.CounterVec
+	streamClaims    *prometheus.CounterVec
+	streamRefusals  *prometheus.CounterVec
 	reacquired      *prometheus.CounterVec
 	digestConflicts *prometheus.CounterVec
 	leasesLost      *prometheus.CounterVec
@@ -49,6 +51,7 @@ type Metrics struct {
 	storeRetries    *prometheus.CounterVec
 	storeErrors     *prometheus.CounterVec
 	serving         prometheus.Gauge
+	batchItems      *prometheus.HistogramVec
 
 	mu        sync.Mutex
 	consumers sync.Map // name -> *consumerSeries, for the labelled consumers
@@ -66,10 +69,12 @@ func New() *Metrics {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
 	m.claims = counterVec("dedupd_claims_total", "Claims answered, by consumer and outcome (acquired, in_progress, completed, rejected).", "consumer", "outcome")
+	m.streamClaims = counterVec("dedupd_stream_claims_total", "Stream claims answered, by consumer and outcome (acquired, in_progress, duplicate); refusals such as SEQUENCE_GAP are counted by dedupd_stream_refusals_total.", "consumer", "outcome")
+	m.streamRefusals = counterVec("dedupd_stream_refusals_total", "Stream claims refused, by consumer and reason (SEQUENCE_GAP, STREAM_MODE_MISMATCH).", "consumer", "reason")
 	m.reacquired = counterVec("dedupd_claims_reacquired_total", "Claims that acquired a key claimed before: a lease that ran out (takeover) or a retryable release.", "consumer")
 	m.digestConflicts = counterVec("dedupd_digest_conflicts_total", "Claims refused because the key is stored with another digest.", "consumer")
 	m.leasesLost = counterVec("dedupd_leases_lost_total", "Complete, Reject or ExtendLease refused because the caller's lease is no longer the key's current one.", "consumer", "method")
-	m.refused = counterVec("dedupd_refused_calls_total", "Calls refused before a handler ran, by reason (UNAUTHENTICATED, PERMISSION_DENIED, RATE_LIMITED, OVERLOADED).", "reason")
+	m.refused = counterVec("dedupd_refused_calls_total", "Calls refused before a handler ran, and batch items refused for their rate, by reason (UNAUTHENTICATED, PERMISSION_DENIED, RATE_LIMITED, OVERLOADED).", "reason")
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "dedupd_panics_total", Help: "Handler panics turned into INTERNAL."})
 	m.reaperDeleted = prometheus.NewCounter(prometheus.CounterOpts{Name: "dedupd_reaper_deleted_total", Help: "Expired records deleted by the reaper."})
 	m.reaperPasses = counterVec("dedupd_reaper_passes_total", "Reaper passes, by result (ok, error).", "result")
@@ -77,7 +82,8 @@ func New() *Metrics {
 	m.storeRetries = counterVec("dedupd_store_retries_total", "Store transactions run again after a serialization failure or lost compare-and-set (PostgreSQL/CockroachDB).", "op")
 	m.storeErrors = counterVec("dedupd_store_errors_total", "Store operations that failed, by operation and class (unavailable, deadline, canceled, internal). Refusals such as LEASE_LOST are not errors.", "op", "class")
 	m.serving = prometheus.NewGauge(prometheus.GaugeOpts{Name: "dedupd_serving", Help: "1 while the health status is SERVING (the store answers), else 0."})
-	m.Registry.MustRegister(m.GRPC, m.claims, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
+	m.batchItems = newBatchItems()
+	m.Registry.MustRegister(m.batchItems, m.GRPC, m.claims, m.streamClaims, m.streamRefusals, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
 		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.initializeSeries()

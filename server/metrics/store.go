@@ -66,3 +66,39 @@ func (o *observedStore) Ping(ctx context.Context) error {
 	o.observe("ping", err)
 	return err
 }
+
+// ApplyBatch counts each failed item under its command's operation, as
+// the lone call would be counted.
+func (o *observedStore) ApplyBatch(ctx context.Context, p store.BatchParams) []store.ItemResult {
+	results := o.Store.ApplyBatch(ctx, p)
+	for i, r := range results {
+		if r.Err != nil {
+			o.observe(opOf(p.Commands[i]), r.Err)
+		}
+	}
+	return results
+}
+
+// LookupBatch counts each failed key as a lookup.
+func (o *observedStore) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
+	results := o.Store.LookupBatch(ctx, p)
+	for _, r := range results {
+		if r.Err != nil {
+			o.observe("lookup", r.Err)
+		}
+	}
+	return results
+}
+
+// opOf names a command's operation as the lone calls' op labels do.
+func opOf(cmd store.Command) string {
+	switch cmd.(type) {
+	case store.ClaimParams:
+		return "claim"
+	case store.CompleteParams:
+		return "complete"
+	case store.RejectParams:
+		return "reject"
+	}
+	return "extend_lease"
+}

@@ -25,7 +25,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/internal/clip"
-	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -55,6 +54,10 @@ const (
 	ReasonPermissionDenied = "PERMISSION_DENIED"
 	ReasonRateLimited      = "RATE_LIMITED"
 	ReasonOverloaded       = "OVERLOADED"
+	// ReasonSequenceGap and the two below are StreamService's refusals.
+	ReasonSequenceGap        = "SEQUENCE_GAP"
+	ReasonStreamModeMismatch = "STREAM_MODE_MISMATCH"
+	ReasonStreamNotFound     = "STREAM_NOT_FOUND"
 )
 
 // Reasons lists every reason above: the set the server can send, which a
@@ -64,6 +67,7 @@ var Reasons = []string{
 	ReasonDigestMismatch, ReasonAlreadyFinished, ReasonLeaseLost, ReasonStoreUnavailable,
 	ReasonDeadlineExceeded, ReasonCanceled, ReasonInternal,
 	ReasonUnauthenticated, ReasonPermissionDenied, ReasonRateLimited, ReasonOverloaded,
+	ReasonSequenceGap, ReasonStreamModeMismatch, ReasonStreamNotFound,
 }
 
 // ErrMalformedRequest is a request whose bytes do not decode as its message,
@@ -129,7 +133,10 @@ type errorClass struct {
 // matters only in that the first match wins.
 var errorClasses = []errorClass{
 	{ErrMalformedRequest, codes.InvalidArgument, ReasonMalformedRequest, ""},
+	{ErrStreamNotFound, codes.NotFound, ReasonStreamNotFound, ErrStreamNotFound.Error()},
 	{store.ErrNotFound, codes.NotFound, ReasonNotFound, store.ErrNotFound.Error()},
+	{store.ErrSequenceGap, codes.FailedPrecondition, ReasonSequenceGap, store.ErrSequenceGap.Error()},
+	{store.ErrModeMismatch, codes.FailedPrecondition, ReasonStreamModeMismatch, store.ErrModeMismatch.Error()},
 	{store.ErrNoPolicy, codes.NotFound, ReasonPolicyNotFound, store.ErrNoPolicy.Error()},
 	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch, store.ErrDigestMismatch.Error()},
 	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished, store.ErrAlreadyFinished.Error()},
@@ -179,6 +186,9 @@ func Status(err error, consumer, key string) *status.Status {
 			break
 		}
 	}
+	if streamConflict, ok := errors.AsType[*store.StreamConflictError](err); ok {
+		return streamConflictStatus(err, streamConflict, class.code, class.reason, meta)
+	}
 	msg := class.message
 	if msg == "" {
 		msg = err.Error()
@@ -190,29 +200,12 @@ func Status(err error, consumer, key string) *status.Status {
 		meta["state"] = string(conflict.Record.State)
 		meta["fencing_token"] = strconv.FormatInt(conflict.Record.FencingToken, 10)
 		msg = fmt.Sprintf("%s (state %s, fencing token %d)", msg, conflict.Record.State, conflict.Record.FencingToken)
-		return withDetails(class.code, msg, class.reason, meta, conflictRecord(conflict.Record))
+		return withDetails(class.code, msg, class.reason, meta, recordpb.FromStore(conflict.Record))
 	}
 	if retry, ok := errors.AsType[*RetryAfterError](err); ok {
 		return withDetails(class.code, msg, class.reason, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
 	}
 	return withDetails(class.code, msg, class.reason, meta)
-}
-
-// conflictRecord is the stored record as a conflict carries it: without
-// its bodies (result, rejection detail) and with the rejection message cut
-// to MaxEchoBytes. The details travel in a trailer, and a trailer past what
-// the client accepts (8 KiB by default in gRPC's C core, so in Python)
-// turns the refusal into INTERNAL: RST_STREAM. Every other field stays
-// within its request limit, so the whole answer stays a few KiB; a caller
-// that needs the result Looks the key up.
-func conflictRecord(r store.Record) *dedupv1.Record {
-	pr := recordpb.FromStore(r)
-	pr.Result = nil
-	if rj := pr.GetRejection(); rj != nil {
-		rj.Detail = nil
-		rj.Message = clip.String(rj.GetMessage(), MaxEchoBytes)
-	}
-	return pr
 }
 
 // withDetails builds the status, each echoed value (the message and every

@@ -165,6 +165,7 @@ type ClaimResult struct {
 // outcome.
 type Store interface {
 	Admin
+	Batcher
 
 	// Claim applies a claim to the key (see Apply). It must return exactly
 	// one Acquired among any number of concurrent claims of a free key, and

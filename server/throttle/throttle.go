@@ -56,16 +56,20 @@ func NewPerConsumer(perSecond float64, burst int) *PerConsumer {
 }
 
 // Limit takes one token from the bucket of the call's consumer, or returns
-// ErrRateLimited with the time until one is free. Only DedupService calls
-// are limited: AdminService requests may name a consumer too, but an
+// ErrRateLimited with the time until one is free. Only DedupService and
+// StreamService calls are limited: AdminService requests may name a consumer too, but an
 // operator's call must not use up that consumer's rate. A name that is not
 // a valid consumer gets no bucket: the limiter runs before validation, and
 // a bucket would keep the name, up to a whole request in size, in memory
 // long after the handler refused it (INVALID_ARGUMENT, before any store
 // work).
+//
+// A batch call (a DedupService method whose name ends in "Batch") is not
+// limited here: its handler takes one token per item (TakeUpTo), so that
+// a batch larger than what is left still gets its first items through.
 func (p *PerConsumer) Limit(ctx context.Context) error {
 	name, named := consumer.FromContext(ctx)
-	if method, _ := grpc.Method(ctx); !named || !strings.HasPrefix(method, "/dedup.v1.DedupService/") || !consumer.Valid(name) {
+	if method, _ := grpc.Method(ctx); !named || !limited(method) || !consumer.Valid(name) {
 		return nil
 	}
 	now := p.now()
@@ -79,6 +83,40 @@ func (p *PerConsumer) Limit(ctx context.Context) error {
 		Err:   fmt.Errorf("consumer %q is over its rate of %g calls/s: %w", name, float64(p.limit), rpcerrors.ErrRateLimited),
 		After: delay,
 	}
+}
+
+// TakeUpTo takes up to n tokens from the consumer's bucket, for the items
+// of a batch, and returns how many it took and, when fewer than n, how long
+// until the next of the rest could be taken (at most a full bucket's worth
+// is ever asked for at once).
+func (p *PerConsumer) TakeUpTo(name string, n int) (int, time.Duration) {
+	if !consumer.Valid(name) || n <= 0 {
+		return n, 0
+	}
+	b := p.bucket(name)
+	now := p.now()
+	for {
+		take := min(n, int(math.Floor(b.TokensAt(now))))
+		if take <= 0 {
+			break
+		}
+		r := b.ReserveN(now, take)
+		if r.OK() && r.DelayFrom(now) == 0 {
+			if take == n {
+				return n, 0
+			}
+			return take, p.delayFor(b, now, min(n-take, p.burst))
+		}
+		r.CancelAt(now) // another caller took tokens meanwhile: look again
+	}
+	return 0, p.delayFor(b, now, min(n, p.burst))
+}
+
+// delayFor is how long until k tokens are free in b, taking none.
+func (p *PerConsumer) delayFor(b *rate.Limiter, now time.Time, k int) time.Duration {
+	r := b.ReserveN(now, k)
+	defer r.CancelAt(now)
+	return max(r.DelayFrom(now), time.Millisecond)
 }
 
 func (p *PerConsumer) bucket(name string) *rate.Limiter {
@@ -165,4 +203,13 @@ func (f *InFlight) StreamServerInterceptor() grpc.StreamServerInterceptor {
 		defer f.release()
 		return handler(srv, ss)
 	}
+}
+
+// limited reports whether a method spends its consumer's rate: the calls
+// consumers make around their work, not an operator's.
+func limited(method string) bool {
+	if strings.HasSuffix(method, "Batch") {
+		return false // a batch takes one token per item in its handler
+	}
+	return strings.HasPrefix(method, "/dedup.v1.DedupService/") || strings.HasPrefix(method, "/dedup.v1.StreamService/")
 }

@@ -9,10 +9,13 @@
 import assert from 'node:assert/strict';
 import * as dedupd from '@dedupd/client';
 import type {
-  ClaimOptions, ClaimResponse, ClientOptions, Decide, Decision, DedupErrorOptions, DedupRecord, DoOptions,
+  BatchOutcome, BatchWork, ClaimBatchItem, ClaimOptions, ClaimResponse, ClientOptions, DoBatchOptions,
+  ExtendLeaseBatchItem, FinishBatchItem, ItemResult, Decide, Decision, DedupErrorOptions, DedupRecord, DoOptions,
   DoResult, Duration, ErrorReason, ExtendLeaseOptions, FencingToken, Int64, JSONValue, ListRecordsFilters,
   ListRecordsResponse, Outcome, Payload, ReconcileOptions, Rejection, RejectOptions, Settled, State,
   TimeInput, Timestamp, TlsOptions, Work,
+  ClaimStreamOptions, ClaimStreamResponse, DedupStream, InOrderOptions, InOrderResult, InOrderWork,
+  ListStreamsFilters, ListStreamsResponse, RejectStreamOptions, StreamMode, StreamOutcome,
 } from '@dedupd/client';
 
 const CONSUMER = 'typed-example';
@@ -168,6 +171,65 @@ function digests(): void {
   assert.equal(dedupd.duration(undefined), null);
 }
 
+/** A stream claimed in order, a duplicate skipped, a gap refused; doInOrder; a poison event. */
+async function streams(c: dedupd.Client, stream: string): Promise<DedupStream> {
+  const mode: StreamMode = 'STREAM_MODE_DENSE';
+  const options: ClaimStreamOptions = { leaseTtl: 30, owner: 'typed', mode };
+  const first: ClaimStreamResponse = await c.claimStream(CONSUMER, stream, 1, options);
+  const outcome: StreamOutcome = first.outcome;
+  assert.equal(outcome, 'STREAM_OUTCOME_ACQUIRED');
+  const done: DedupStream = await c.completeStream(CONSUMER, stream, 1, first.fencingToken);
+  assert.equal(done.highWater, '1');
+  assert.equal((await c.claimStream(CONSUMER, stream, 1)).outcome, 'STREAM_OUTCOME_DUPLICATE');
+  const gap = await c.claimStream(CONSUMER, stream, 3).catch((e: unknown) => e);
+  assert.ok(gap instanceof dedupd.SequenceGap && gap.expected === '2' && gap.stream?.highWater === '1');
+  const work: InOrderWork = async (token) => { assert.ok(BigInt(token) > 0n); };
+  const inOrder: InOrderOptions = { leaseTtl: 30, maxWait: 5 };
+  const res: InOrderResult = await dedupd.doInOrder(c, CONSUMER, stream, 2, work, inOrder);
+  assert.equal(res.duplicate, false);
+  const poison = await dedupd.doInOrder(c, CONSUMER, stream, 3, () => { throw new dedupd.Terminal('BAD', 'poison'); })
+    .catch((e: unknown) => e);
+  assert.ok(poison instanceof dedupd.StreamRejected && poison.stream?.lastRejection?.reason === 'BAD');
+  const held = await c.claimStream(CONSUMER, stream, 4);
+  await c.releaseStream(CONSUMER, stream, 4, held.fencingToken);
+  const again = await c.claimStream(CONSUMER, stream, 4);
+  const rejectOptions: RejectStreamOptions = { reason: 'BAD', message: 'also poison', detail: 'x' };
+  await c.rejectStream(CONSUMER, stream, 4, again.fencingToken, rejectOptions);
+  const missing = await c.getStream(CONSUMER, `${stream}-absent`).catch((e: unknown) => e);
+  assert.ok(missing instanceof dedupd.StreamNotFound);
+  const versions = await c.claimStream(CONSUMER, `${stream}-v`, 10, { mode: 'STREAM_MODE_VERSIONS' });
+  assert.equal(versions.stream.mode, 'STREAM_MODE_VERSIONS');
+  const mismatch = await c.claimStream(CONSUMER, `${stream}-v`, 11, { mode }).catch((e: unknown) => e);
+  assert.ok(mismatch instanceof dedupd.StreamModeMismatch);
+  const filters: ListStreamsFilters = { pageSize: 10 };
+  const page: ListStreamsResponse = await c.listStreams(CONSUMER, filters);
+  assert.ok(page.streams.length > 0);
+  return c.getStream(CONSUMER, stream);
+}
+
+/** A poll of three keys through the batch calls, then through doBatch. */
+async function batches(c: dedupd.Client, prefix: string): Promise<BatchOutcome[]> {
+  const items: ClaimBatchItem[] = [{ key: `${prefix}-1`, digest: dedupd.digestBytes('1') }, { key: `${prefix}-2` }];
+  const claimed: Array<ItemResult<ClaimResponse>> = await c.claimBatch(CONSUMER, [...items, '']);
+  assert.ok(claimed[2].error instanceof dedupd.InvalidRequest);
+  const tokens: Int64[] = claimed.slice(0, 2).map((r) => (r.value ? r.value.fencingToken : '0'));
+  const heartbeat: ExtendLeaseBatchItem[] = items.map(({ key }, i) => ({ key, fencingToken: tokens[i], leaseTtl: 60 }));
+  await c.extendLeaseBatch(CONSUMER, heartbeat);
+  const finish: FinishBatchItem[] = [
+    { key: items[0].key, fencingToken: tokens[0], result: 'ok' },
+    { key: items[1].key, fencingToken: BigInt(tokens[1]), rejection: { reason: 'NO', retryable: true } },
+  ];
+  const finished: Array<ItemResult<DedupRecord>> = await c.finishBatch(CONSUMER, finish);
+  assert.equal(finished[0].resultOmitted, false);
+  const looked = await c.lookupBatch(CONSUMER, [items[0].key]);
+  assert.equal(looked[0].value?.result.toString(), 'ok');
+  const work: BatchWork = (key, token) => `${key}/${token}`;
+  const options: DoBatchOptions = { leaseTtl: 30, parallelism: 2 };
+  const outcomes: BatchOutcome[] = await dedupd.doBatch(c, CONSUMER, [{ key: items[0].key, digest: dedupd.digestBytes('1') }, items[1].key], work, options);
+  assert.equal(outcomes[0].outcome?.replayed, true);
+  return outcomes;
+}
+
 async function main(): Promise<void> {
   const addr = process.env['DEDUPD_ADDR'] ?? '127.0.0.1:7070';
   const run = `typed-${process.hrtime.bigint()}`;
@@ -179,6 +241,8 @@ async function main(): Promise<void> {
   await twoPhase(c, `${run}-do`);
   await reconciling(c, `${run}-crashed`);
   await typedErrors(c, `${run}-low`);
+  assert.equal((await streams(c, `${run}-stream`)).highWater, '4');
+  await batches(c, `${run}-batch`);
   errors(record);
   digests();
   console.log(`typed example: ok (${await listing(c, run)} records listed)`);

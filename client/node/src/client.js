@@ -6,8 +6,8 @@
 
 const net = require('node:net');
 const grpc = require('@grpc/grpc-js');
-const { DedupService } = require('./proto');
-const { fromServiceError } = require('./errors');
+const { DedupService, StreamService } = require('./proto');
+const { fromServiceError, fromStatus } = require('./errors');
 
 // UNAVAILABLE means nothing was done, so gRPC retries it. Every
 // DedupService call is safe to repeat: Complete, Reject and ExtendLease
@@ -16,7 +16,7 @@ const { fromServiceError } = require('./errors');
 // lease runs out.
 const RETRY_SERVICE_CONFIG = JSON.stringify({
   methodConfig: [{
-    name: [{ service: 'dedup.v1.DedupService' }],
+    name: [{ service: 'dedup.v1.DedupService' }, { service: 'dedup.v1.StreamService' }],
     retryPolicy: {
       maxAttempts: 4, initialBackoff: '0.05s', maxBackoff: '1s', backoffMultiplier: 2,
       retryableStatusCodes: ['UNAVAILABLE'],
@@ -144,16 +144,18 @@ class Client {
     Object.defineProperty(this, 'metadata', { value: bearerMetadata(token), enumerable: false });
     this.timeout = timeout;
     this.stub = new DedupService(target, creds, { 'grpc.service_config': RETRY_SERVICE_CONFIG, ...channelOptions });
+    // StreamService on the same channel.
+    this.streamStub = new StreamService(target, creds, { channelOverride: this.stub.getChannel() });
   }
 
   close() {
     this.stub.close();
   }
 
-  call(method, request) {
+  call(method, request, stub = this.stub) {
     const options = this.timeout == null ? {} : { deadline: new Date(Date.now() + this.timeout * 1000) };
     return new Promise((resolve, reject) => {
-      this.stub[method](request, this.metadata.clone(), options,
+      stub[method](request, this.metadata.clone(), options,
         (err, resp) => (err ? reject(fromServiceError(err)) : resolve(resp)));
     });
   }
@@ -197,6 +199,96 @@ class Client {
       pageToken = page.nextPageToken;
     } while (pageToken);
   }
+
+  // StreamService: events with a sequence number per entity (stream).
+
+  /**
+   * Claims one sequence of a stream; resolves to the ClaimStreamResponse
+   * {outcome, stream, fencingToken, retryAfter}. Rejects with SequenceGap
+   * (err.expected) for an early event of a dense stream.
+   */
+  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0) } = {}) {
+    return this.call('ClaimStream', { consumer, stream, sequence: int64(sequence, 'sequence'), mode, digest,
+      leaseTtl: duration(leaseTtl), owner }, this.streamStub);
+  }
+
+  /** Finishes the sequence and moves the high-water mark to it; resolves to the stream. */
+  async completeStream(consumer, stream, sequence, fencingToken) {
+    return (await this.call('CompleteStream', { consumer, stream, sequence: int64(sequence, 'sequence'),
+      fencingToken: int64(fencingToken) }, this.streamStub)).stream;
+  }
+
+  /** Finishes the sequence as a poison event: the mark moves past it. */
+  async rejectStream(consumer, stream, sequence, fencingToken, { reason = '', message = '', detail = Buffer.alloc(0) } = {}) {
+    return (await this.call('RejectStream', { consumer, stream, sequence: int64(sequence, 'sequence'),
+      fencingToken: int64(fencingToken), reason, message, detail: toBuffer(detail) }, this.streamStub)).stream;
+  }
+
+  /** Gives the claim up without moving the mark. */
+  async releaseStream(consumer, stream, sequence, fencingToken) {
+    return (await this.call('ReleaseStream', { consumer, stream, sequence: int64(sequence, 'sequence'),
+      fencingToken: int64(fencingToken) }, this.streamStub)).stream;
+  }
+
+  /** Resolves to the stream; rejects with StreamNotFound when it has none. */
+  async getStream(consumer, stream) {
+    return (await this.call('GetStream', { consumer, stream }, this.streamStub)).stream;
+  }
+
+  /** One page of ListStreams: {leaseExpired, pageSize, pageToken}. */
+  listStreams(consumer, filters = {}) {
+    return this.call('ListStreams', { consumer, ...filters }, this.streamStub);
+  }
+}
+
+// Batch calls (docs/api.md, Batches): one result per item, in order, each
+// {value, error, resultOmitted}: value is what the lone call would have
+// resolved to (a ClaimResponse, or a record), error the DedupError it would
+// have rejected with. A batch call itself rejects only for what concerns
+// the whole call (the consumer, the credential, too many items).
+Object.assign(Client.prototype, {
+  /** items: [{key, digest, leaseTtl, owner}] or key strings. */
+  async claimBatch(consumer, items) {
+    const resp = await this.call('ClaimBatch', {
+      consumer,
+      items: items.map((it) => (typeof it === 'string' ? { key: it } : it)).map(({ key, digest = Buffer.alloc(0), leaseTtl, owner = '' }) => (
+        { key, digest, leaseTtl: duration(leaseTtl), owner })),
+    });
+    return resp.results.map((r) => itemResult(r, r.claim));
+  },
+
+  /** items: [{key, fencingToken, result}] to Complete, or [{key, fencingToken, rejection: {reason, message, detail, retryable}}] to Reject. */
+  async finishBatch(consumer, items) {
+    const resp = await this.call('FinishBatch', {
+      consumer,
+      items: items.map(({ key, fencingToken, result, rejection }) => (rejection
+        ? { key, fencingToken: int64(fencingToken), rejection: { ...rejection, detail: toBuffer(rejection.detail) } }
+        : { key, fencingToken: int64(fencingToken), result: toBuffer(result) })),
+    });
+    return recordResults(resp);
+  },
+
+  /** items: [{key, fencingToken, leaseTtl}]: the heartbeat of a whole poll. */
+  async extendLeaseBatch(consumer, items) {
+    const resp = await this.call('ExtendLeaseBatch', {
+      consumer,
+      items: items.map(({ key, fencingToken, leaseTtl }) => ({ key, fencingToken: int64(fencingToken), leaseTtl: duration(leaseTtl) })),
+    });
+    return recordResults(resp);
+  },
+
+  /** Reads many keys; a key with no record has RecordNotFound. */
+  async lookupBatch(consumer, keys) {
+    return recordResults(await this.call('LookupBatch', { consumer, keys }));
+  },
+});
+
+function itemResult(r, value) {
+  return { value: r.error ? null : value, error: r.error ? fromStatus(r.error) : null, resultOmitted: r.resultOmitted };
+}
+
+function recordResults(resp) {
+  return resp.results.map((r) => itemResult(r, r.record));
 }
 
 function bearerMetadata(token) {

@@ -129,4 +129,4 @@ class Heartbeat {
   }
 }
 
-module.exports = { doOnce, Terminal };
+module.exports = { doOnce, Terminal, RETRYABLE_REASON, truncate };

@@ -5,26 +5,28 @@
 // server attached one, is err.record.
 
 const { status: Code } = require('@grpc/grpc-js');
-const { Record, Status, ErrorInfo, OBJECT_OPTIONS, REASONS } = require('./proto');
+const { Record, Stream, Status, ErrorInfo, OBJECT_OPTIONS, REASONS } = require('./proto');
 
 const ERROR_DOMAIN = 'dedup.v1';
 const RECORD_TYPE_URL = 'type.googleapis.com/dedup.v1.Record';
+const STREAM_TYPE_URL = 'type.googleapis.com/dedup.v1.Stream';
 const ERROR_INFO_TYPE_URL = 'type.googleapis.com/google.rpc.ErrorInfo';
 
 /**
  * An error answered by dedupd (or by gRPC on the way). code is the gRPC
  * status code (number), reason the ErrorInfo reason ('' when none, e.g.
  * UNIMPLEMENTED), metadata the ErrorInfo metadata, record the stored record
- * or null.
+ * or null, stream the stored stream (stream refusals) or null.
  */
 class DedupError extends Error {
-  constructor(message, { code = null, reason = '', metadata = {}, record = null, cause } = {}) {
+  constructor(message, { code = null, reason = '', metadata = {}, record = null, stream = null, cause } = {}) {
     super(message, cause ? { cause } : undefined);
     this.name = this.constructor.name;
     this.code = code;
     this.reason = reason;
     this.metadata = metadata;
     this.record = record;
+    this.stream = stream;
   }
 }
 
@@ -44,6 +46,21 @@ class Unavailable extends DedupError {}
 class Unauthenticated extends DedupError {}
 /** A known credential that does not cover the call's consumer. */
 class PermissionDenied extends DedupError {}
+/**
+ * A dense stream was claimed past the sequence it expects next
+ * (SEQUENCE_GAP): hold the event back until err.expected is processed, or
+ * let it be redelivered.
+ */
+class SequenceGap extends DedupError {
+  /** The sequence the stream accepts next, as a decimal string. */
+  get expected() {
+    return this.metadata.expected_sequence || '0';
+  }
+}
+/** The claim named another mode than the stream's or its consumer's stream policy (STREAM_MODE_MISMATCH). */
+class StreamModeMismatch extends DedupError {}
+/** getStream of a stream with no live record (STREAM_NOT_FOUND). */
+class StreamNotFound extends DedupError {}
 /** dedup.do() waited its bound while another caller held the key; err.record is the last seen. */
 class InProgressTimeout extends DedupError {}
 
@@ -86,6 +103,9 @@ const CLASS_BY_REASON = {
   PERMISSION_DENIED: PermissionDenied,
   RATE_LIMITED: DedupError,
   OVERLOADED: DedupError,
+  SEQUENCE_GAP: SequenceGap,
+  STREAM_MODE_MISMATCH: StreamModeMismatch,
+  STREAM_NOT_FOUND: StreamNotFound,
 };
 for (const name of Object.keys(CLASS_BY_REASON)) {
   if (!(name in Reason)) throw new Error(`errors.js maps ${name}, which error_reason.proto does not list`);
@@ -101,30 +121,45 @@ const BY_CODE = {
 
 /** Converts a @grpc/grpc-js ServiceError into the matching DedupError. */
 function fromServiceError(err) {
+  const raw = err.metadata ? err.metadata.get('grpc-status-details-bin') : [];
+  const details = raw.flatMap((bytes) => Status.decode(bytes).details);
+  return toError(err.code, err.details || err.message, details, err);
+}
+
+/**
+ * Converts a google.rpc.Status object ({code, message, details}), such as one
+ * batch item's error, into the DedupError its lone call would have thrown.
+ */
+function fromStatus(status) {
+  return toError(status.code, status.message, status.details || [], undefined);
+}
+
+function toError(code, message, details, cause) {
   let reason = '';
   let metadata = {};
   let record = null;
-  const raw = err.metadata ? err.metadata.get('grpc-status-details-bin') : [];
-  for (const bytes of raw) {
-    const status = Status.decode(bytes);
-    for (const detail of status.details) {
-      if (detail.typeUrl === ERROR_INFO_TYPE_URL) {
-        const info = ErrorInfo.toObject(ErrorInfo.decode(detail.value), { defaults: true });
-        if (info.domain === ERROR_DOMAIN) ({ reason, metadata } = info);
-      } else if (detail.typeUrl === RECORD_TYPE_URL) {
-        record = Record.toObject(Record.decode(detail.value), OBJECT_OPTIONS);
-      }
+  let stream = null;
+  for (const detail of details) {
+    // protobufjs decodes Any as typeUrl; proto-loader's objects keep type_url.
+    const typeUrl = detail.typeUrl || detail.type_url;
+    if (typeUrl === ERROR_INFO_TYPE_URL) {
+      const info = ErrorInfo.toObject(ErrorInfo.decode(detail.value), { defaults: true });
+      if (info.domain === ERROR_DOMAIN) ({ reason, metadata } = info);
+    } else if (typeUrl === RECORD_TYPE_URL) {
+      record = Record.toObject(Record.decode(detail.value), OBJECT_OPTIONS);
+    } else if (typeUrl === STREAM_TYPE_URL) {
+      stream = Stream.toObject(Stream.decode(detail.value), OBJECT_OPTIONS);
     }
   }
   // A reason this copy of the client does not know (a newer server) falls
   // back to the code.
-  const Class = Object.hasOwn(CLASS_BY_REASON, reason) ? CLASS_BY_REASON[reason] : (BY_CODE[err.code] || DedupError);
-  const label = reason || Code[err.code] || 'ERROR';
-  return new Class(`${label}: ${err.details || err.message}`, { code: err.code, reason, metadata, record, cause: err });
+  const Class = Object.hasOwn(CLASS_BY_REASON, reason) ? CLASS_BY_REASON[reason] : (BY_CODE[code] || DedupError);
+  const label = reason || Code[code] || 'ERROR';
+  return new Class(`${label}: ${message}`, { code, reason, metadata, record, stream, cause });
 }
 
 module.exports = {
   ERROR_DOMAIN, Reason, CLASS_BY_REASON, DedupError, DigestMismatch, LeaseLost, AlreadyFinished, RecordNotFound,
   InvalidRequest, Unavailable, Unauthenticated, PermissionDenied, InProgressTimeout, Rejected,
-  fromServiceError,
+  SequenceGap, StreamModeMismatch, StreamNotFound, fromServiceError, fromStatus,
 };

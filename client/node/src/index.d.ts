@@ -158,7 +158,149 @@ export class Client {
   listRecords(consumer: string, filters?: ListRecordsFilters): Promise<ListRecordsResponse>;
   /** Every record ListRecords lists, following the pages. */
   iterRecords(consumer: string, filters?: ListRecordsFilters): AsyncGenerator<DedupRecord, void, undefined>;
+  /** Claims one sequence of a stream; rejects with SequenceGap for an early event of a dense stream. */
+  claimStream(consumer: string, stream: string, sequence: FencingToken, options?: ClaimStreamOptions): Promise<ClaimStreamResponse>;
+  /** Finishes the sequence and moves the high-water mark to it; repeating it is harmless. */
+  completeStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken): Promise<DedupStream>;
+  /** Finishes the sequence as a poison event: the mark moves past it. */
+  rejectStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken,
+    options?: RejectStreamOptions): Promise<DedupStream>;
+  /** Gives the claim up without moving the mark. */
+  releaseStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken): Promise<DedupStream>;
+  /** Rejects with StreamNotFound when the stream has no live record. */
+  getStream(consumer: string, stream: string): Promise<DedupStream>;
+  listStreams(consumer: string, filters?: ListStreamsFilters): Promise<ListStreamsResponse>;
+  /**
+   * Batch calls (docs/api.md, Batches): one ItemResult per item, in order,
+   * each what the lone call would have resolved to or rejected with. They
+   * reject only for what concerns the whole call (consumer, credential,
+   * too many items).
+   */
+  claimBatch(consumer: string, items: Array<ClaimBatchItem | string>): Promise<Array<ItemResult<ClaimResponse>>>;
+  finishBatch(consumer: string, items: FinishBatchItem[]): Promise<Array<ItemResult<DedupRecord>>>;
+  extendLeaseBatch(consumer: string, items: ExtendLeaseBatchItem[]): Promise<Array<ItemResult<DedupRecord>>>;
+  lookupBatch(consumer: string, keys: string[]): Promise<Array<ItemResult<DedupRecord>>>;
 }
+
+/** One key of a claimBatch: a key string, or a key with claim()'s options. */
+export interface ClaimBatchItem extends ClaimOptions {
+  key: string;
+}
+
+/** One outcome of a finishBatch: a Complete with result, or, with rejection, a Reject. */
+export interface FinishBatchItem {
+  key: string;
+  fencingToken: FencingToken;
+  result?: Payload;
+  rejection?: { reason: string; message?: string; detail?: Payload; retryable?: boolean };
+}
+
+/** One lease of an extendLeaseBatch. */
+export interface ExtendLeaseBatchItem {
+  key: string;
+  fencingToken: FencingToken;
+  /** New lease length in seconds from now; the server default when unset. */
+  leaseTtl?: number | null;
+}
+
+/** One item's answer in a batch: value, or the error its lone call would have thrown. */
+export interface ItemResult<T> {
+  value: T | null;
+  error: DedupError | null;
+  /** The record's result (or rejection message and detail) was left out to keep the reply within 4 MiB: read it with lookup(). */
+  resultOmitted: boolean;
+}
+
+export type StreamMode = 'STREAM_MODE_UNSPECIFIED' | 'STREAM_MODE_DENSE' | 'STREAM_MODE_VERSIONS';
+
+export type StreamOutcome = 'STREAM_OUTCOME_UNSPECIFIED' | 'STREAM_OUTCOME_ACQUIRED' | 'STREAM_OUTCOME_IN_PROGRESS' | 'STREAM_OUTCOME_DUPLICATE';
+
+/** dedup.v1.Stream: a stream's high-water mark and its claim in flight. Unset messages are null. */
+export interface DedupStream {
+  consumer: string;
+  stream: string;
+  mode: StreamMode;
+  /** The last sequence finished; '0' when none. */
+  highWater: Int64;
+  lastOutcome: State;
+  lastRejection: Rejection | null;
+  rejected: Int64;
+  /** The sequence in flight; '0' when none. */
+  inFlight: Int64;
+  digest: Buffer;
+  fencingToken: Int64;
+  owner: string;
+  leaseExpiresAt: Timestamp | null;
+  createdAt: Timestamp | null;
+  updatedAt: Timestamp | null;
+  expiresAt: Timestamp | null;
+}
+
+/** dedup.v1.ClaimStreamResponse. */
+export interface ClaimStreamResponse {
+  outcome: StreamOutcome;
+  stream: DedupStream;
+  /** Set ('0' otherwise) when outcome is STREAM_OUTCOME_ACQUIRED. */
+  fencingToken: Int64;
+  retryAfter: Duration | null;
+}
+
+export interface ClaimStreamOptions {
+  /** Lease length in seconds; the server default when unset. */
+  leaseTtl?: number | null;
+  owner?: string;
+  /** The mode the caller expects; unspecified accepts the stream's. */
+  mode?: StreamMode;
+  digest?: Uint8Array;
+}
+
+export interface RejectStreamOptions {
+  reason?: string;
+  message?: string;
+  detail?: Payload;
+}
+
+/** The filters of ListStreams. */
+export interface ListStreamsFilters {
+  /** Only streams whose claim in flight ran out of lease. */
+  leaseExpired?: boolean;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+/** dedup.v1.ListStreamsResponse. */
+export interface ListStreamsResponse {
+  streams: DedupStream[];
+  nextPageToken: string;
+}
+
+/** The work doInOrder runs once per event: token is the fencing token. */
+export type InOrderWork = (token: Int64) => void | Promise<void>;
+
+export interface InOrderOptions {
+  /** Lease length in seconds (default 30); not extended, so longer than fn takes. */
+  leaseTtl?: number;
+  owner?: string;
+  mode?: StreamMode;
+  digest?: Uint8Array;
+  /** How long to wait for another holder of the stream, in seconds (default 30). */
+  maxWait?: number;
+}
+
+export interface InOrderResult {
+  /** true when the event was at or below the mark and fn did not run. */
+  duplicate: boolean;
+  stream: DedupStream;
+}
+
+/**
+ * Processes event sequence of a stream at most once, in order: skips a
+ * duplicate, rejects with SequenceGap (err.expected) for an early event,
+ * runs fn and completes; fn throwing Terminal records a poison event
+ * (StreamRejected), any other error releases the claim and is rethrown.
+ */
+export function doInOrder(client: Client, consumer: string, stream: string, sequence: FencingToken, fn: InOrderWork,
+  options?: InOrderOptions): Promise<InOrderResult>;
 
 /**
  * The work do() runs once per key: token is the fencing token (pass it to
@@ -195,6 +337,35 @@ export interface DoResult {
  */
 declare function doOnce(client: Client, consumer: string, key: string, fn: Work, options?: DoOptions): Promise<DoResult>;
 export { doOnce, doOnce as do };
+
+/** doBatch()'s work for one acquired key of a poll. */
+export type BatchWork = (key: string, token: Int64, attempt: Int64, signal: AbortSignal) =>
+  Payload | null | undefined | void | Promise<Payload | null | undefined | void>;
+
+export interface DoBatchOptions {
+  /** Lease length in seconds (default 30). */
+  leaseTtl?: number;
+  owner?: string;
+  /** How many fn calls run at once (default 8). */
+  parallelism?: number;
+  /** Seconds between the poll's lease extensions (default leaseTtl / 3). */
+  heartbeatEvery?: number;
+}
+
+/** One message's outcome in doBatch: outcome as do() resolves, or error as it would reject. */
+export interface BatchOutcome {
+  key: string;
+  outcome: DoResult | null;
+  error: unknown;
+}
+
+/**
+ * do() for a whole poll: one claimBatch, fn for the acquired keys (replays
+ * skip it; a key another caller holds gets InProgressTimeout at once), one
+ * extendLeaseBatch per heartbeat, one finishBatch.
+ */
+export function doBatch(client: Client, consumer: string, items: Array<string | { key: string; digest?: Uint8Array }>,
+  fn: BatchWork, options?: DoBatchOptions): Promise<BatchOutcome[]>;
 
 /** Throw from do()'s fn to refuse the work for good: the rejection is stored and replayed. */
 export class Terminal extends Error {
@@ -270,7 +441,10 @@ export type ErrorReason =
   | 'UNAUTHENTICATED'
   | 'PERMISSION_DENIED'
   | 'RATE_LIMITED'
-  | 'OVERLOADED';
+  | 'OVERLOADED'
+  | 'SEQUENCE_GAP'
+  | 'STREAM_MODE_MISMATCH'
+  | 'STREAM_NOT_FOUND';
 
 /** Each reason by name: Reason.LEASE_LOST === 'LEASE_LOST'. */
 export const Reason: { readonly [R in ErrorReason]: R };
@@ -280,6 +454,7 @@ export interface DedupErrorOptions {
   reason?: string;
   metadata?: { [key: string]: string };
   record?: DedupRecord | null;
+  stream?: DedupStream | null;
   cause?: unknown;
 }
 
@@ -297,6 +472,8 @@ export class DedupError extends Error {
   metadata: { [key: string]: string };
   /** The stored record, when the server attached one. */
   record: DedupRecord | null;
+  /** The stored stream, for stream refusals. */
+  stream: DedupStream | null;
 }
 /** Same key, other content: record is the stored record. */
 export class DigestMismatch extends DedupError {}
@@ -323,6 +500,18 @@ export class Rejected extends DedupError {
   replayed: boolean;
   rejection: Rejection;
 }
+
+/** A dense stream was claimed past the sequence it expects next (SEQUENCE_GAP). */
+export class SequenceGap extends DedupError {
+  /** The sequence the stream accepts next. */
+  readonly expected: Int64;
+}
+/** The claim named another mode than the stream's or its consumer's stream policy. */
+export class StreamModeMismatch extends DedupError {}
+/** getStream of a stream with no live record. */
+export class StreamNotFound extends DedupError {}
+/** doInOrder's fn threw Terminal: the event was recorded as poison; stream is the stream afterwards. */
+export class StreamRejected extends DedupError {}
 
 /** Converts a grpc-js ServiceError into the matching DedupError subclass. */
 export function fromServiceError(err: ServiceError): DedupError;

@@ -1,25 +1,33 @@
 'use strict';
-// Node client of dedupd: Client wraps every DedupService RPC; do() runs the
-// two-phase pattern; reconcile() settles claims whose lease ran out; the
+// Node client of dedupd: Client wraps every DedupService RPC and the
+// StreamService ones; do() runs the two-phase pattern, doBatch() the same
+// for a whole poll in one claimBatch and one finishBatch, doInOrder() for a
+// stream's sequenced events; reconcile() settles claims whose lease ran out; the
 // digest helpers compute the digest spec every dedupd client shares; the
 // error classes and Reason (from error_reason.proto) describe refusals.
 // index.d.ts declares all of it for TypeScript; every int64 is a decimal
 // string.
 
 const { Client, duration, seconds } = require('./client');
-// CLASS_BY_REASON stays internal: err instanceof and err.reason are the API.
-const { CLASS_BY_REASON, ...errors } = require('./errors');
+// CLASS_BY_REASON and fromStatus stay internal: err instanceof and
+// err.reason are the API.
+const { CLASS_BY_REASON, fromStatus, ...errors } = require('./errors');
 const digest = require('./digest');
 const { doOnce, Terminal } = require('./do');
+const { doBatch } = require('./dobatch');
 const { reconcile } = require('./reconcile');
+const { doInOrder, StreamRejected } = require('./inorder');
 const proto = require('./proto');
 
 module.exports = {
   Client,
   do: doOnce,
   doOnce,
+  doBatch,
   Terminal,
   reconcile,
+  doInOrder,
+  StreamRejected,
   duration,
   seconds,
   digestBytes: digest.digestBytes,

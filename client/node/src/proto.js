@@ -22,7 +22,10 @@ function protoDir() {
 // the package (scripts/copy-protos.js) and its tests.
 const DEDUP_FILE = 'dedup/v1/dedup.proto';
 const ERROR_REASON_FILE = 'dedup/v1/error_reason.proto';
-const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE];
+const STREAM_FILE = 'dedup/v1/stream.proto';
+// dedup.proto imports it for the per-item errors of batch calls.
+const STATUS_FILE = 'google/rpc/status.proto';
+const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE, STREAM_FILE, STATUS_FILE];
 
 /**
  * How messages look in JavaScript, for gRPC calls and decoded details alike.
@@ -41,6 +44,14 @@ const packageDefinition = protoLoader.loadSync(DEDUP_PROTO, {
 });
 const { DedupService } = grpc.loadPackageDefinition(packageDefinition).dedup.v1;
 
+// StreamService (stream.proto, which imports dedup.proto), loaded the same way.
+const STREAM_PROTO = path.join(protoDir(), STREAM_FILE);
+const { StreamService } = grpc.loadPackageDefinition(protoLoader.loadSync(STREAM_PROTO, {
+  keepCase: false,
+  includeDirs: [protoDir()],
+  ...OBJECT_OPTIONS,
+})).dedup.v1;
+
 // The ErrorInfo reasons dedupd sends, from the one list every language
 // reads: enum dedup.v1.ErrorReason, whose value names are the wire strings.
 const reasonEnum = protoLoader.loadSync(path.join(protoDir(), ERROR_REASON_FILE), {
@@ -50,7 +61,11 @@ const reasonEnum = protoLoader.loadSync(path.join(protoDir(), ERROR_REASON_FILE)
 const REASONS = Object.freeze(reasonEnum.type.value.map((v) => v.name).filter((name) => name !== 'ERROR_REASON_UNSPECIFIED'));
 
 /** protobufjs types of dedup.v1, e.g. root.lookupType('dedup.v1.ClaimRequest'). */
-const root = protobuf.loadSync(DEDUP_PROTO);
+// Imports (dedup.proto's google/rpc/status.proto, stream.proto's
+// dedup/v1/dedup.proto) resolve from the proto directory, as protoc's -I does.
+const root = new protobuf.Root();
+root.resolvePath = (origin, target) => (path.isAbsolute(target) ? target : path.join(protoDir(), target));
+root.loadSync([DEDUP_FILE, STREAM_FILE]);
 
 // google.rpc.Status and ErrorInfo, wire-compatible with googleapis' protos,
 // declared here so that no googleapis package is needed. Any is a plain
@@ -81,8 +96,10 @@ const rpcRoot = protobuf.Root.fromJSON({
 
 module.exports = {
   DedupService,
+  StreamService,
   root,
   Record: root.lookupType('dedup.v1.Record'),
+  Stream: root.lookupType('dedup.v1.Stream'),
   Status: rpcRoot.lookupType('dedupd_private.Status'),
   ErrorInfo: rpcRoot.lookupType('dedupd_private.ErrorInfo'),
   OBJECT_OPTIONS,

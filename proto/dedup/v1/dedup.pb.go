@@ -11,6 +11,7 @@
 package dedupv1
 
 import (
+	status "google.golang.org/genproto/googleapis/rpc/status"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -1236,11 +1237,822 @@ func (x *ListRecordsResponse) GetNextPageToken() string {
 	return ""
 }
 
+// One claim of a ClaimBatch: the fields of a ClaimRequest but the consumer.
+type ClaimBatchItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Digest        []byte                 `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	LeaseTtl      *durationpb.Duration   `protobuf:"bytes,3,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
+	Owner         string                 `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimBatchItem) Reset() {
+	*x = ClaimBatchItem{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimBatchItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimBatchItem) ProtoMessage() {}
+
+func (x *ClaimBatchItem) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimBatchItem.ProtoReflect.Descriptor instead.
+func (*ClaimBatchItem) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ClaimBatchItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ClaimBatchItem) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+func (x *ClaimBatchItem) GetLeaseTtl() *durationpb.Duration {
+	if x != nil {
+		return x.LeaseTtl
+	}
+	return nil
+}
+
+func (x *ClaimBatchItem) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+type ClaimBatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The consumer of every item; required.
+	Consumer string `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// At most the server's --max-batch-items (1000 by default).
+	Items         []*ClaimBatchItem `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimBatchRequest) Reset() {
+	*x = ClaimBatchRequest{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimBatchRequest) ProtoMessage() {}
+
+func (x *ClaimBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimBatchRequest.ProtoReflect.Descriptor instead.
+func (*ClaimBatchRequest) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ClaimBatchRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ClaimBatchRequest) GetItems() []*ClaimBatchItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// The answer to one item of a ClaimBatch.
+type ClaimBatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*ClaimBatchResult_Claim
+	//	*ClaimBatchResult_Error
+	Result isClaimBatchResult_Result `protobuf_oneof:"result"`
+	// True when the record's result, rejection message and rejection detail
+	// (in claim.record, or in the error's Record detail) were left out to keep
+	// the reply within 4 MiB; read them with Lookup. See docs/api.md.
+	ResultOmitted bool `protobuf:"varint,3,opt,name=result_omitted,json=resultOmitted,proto3" json:"result_omitted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimBatchResult) Reset() {
+	*x = ClaimBatchResult{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimBatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimBatchResult) ProtoMessage() {}
+
+func (x *ClaimBatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimBatchResult.ProtoReflect.Descriptor instead.
+func (*ClaimBatchResult) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ClaimBatchResult) GetResult() isClaimBatchResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ClaimBatchResult) GetClaim() *ClaimResponse {
+	if x != nil {
+		if x, ok := x.Result.(*ClaimBatchResult_Claim); ok {
+			return x.Claim
+		}
+	}
+	return nil
+}
+
+func (x *ClaimBatchResult) GetError() *status.Status {
+	if x != nil {
+		if x, ok := x.Result.(*ClaimBatchResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+func (x *ClaimBatchResult) GetResultOmitted() bool {
+	if x != nil {
+		return x.ResultOmitted
+	}
+	return false
+}
+
+type isClaimBatchResult_Result interface {
+	isClaimBatchResult_Result()
+}
+
+type ClaimBatchResult_Claim struct {
+	// What a lone Claim of the item would have returned.
+	Claim *ClaimResponse `protobuf:"bytes,1,opt,name=claim,proto3,oneof"`
+}
+
+type ClaimBatchResult_Error struct {
+	// The item's error, as a lone Claim would have failed: code, message
+	// and details (ErrorInfo, and the stored Record for conflicts).
+	Error *status.Status `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
+}
+
+func (*ClaimBatchResult_Claim) isClaimBatchResult_Result() {}
+
+func (*ClaimBatchResult_Error) isClaimBatchResult_Result() {}
+
+type ClaimBatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per item, in request order.
+	Results       []*ClaimBatchResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimBatchResponse) Reset() {
+	*x = ClaimBatchResponse{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimBatchResponse) ProtoMessage() {}
+
+func (x *ClaimBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimBatchResponse.ProtoReflect.Descriptor instead.
+func (*ClaimBatchResponse) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ClaimBatchResponse) GetResults() []*ClaimBatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// One outcome of a FinishBatch: a Complete (result) or a Reject (rejection).
+type FinishBatchItem struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Key          string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	FencingToken int64                  `protobuf:"varint,2,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*FinishBatchItem_Result
+	//	*FinishBatchItem_Rejection
+	Outcome       isFinishBatchItem_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishBatchItem) Reset() {
+	*x = FinishBatchItem{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishBatchItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishBatchItem) ProtoMessage() {}
+
+func (x *FinishBatchItem) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishBatchItem.ProtoReflect.Descriptor instead.
+func (*FinishBatchItem) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *FinishBatchItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *FinishBatchItem) GetFencingToken() int64 {
+	if x != nil {
+		return x.FencingToken
+	}
+	return 0
+}
+
+func (x *FinishBatchItem) GetOutcome() isFinishBatchItem_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *FinishBatchItem) GetResult() []byte {
+	if x != nil {
+		if x, ok := x.Outcome.(*FinishBatchItem_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+func (x *FinishBatchItem) GetRejection() *Rejection {
+	if x != nil {
+		if x, ok := x.Outcome.(*FinishBatchItem_Rejection); ok {
+			return x.Rejection
+		}
+	}
+	return nil
+}
+
+type isFinishBatchItem_Outcome interface {
+	isFinishBatchItem_Outcome()
+}
+
+type FinishBatchItem_Result struct {
+	// Complete with this result.
+	Result []byte `protobuf:"bytes,3,opt,name=result,proto3,oneof"`
+}
+
+type FinishBatchItem_Rejection struct {
+	// Reject; rejection.retryable releases the key for a retry.
+	Rejection *Rejection `protobuf:"bytes,4,opt,name=rejection,proto3,oneof"`
+}
+
+func (*FinishBatchItem_Result) isFinishBatchItem_Outcome() {}
+
+func (*FinishBatchItem_Rejection) isFinishBatchItem_Outcome() {}
+
+type FinishBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Consumer      string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Items         []*FinishBatchItem     `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishBatchRequest) Reset() {
+	*x = FinishBatchRequest{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishBatchRequest) ProtoMessage() {}
+
+func (x *FinishBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishBatchRequest.ProtoReflect.Descriptor instead.
+func (*FinishBatchRequest) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *FinishBatchRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *FinishBatchRequest) GetItems() []*FinishBatchItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// The answer to one item of a FinishBatch, ExtendLeaseBatch or LookupBatch.
+type RecordResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*RecordResult_Record
+	//	*RecordResult_Error
+	Result isRecordResult_Result `protobuf_oneof:"result"`
+	// As in ClaimBatchResult.
+	ResultOmitted bool `protobuf:"varint,3,opt,name=result_omitted,json=resultOmitted,proto3" json:"result_omitted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordResult) Reset() {
+	*x = RecordResult{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordResult) ProtoMessage() {}
+
+func (x *RecordResult) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordResult.ProtoReflect.Descriptor instead.
+func (*RecordResult) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RecordResult) GetResult() isRecordResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *RecordResult) GetRecord() *Record {
+	if x != nil {
+		if x, ok := x.Result.(*RecordResult_Record); ok {
+			return x.Record
+		}
+	}
+	return nil
+}
+
+func (x *RecordResult) GetError() *status.Status {
+	if x != nil {
+		if x, ok := x.Result.(*RecordResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+func (x *RecordResult) GetResultOmitted() bool {
+	if x != nil {
+		return x.ResultOmitted
+	}
+	return false
+}
+
+type isRecordResult_Result interface {
+	isRecordResult_Result()
+}
+
+type RecordResult_Record struct {
+	// The record after the call, as the lone call would return it.
+	Record *Record `protobuf:"bytes,1,opt,name=record,proto3,oneof"`
+}
+
+type RecordResult_Error struct {
+	// The item's error, as the lone call would have failed.
+	Error *status.Status `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
+}
+
+func (*RecordResult_Record) isRecordResult_Result() {}
+
+func (*RecordResult_Error) isRecordResult_Result() {}
+
+type FinishBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*RecordResult        `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishBatchResponse) Reset() {
+	*x = FinishBatchResponse{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishBatchResponse) ProtoMessage() {}
+
+func (x *FinishBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishBatchResponse.ProtoReflect.Descriptor instead.
+func (*FinishBatchResponse) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *FinishBatchResponse) GetResults() []*RecordResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// One lease of an ExtendLeaseBatch.
+type ExtendLeaseBatchItem struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Key          string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	FencingToken int64                  `protobuf:"varint,2,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	// The new lease length, counted from now; the server default when unset.
+	LeaseTtl      *durationpb.Duration `protobuf:"bytes,3,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendLeaseBatchItem) Reset() {
+	*x = ExtendLeaseBatchItem{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendLeaseBatchItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendLeaseBatchItem) ProtoMessage() {}
+
+func (x *ExtendLeaseBatchItem) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendLeaseBatchItem.ProtoReflect.Descriptor instead.
+func (*ExtendLeaseBatchItem) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ExtendLeaseBatchItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ExtendLeaseBatchItem) GetFencingToken() int64 {
+	if x != nil {
+		return x.FencingToken
+	}
+	return 0
+}
+
+func (x *ExtendLeaseBatchItem) GetLeaseTtl() *durationpb.Duration {
+	if x != nil {
+		return x.LeaseTtl
+	}
+	return nil
+}
+
+type ExtendLeaseBatchRequest struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Consumer      string                  `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Items         []*ExtendLeaseBatchItem `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendLeaseBatchRequest) Reset() {
+	*x = ExtendLeaseBatchRequest{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendLeaseBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendLeaseBatchRequest) ProtoMessage() {}
+
+func (x *ExtendLeaseBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendLeaseBatchRequest.ProtoReflect.Descriptor instead.
+func (*ExtendLeaseBatchRequest) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ExtendLeaseBatchRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ExtendLeaseBatchRequest) GetItems() []*ExtendLeaseBatchItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type ExtendLeaseBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*RecordResult        `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendLeaseBatchResponse) Reset() {
+	*x = ExtendLeaseBatchResponse{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendLeaseBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendLeaseBatchResponse) ProtoMessage() {}
+
+func (x *ExtendLeaseBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendLeaseBatchResponse.ProtoReflect.Descriptor instead.
+func (*ExtendLeaseBatchResponse) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ExtendLeaseBatchResponse) GetResults() []*RecordResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type LookupBatchRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Consumer string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// The keys to read, each 1 to 512 bytes.
+	Keys          []string `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LookupBatchRequest) Reset() {
+	*x = LookupBatchRequest{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LookupBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LookupBatchRequest) ProtoMessage() {}
+
+func (x *LookupBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LookupBatchRequest.ProtoReflect.Descriptor instead.
+func (*LookupBatchRequest) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *LookupBatchRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *LookupBatchRequest) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type LookupBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*RecordResult        `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LookupBatchResponse) Reset() {
+	*x = LookupBatchResponse{}
+	mi := &file_dedup_v1_dedup_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LookupBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LookupBatchResponse) ProtoMessage() {}
+
+func (x *LookupBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_dedup_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LookupBatchResponse.ProtoReflect.Descriptor instead.
+func (*LookupBatchResponse) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *LookupBatchResponse) GetResults() []*RecordResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 var File_dedup_v1_dedup_proto protoreflect.FileDescriptor
 
 const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\n" +
-	"\x14dedup/v1/dedup.proto\x12\bdedup.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"s\n" +
+	"\x14dedup/v1/dedup.proto\x12\bdedup.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"s\n" +
 	"\tRejection\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
@@ -1322,7 +2134,52 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\x04view\x18\v \x01(\x0e2\x14.dedup.v1.RecordViewR\x04view\"i\n" +
 	"\x13ListRecordsResponse\x12*\n" +
 	"\arecords\x18\x01 \x03(\v2\x10.dedup.v1.RecordR\arecords\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*~\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x88\x01\n" +
+	"\x0eClaimBatchItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\fR\x06digest\x126\n" +
+	"\tlease_ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\x12\x14\n" +
+	"\x05owner\x18\x04 \x01(\tR\x05owner\"_\n" +
+	"\x11ClaimBatchRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12.\n" +
+	"\x05items\x18\x02 \x03(\v2\x18.dedup.v1.ClaimBatchItemR\x05items\"\xa0\x01\n" +
+	"\x10ClaimBatchResult\x12/\n" +
+	"\x05claim\x18\x01 \x01(\v2\x17.dedup.v1.ClaimResponseH\x00R\x05claim\x12*\n" +
+	"\x05error\x18\x02 \x01(\v2\x12.google.rpc.StatusH\x00R\x05error\x12%\n" +
+	"\x0eresult_omitted\x18\x03 \x01(\bR\rresultOmittedB\b\n" +
+	"\x06result\"J\n" +
+	"\x12ClaimBatchResponse\x124\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.dedup.v1.ClaimBatchResultR\aresults\"\xa2\x01\n" +
+	"\x0fFinishBatchItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12#\n" +
+	"\rfencing_token\x18\x02 \x01(\x03R\ffencingToken\x12\x18\n" +
+	"\x06result\x18\x03 \x01(\fH\x00R\x06result\x123\n" +
+	"\trejection\x18\x04 \x01(\v2\x13.dedup.v1.RejectionH\x00R\trejectionB\t\n" +
+	"\aoutcome\"a\n" +
+	"\x12FinishBatchRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12/\n" +
+	"\x05items\x18\x02 \x03(\v2\x19.dedup.v1.FinishBatchItemR\x05items\"\x97\x01\n" +
+	"\fRecordResult\x12*\n" +
+	"\x06record\x18\x01 \x01(\v2\x10.dedup.v1.RecordH\x00R\x06record\x12*\n" +
+	"\x05error\x18\x02 \x01(\v2\x12.google.rpc.StatusH\x00R\x05error\x12%\n" +
+	"\x0eresult_omitted\x18\x03 \x01(\bR\rresultOmittedB\b\n" +
+	"\x06result\"G\n" +
+	"\x13FinishBatchResponse\x120\n" +
+	"\aresults\x18\x01 \x03(\v2\x16.dedup.v1.RecordResultR\aresults\"\x85\x01\n" +
+	"\x14ExtendLeaseBatchItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12#\n" +
+	"\rfencing_token\x18\x02 \x01(\x03R\ffencingToken\x126\n" +
+	"\tlease_ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\"k\n" +
+	"\x17ExtendLeaseBatchRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x124\n" +
+	"\x05items\x18\x02 \x03(\v2\x1e.dedup.v1.ExtendLeaseBatchItemR\x05items\"L\n" +
+	"\x18ExtendLeaseBatchResponse\x120\n" +
+	"\aresults\x18\x01 \x03(\v2\x16.dedup.v1.RecordResultR\aresults\"D\n" +
+	"\x12LookupBatchRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x12\n" +
+	"\x04keys\x18\x02 \x03(\tR\x04keys\"G\n" +
+	"\x13LookupBatchResponse\x120\n" +
+	"\aresults\x18\x01 \x03(\v2\x16.dedup.v1.RecordResultR\aresults*~\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n" +
@@ -1339,14 +2196,19 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"RecordView\x12\x1b\n" +
 	"\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n" +
-	"\x10RECORD_VIEW_FULL\x10\x022\x9d\x03\n" +
+	"\x10RECORD_VIEW_FULL\x10\x022\xd9\x05\n" +
 	"\fDedupService\x128\n" +
 	"\x05Claim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12A\n" +
 	"\bComplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n" +
 	"\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n" +
 	"\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n" +
 	"\vExtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n" +
-	"\vListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
+	"\vListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\x12G\n" +
+	"\n" +
+	"ClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\x12J\n" +
+	"\vFinishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\x12Y\n" +
+	"\x10ExtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\x12J\n" +
+	"\vLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
 
 var (
 	file_dedup_v1_dedup_proto_rawDescOnce sync.Once
@@ -1361,68 +2223,104 @@ func file_dedup_v1_dedup_proto_rawDescGZIP() []byte {
 }
 
 var file_dedup_v1_dedup_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_dedup_v1_dedup_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_dedup_v1_dedup_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_dedup_v1_dedup_proto_goTypes = []any{
-	(Outcome)(0),                  // 0: dedup.v1.Outcome
-	(State)(0),                    // 1: dedup.v1.State
-	(RecordView)(0),               // 2: dedup.v1.RecordView
-	(*Rejection)(nil),             // 3: dedup.v1.Rejection
-	(*Record)(nil),                // 4: dedup.v1.Record
-	(*ClaimRequest)(nil),          // 5: dedup.v1.ClaimRequest
-	(*ClaimResponse)(nil),         // 6: dedup.v1.ClaimResponse
-	(*CompleteRequest)(nil),       // 7: dedup.v1.CompleteRequest
-	(*CompleteResponse)(nil),      // 8: dedup.v1.CompleteResponse
-	(*RejectRequest)(nil),         // 9: dedup.v1.RejectRequest
-	(*RejectResponse)(nil),        // 10: dedup.v1.RejectResponse
-	(*LookupRequest)(nil),         // 11: dedup.v1.LookupRequest
-	(*LookupResponse)(nil),        // 12: dedup.v1.LookupResponse
-	(*ExtendLeaseRequest)(nil),    // 13: dedup.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),   // 14: dedup.v1.ExtendLeaseResponse
-	(*ListRecordsRequest)(nil),    // 15: dedup.v1.ListRecordsRequest
-	(*ListRecordsResponse)(nil),   // 16: dedup.v1.ListRecordsResponse
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
+	(Outcome)(0),                     // 0: dedup.v1.Outcome
+	(State)(0),                       // 1: dedup.v1.State
+	(RecordView)(0),                  // 2: dedup.v1.RecordView
+	(*Rejection)(nil),                // 3: dedup.v1.Rejection
+	(*Record)(nil),                   // 4: dedup.v1.Record
+	(*ClaimRequest)(nil),             // 5: dedup.v1.ClaimRequest
+	(*ClaimResponse)(nil),            // 6: dedup.v1.ClaimResponse
+	(*CompleteRequest)(nil),          // 7: dedup.v1.CompleteRequest
+	(*CompleteResponse)(nil),         // 8: dedup.v1.CompleteResponse
+	(*RejectRequest)(nil),            // 9: dedup.v1.RejectRequest
+	(*RejectResponse)(nil),           // 10: dedup.v1.RejectResponse
+	(*LookupRequest)(nil),            // 11: dedup.v1.LookupRequest
+	(*LookupResponse)(nil),           // 12: dedup.v1.LookupResponse
+	(*ExtendLeaseRequest)(nil),       // 13: dedup.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),      // 14: dedup.v1.ExtendLeaseResponse
+	(*ListRecordsRequest)(nil),       // 15: dedup.v1.ListRecordsRequest
+	(*ListRecordsResponse)(nil),      // 16: dedup.v1.ListRecordsResponse
+	(*ClaimBatchItem)(nil),           // 17: dedup.v1.ClaimBatchItem
+	(*ClaimBatchRequest)(nil),        // 18: dedup.v1.ClaimBatchRequest
+	(*ClaimBatchResult)(nil),         // 19: dedup.v1.ClaimBatchResult
+	(*ClaimBatchResponse)(nil),       // 20: dedup.v1.ClaimBatchResponse
+	(*FinishBatchItem)(nil),          // 21: dedup.v1.FinishBatchItem
+	(*FinishBatchRequest)(nil),       // 22: dedup.v1.FinishBatchRequest
+	(*RecordResult)(nil),             // 23: dedup.v1.RecordResult
+	(*FinishBatchResponse)(nil),      // 24: dedup.v1.FinishBatchResponse
+	(*ExtendLeaseBatchItem)(nil),     // 25: dedup.v1.ExtendLeaseBatchItem
+	(*ExtendLeaseBatchRequest)(nil),  // 26: dedup.v1.ExtendLeaseBatchRequest
+	(*ExtendLeaseBatchResponse)(nil), // 27: dedup.v1.ExtendLeaseBatchResponse
+	(*LookupBatchRequest)(nil),       // 28: dedup.v1.LookupBatchRequest
+	(*LookupBatchResponse)(nil),      // 29: dedup.v1.LookupBatchResponse
+	(*timestamppb.Timestamp)(nil),    // 30: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 31: google.protobuf.Duration
+	(*status.Status)(nil),            // 32: google.rpc.Status
 }
 var file_dedup_v1_dedup_proto_depIdxs = []int32{
 	1,  // 0: dedup.v1.Record.state:type_name -> dedup.v1.State
 	3,  // 1: dedup.v1.Record.rejection:type_name -> dedup.v1.Rejection
-	17, // 2: dedup.v1.Record.created_at:type_name -> google.protobuf.Timestamp
-	17, // 3: dedup.v1.Record.updated_at:type_name -> google.protobuf.Timestamp
-	17, // 4: dedup.v1.Record.lease_expires_at:type_name -> google.protobuf.Timestamp
-	17, // 5: dedup.v1.Record.expires_at:type_name -> google.protobuf.Timestamp
-	18, // 6: dedup.v1.ClaimRequest.lease_ttl:type_name -> google.protobuf.Duration
+	30, // 2: dedup.v1.Record.created_at:type_name -> google.protobuf.Timestamp
+	30, // 3: dedup.v1.Record.updated_at:type_name -> google.protobuf.Timestamp
+	30, // 4: dedup.v1.Record.lease_expires_at:type_name -> google.protobuf.Timestamp
+	30, // 5: dedup.v1.Record.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 6: dedup.v1.ClaimRequest.lease_ttl:type_name -> google.protobuf.Duration
 	0,  // 7: dedup.v1.ClaimResponse.outcome:type_name -> dedup.v1.Outcome
 	4,  // 8: dedup.v1.ClaimResponse.record:type_name -> dedup.v1.Record
-	18, // 9: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
+	31, // 9: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
 	4,  // 10: dedup.v1.CompleteResponse.record:type_name -> dedup.v1.Record
 	4,  // 11: dedup.v1.RejectResponse.record:type_name -> dedup.v1.Record
 	4,  // 12: dedup.v1.LookupResponse.record:type_name -> dedup.v1.Record
-	18, // 13: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
+	31, // 13: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
 	4,  // 14: dedup.v1.ExtendLeaseResponse.record:type_name -> dedup.v1.Record
 	1,  // 15: dedup.v1.ListRecordsRequest.states:type_name -> dedup.v1.State
-	17, // 16: dedup.v1.ListRecordsRequest.created_after:type_name -> google.protobuf.Timestamp
-	17, // 17: dedup.v1.ListRecordsRequest.created_before:type_name -> google.protobuf.Timestamp
-	17, // 18: dedup.v1.ListRecordsRequest.updated_after:type_name -> google.protobuf.Timestamp
-	17, // 19: dedup.v1.ListRecordsRequest.updated_before:type_name -> google.protobuf.Timestamp
+	30, // 16: dedup.v1.ListRecordsRequest.created_after:type_name -> google.protobuf.Timestamp
+	30, // 17: dedup.v1.ListRecordsRequest.created_before:type_name -> google.protobuf.Timestamp
+	30, // 18: dedup.v1.ListRecordsRequest.updated_after:type_name -> google.protobuf.Timestamp
+	30, // 19: dedup.v1.ListRecordsRequest.updated_before:type_name -> google.protobuf.Timestamp
 	2,  // 20: dedup.v1.ListRecordsRequest.view:type_name -> dedup.v1.RecordView
 	4,  // 21: dedup.v1.ListRecordsResponse.records:type_name -> dedup.v1.Record
-	5,  // 22: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
-	7,  // 23: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
-	9,  // 24: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
-	11, // 25: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
-	13, // 26: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
-	15, // 27: dedup.v1.DedupService.ListRecords:input_type -> dedup.v1.ListRecordsRequest
-	6,  // 28: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
-	8,  // 29: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
-	10, // 30: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
-	12, // 31: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
-	14, // 32: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
-	16, // 33: dedup.v1.DedupService.ListRecords:output_type -> dedup.v1.ListRecordsResponse
-	28, // [28:34] is the sub-list for method output_type
-	22, // [22:28] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	31, // 22: dedup.v1.ClaimBatchItem.lease_ttl:type_name -> google.protobuf.Duration
+	17, // 23: dedup.v1.ClaimBatchRequest.items:type_name -> dedup.v1.ClaimBatchItem
+	6,  // 24: dedup.v1.ClaimBatchResult.claim:type_name -> dedup.v1.ClaimResponse
+	32, // 25: dedup.v1.ClaimBatchResult.error:type_name -> google.rpc.Status
+	19, // 26: dedup.v1.ClaimBatchResponse.results:type_name -> dedup.v1.ClaimBatchResult
+	3,  // 27: dedup.v1.FinishBatchItem.rejection:type_name -> dedup.v1.Rejection
+	21, // 28: dedup.v1.FinishBatchRequest.items:type_name -> dedup.v1.FinishBatchItem
+	4,  // 29: dedup.v1.RecordResult.record:type_name -> dedup.v1.Record
+	32, // 30: dedup.v1.RecordResult.error:type_name -> google.rpc.Status
+	23, // 31: dedup.v1.FinishBatchResponse.results:type_name -> dedup.v1.RecordResult
+	31, // 32: dedup.v1.ExtendLeaseBatchItem.lease_ttl:type_name -> google.protobuf.Duration
+	25, // 33: dedup.v1.ExtendLeaseBatchRequest.items:type_name -> dedup.v1.ExtendLeaseBatchItem
+	23, // 34: dedup.v1.ExtendLeaseBatchResponse.results:type_name -> dedup.v1.RecordResult
+	23, // 35: dedup.v1.LookupBatchResponse.results:type_name -> dedup.v1.RecordResult
+	5,  // 36: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
+	7,  // 37: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
+	9,  // 38: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
+	11, // 39: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
+	13, // 40: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
+	15, // 41: dedup.v1.DedupService.ListRecords:input_type -> dedup.v1.ListRecordsRequest
+	18, // 42: dedup.v1.DedupService.ClaimBatch:input_type -> dedup.v1.ClaimBatchRequest
+	22, // 43: dedup.v1.DedupService.FinishBatch:input_type -> dedup.v1.FinishBatchRequest
+	26, // 44: dedup.v1.DedupService.ExtendLeaseBatch:input_type -> dedup.v1.ExtendLeaseBatchRequest
+	28, // 45: dedup.v1.DedupService.LookupBatch:input_type -> dedup.v1.LookupBatchRequest
+	6,  // 46: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
+	8,  // 47: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
+	10, // 48: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
+	12, // 49: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
+	14, // 50: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
+	16, // 51: dedup.v1.DedupService.ListRecords:output_type -> dedup.v1.ListRecordsResponse
+	20, // 52: dedup.v1.DedupService.ClaimBatch:output_type -> dedup.v1.ClaimBatchResponse
+	24, // 53: dedup.v1.DedupService.FinishBatch:output_type -> dedup.v1.FinishBatchResponse
+	27, // 54: dedup.v1.DedupService.ExtendLeaseBatch:output_type -> dedup.v1.ExtendLeaseBatchResponse
+	29, // 55: dedup.v1.DedupService.LookupBatch:output_type -> dedup.v1.LookupBatchResponse
+	46, // [46:56] is the sub-list for method output_type
+	36, // [36:46] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_dedup_v1_dedup_proto_init() }
@@ -1430,13 +2328,25 @@ func file_dedup_v1_dedup_proto_init() {
 	if File_dedup_v1_dedup_proto != nil {
 		return
 	}
+	file_dedup_v1_dedup_proto_msgTypes[16].OneofWrappers = []any{
+		(*ClaimBatchResult_Claim)(nil),
+		(*ClaimBatchResult_Error)(nil),
+	}
+	file_dedup_v1_dedup_proto_msgTypes[18].OneofWrappers = []any{
+		(*FinishBatchItem_Result)(nil),
+		(*FinishBatchItem_Rejection)(nil),
+	}
+	file_dedup_v1_dedup_proto_msgTypes[20].OneofWrappers = []any{
+		(*RecordResult_Record)(nil),
+		(*RecordResult_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dedup_v1_dedup_proto_rawDesc), len(file_dedup_v1_dedup_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   14,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

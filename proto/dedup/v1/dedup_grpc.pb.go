@@ -23,12 +23,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	DedupService_Claim_FullMethodName       = "/dedup.v1.DedupService/Claim"
-	DedupService_Complete_FullMethodName    = "/dedup.v1.DedupService/Complete"
-	DedupService_Reject_FullMethodName      = "/dedup.v1.DedupService/Reject"
-	DedupService_Lookup_FullMethodName      = "/dedup.v1.DedupService/Lookup"
-	DedupService_ExtendLease_FullMethodName = "/dedup.v1.DedupService/ExtendLease"
-	DedupService_ListRecords_FullMethodName = "/dedup.v1.DedupService/ListRecords"
+	DedupService_Claim_FullMethodName            = "/dedup.v1.DedupService/Claim"
+	DedupService_Complete_FullMethodName         = "/dedup.v1.DedupService/Complete"
+	DedupService_Reject_FullMethodName           = "/dedup.v1.DedupService/Reject"
+	DedupService_Lookup_FullMethodName           = "/dedup.v1.DedupService/Lookup"
+	DedupService_ExtendLease_FullMethodName      = "/dedup.v1.DedupService/ExtendLease"
+	DedupService_ListRecords_FullMethodName      = "/dedup.v1.DedupService/ListRecords"
+	DedupService_ClaimBatch_FullMethodName       = "/dedup.v1.DedupService/ClaimBatch"
+	DedupService_FinishBatch_FullMethodName      = "/dedup.v1.DedupService/FinishBatch"
+	DedupService_ExtendLeaseBatch_FullMethodName = "/dedup.v1.DedupService/ExtendLeaseBatch"
+	DedupService_LookupBatch_FullMethodName      = "/dedup.v1.DedupService/LookupBatch"
 )
 
 // DedupServiceClient is the client API for DedupService service.
@@ -63,6 +67,28 @@ type DedupServiceClient interface {
 	// reconciliation queue: PENDING claims whose lease ran out, whose side
 	// effect may or may not have happened.
 	ListRecords(ctx context.Context, in *ListRecordsRequest, opts ...grpc.CallOption) (*ListRecordsResponse, error)
+	// ClaimBatch claims many keys of one consumer in one call, such as every
+	// message of one poll. The reply has one result per item, in request
+	// order, each exactly what a lone Claim of that item would get: its
+	// ClaimResponse, or its own error as a google.rpc.Status with the usual
+	// ErrorInfo reason. A batch is not a transaction: items succeed or fail
+	// independently, and a bad item fails only itself. The whole call is
+	// refused only for what concerns it whole: the consumer, authorization,
+	// too many items (INVALID_FIELD "items"), or too many bytes. A key named
+	// twice answers its second occurrence as a lone Claim arriving just after
+	// the first would (IN_PROGRESS behind an ACQUIRED one). See docs/api.md
+	// for the reply size rule (result_omitted).
+	ClaimBatch(ctx context.Context, in *ClaimBatchRequest, opts ...grpc.CallOption) (*ClaimBatchResponse, error)
+	// FinishBatch records the outcomes of many keys of one consumer: a
+	// Complete or a Reject for each item, under the item's fencing token.
+	// Results per item, in request order, as for ClaimBatch.
+	FinishBatch(ctx context.Context, in *FinishBatchRequest, opts ...grpc.CallOption) (*FinishBatchResponse, error)
+	// ExtendLeaseBatch extends the leases of many keys of one consumer: the
+	// heartbeat of a whole poll. Results per item, as for ClaimBatch.
+	ExtendLeaseBatch(ctx context.Context, in *ExtendLeaseBatchRequest, opts ...grpc.CallOption) (*ExtendLeaseBatchResponse, error)
+	// LookupBatch reads the records of many keys of one consumer; a key with
+	// no live record is a per-item NOT_FOUND (RECORD_NOT_FOUND).
+	LookupBatch(ctx context.Context, in *LookupBatchRequest, opts ...grpc.CallOption) (*LookupBatchResponse, error)
 }
 
 type dedupServiceClient struct {
@@ -133,6 +159,46 @@ func (c *dedupServiceClient) ListRecords(ctx context.Context, in *ListRecordsReq
 	return out, nil
 }
 
+func (c *dedupServiceClient) ClaimBatch(ctx context.Context, in *ClaimBatchRequest, opts ...grpc.CallOption) (*ClaimBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClaimBatchResponse)
+	err := c.cc.Invoke(ctx, DedupService_ClaimBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *dedupServiceClient) FinishBatch(ctx context.Context, in *FinishBatchRequest, opts ...grpc.CallOption) (*FinishBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FinishBatchResponse)
+	err := c.cc.Invoke(ctx, DedupService_FinishBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *dedupServiceClient) ExtendLeaseBatch(ctx context.Context, in *ExtendLeaseBatchRequest, opts ...grpc.CallOption) (*ExtendLeaseBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExtendLeaseBatchResponse)
+	err := c.cc.Invoke(ctx, DedupService_ExtendLeaseBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *dedupServiceClient) LookupBatch(ctx context.Context, in *LookupBatchRequest, opts ...grpc.CallOption) (*LookupBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LookupBatchResponse)
+	err := c.cc.Invoke(ctx, DedupService_LookupBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DedupServiceServer is the server API for DedupService service.
 // All implementations must embed UnimplementedDedupServiceServer
 // for forward compatibility.
@@ -165,6 +231,28 @@ type DedupServiceServer interface {
 	// reconciliation queue: PENDING claims whose lease ran out, whose side
 	// effect may or may not have happened.
 	ListRecords(context.Context, *ListRecordsRequest) (*ListRecordsResponse, error)
+	// ClaimBatch claims many keys of one consumer in one call, such as every
+	// message of one poll. The reply has one result per item, in request
+	// order, each exactly what a lone Claim of that item would get: its
+	// ClaimResponse, or its own error as a google.rpc.Status with the usual
+	// ErrorInfo reason. A batch is not a transaction: items succeed or fail
+	// independently, and a bad item fails only itself. The whole call is
+	// refused only for what concerns it whole: the consumer, authorization,
+	// too many items (INVALID_FIELD "items"), or too many bytes. A key named
+	// twice answers its second occurrence as a lone Claim arriving just after
+	// the first would (IN_PROGRESS behind an ACQUIRED one). See docs/api.md
+	// for the reply size rule (result_omitted).
+	ClaimBatch(context.Context, *ClaimBatchRequest) (*ClaimBatchResponse, error)
+	// FinishBatch records the outcomes of many keys of one consumer: a
+	// Complete or a Reject for each item, under the item's fencing token.
+	// Results per item, in request order, as for ClaimBatch.
+	FinishBatch(context.Context, *FinishBatchRequest) (*FinishBatchResponse, error)
+	// ExtendLeaseBatch extends the leases of many keys of one consumer: the
+	// heartbeat of a whole poll. Results per item, as for ClaimBatch.
+	ExtendLeaseBatch(context.Context, *ExtendLeaseBatchRequest) (*ExtendLeaseBatchResponse, error)
+	// LookupBatch reads the records of many keys of one consumer; a key with
+	// no live record is a per-item NOT_FOUND (RECORD_NOT_FOUND).
+	LookupBatch(context.Context, *LookupBatchRequest) (*LookupBatchResponse, error)
 	mustEmbedUnimplementedDedupServiceServer()
 }
 
@@ -192,6 +280,18 @@ func (UnimplementedDedupServiceServer) ExtendLease(context.Context, *ExtendLease
 }
 func (UnimplementedDedupServiceServer) ListRecords(context.Context, *ListRecordsRequest) (*ListRecordsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRecords not implemented")
+}
+func (UnimplementedDedupServiceServer) ClaimBatch(context.Context, *ClaimBatchRequest) (*ClaimBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClaimBatch not implemented")
+}
+func (UnimplementedDedupServiceServer) FinishBatch(context.Context, *FinishBatchRequest) (*FinishBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FinishBatch not implemented")
+}
+func (UnimplementedDedupServiceServer) ExtendLeaseBatch(context.Context, *ExtendLeaseBatchRequest) (*ExtendLeaseBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExtendLeaseBatch not implemented")
+}
+func (UnimplementedDedupServiceServer) LookupBatch(context.Context, *LookupBatchRequest) (*LookupBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LookupBatch not implemented")
 }
 func (UnimplementedDedupServiceServer) mustEmbedUnimplementedDedupServiceServer() {}
 func (UnimplementedDedupServiceServer) testEmbeddedByValue()                      {}
@@ -322,6 +422,78 @@ func _DedupService_ListRecords_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DedupService_ClaimBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClaimBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DedupServiceServer).ClaimBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DedupService_ClaimBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DedupServiceServer).ClaimBatch(ctx, req.(*ClaimBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DedupService_FinishBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FinishBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DedupServiceServer).FinishBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DedupService_FinishBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DedupServiceServer).FinishBatch(ctx, req.(*FinishBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DedupService_ExtendLeaseBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExtendLeaseBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DedupServiceServer).ExtendLeaseBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DedupService_ExtendLeaseBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DedupServiceServer).ExtendLeaseBatch(ctx, req.(*ExtendLeaseBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DedupService_LookupBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LookupBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DedupServiceServer).LookupBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DedupService_LookupBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DedupServiceServer).LookupBatch(ctx, req.(*LookupBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DedupService_ServiceDesc is the grpc.ServiceDesc for DedupService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -352,6 +524,22 @@ var DedupService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRecords",
 			Handler:    _DedupService_ListRecords_Handler,
+		},
+		{
+			MethodName: "ClaimBatch",
+			Handler:    _DedupService_ClaimBatch_Handler,
+		},
+		{
+			MethodName: "FinishBatch",
+			Handler:    _DedupService_FinishBatch_Handler,
+		},
+		{
+			MethodName: "ExtendLeaseBatch",
+			Handler:    _DedupService_ExtendLeaseBatch_Handler,
+		},
+		{
+			MethodName: "LookupBatch",
+			Handler:    _DedupService_LookupBatch_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -69,6 +69,15 @@ const (
 	ErrorReason_RATE_LIMITED ErrorReason = 14
 	// The server is at its bound of calls in flight. RESOURCE_EXHAUSTED.
 	ErrorReason_OVERLOADED ErrorReason = 15
+	// A dense stream was claimed past its next sequence; ErrorInfo metadata
+	// "expected_sequence" gives the one it expects. Hold the event back or
+	// let it be redelivered. FAILED_PRECONDITION.
+	ErrorReason_SEQUENCE_GAP ErrorReason = 16
+	// The claim names another stream mode than the stream's or the
+	// consumer's policy fixes. FAILED_PRECONDITION.
+	ErrorReason_STREAM_MODE_MISMATCH ErrorReason = 17
+	// No live stream by that name. NOT_FOUND.
+	ErrorReason_STREAM_NOT_FOUND ErrorReason = 18
 )
 
 // Enum value maps for ErrorReason.
@@ -90,6 +99,9 @@ var (
 		13: "PERMISSION_DENIED",
 		14: "RATE_LIMITED",
 		15: "OVERLOADED",
+		16: "SEQUENCE_GAP",
+		17: "STREAM_MODE_MISMATCH",
+		18: "STREAM_NOT_FOUND",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -108,6 +120,9 @@ var (
 		"PERMISSION_DENIED":        13,
 		"RATE_LIMITED":             14,
 		"OVERLOADED":               15,
+		"SEQUENCE_GAP":             16,
+		"STREAM_MODE_MISMATCH":     17,
+		"STREAM_NOT_FOUND":         18,
 	}
 )
 
@@ -142,7 +157,7 @@ var File_dedup_v1_error_reason_proto protoreflect.FileDescriptor
 
 const file_dedup_v1_error_reason_proto_rawDesc = "" +
 	"\n" +
-	"\x1bdedup/v1/error_reason.proto\x12\bdedup.v1*\xd4\x02\n" +
+	"\x1bdedup/v1/error_reason.proto\x12\bdedup.v1*\x96\x03\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rINVALID_FIELD\x10\x01\x12\x15\n" +
@@ -162,7 +177,10 @@ const file_dedup_v1_error_reason_proto_rawDesc = "" +
 	"\x11PERMISSION_DENIED\x10\r\x12\x10\n" +
 	"\fRATE_LIMITED\x10\x0e\x12\x0e\n" +
 	"\n" +
-	"OVERLOADED\x10\x0fB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
+	"OVERLOADED\x10\x0f\x12\x10\n" +
+	"\fSEQUENCE_GAP\x10\x10\x12\x18\n" +
+	"\x14STREAM_MODE_MISMATCH\x10\x11\x12\x14\n" +
+	"\x10STREAM_NOT_FOUND\x10\x12B1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
 
 var (
 	file_dedup_v1_error_reason_proto_rawDescOnce sync.Once

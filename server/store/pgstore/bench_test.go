@@ -13,6 +13,7 @@ import (
 	"github.com/dedupd/dedupd/internal/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // BenchmarkClaimNew measures claims of fresh keys, the fast path: one INSERT
@@ -118,4 +119,15 @@ func benchmarkCycle(b *testing.B, opts pgstore.Options) {
 	})
 	b.ReportMetric(float64(next.Load())/b.Elapsed().Seconds(), "cycles/s")
 	b.ReportMetric(float64(attempts.n.Load())/float64(next.Load()), "reads/op")
+}
+
+// BenchmarkStreamCycle measures claim + complete of a stream's next event
+// at 32 callers, each on its own stream: a read and a compare-and-set per
+// call, as for a key that already has a record.
+//
+//	go test -run '^$' -bench StreamCycle -benchtime 5s ./server/store/pgstore/
+func BenchmarkStreamCycle(b *testing.B) {
+	s := newStoreWith(b, pgstore.Options{})
+	b.SetParallelism((32 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	storetest.BenchStreamCycle(b, s)
 }

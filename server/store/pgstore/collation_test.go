@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -137,5 +138,37 @@ func listKeys(t *testing.T, s store.Store, p store.ListParams) []string {
 			return keys
 		}
 		p.AfterKey = page[len(page)-1].Key
+	}
+}
+
+// Stream ids order bytewise too (2014_streams_collation_c), so ListStreams
+// pages as on every other store.
+func TestStreamsOrderBytewiseOnAnICUDatabase(t *testing.T) {
+	ctx := context.Background()
+	s := migrated(t, openStore(t, icuDatabaseURL(t)))
+	for _, id := range []string{"é", "ab", "_x", "B", "a-b", "a"} {
+		p := store.ClaimStreamParams{Consumer: "billing", Stream: id, Sequence: 1,
+			Policy: store.StreamPolicy{DefaultLeaseTTL: time.Minute}}
+		if _, err := s.ClaimStream(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	after := ""
+	for {
+		page, err := s.ListStreams(ctx, store.ListStreamsParams{Consumer: "billing", AfterStream: after, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, st := range page {
+			got = append(got, st.Stream)
+		}
+		after = page[len(page)-1].Stream
+	}
+	if want := []string{"B", "_x", "a", "a-b", "ab", "é"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ListStreams pages of 2: %q\nwant bytewise %q", got, want)
 	}
 }

@@ -200,12 +200,18 @@ func (s *Store) Lookup(ctx context.Context, consumer, key string) (store.Record,
 // DeleteExpired deletes up to limit records that have expired by the
 // database's clock.
 func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
+	return s.deleteBatch(ctx, "delete expired", deleteExpiredSQL, limit)
+}
+
+// deleteBatch runs a DELETE of at most limit rows ($1) and returns how many
+// it deleted.
+func (s *Store) deleteBatch(ctx context.Context, op, sql string, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	var deleted int
-	err := s.withRetry(ctx, "delete expired", func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, deleteExpiredSQL, limit)
+	err := s.withRetry(ctx, op, func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, sql, limit)
 		deleted = int(tag.RowsAffected())
 		return err
 	})

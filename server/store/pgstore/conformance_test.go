@@ -23,3 +23,7 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+func TestStreamConformance(t *testing.T) {
+	storetest.RunStreams(t, func(t *testing.T) store.StreamStore { return newStoreWith(t, pgstore.Options{}) })
+}

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -153,58 +154,52 @@ type versionedRecord struct {
 	version int64
 }
 
-// readManySQL reads the records of a batch's keys, with their versions and
-// the database's clock.
-var readManySQL = `SELECT ` + qualified("r", recordColumns) + `, r.row_version, statement_timestamp()
-FROM unnest($1::TEXT[], $2::TEXT[]) AS u (consumer, key)
-JOIN dedup_records AS r ON r.consumer = u.consumer AND r.key = u.key`
-
+// readMany reads the records of a batch's keys (see readKeys).
 func (s *Store) readMany(ctx context.Context, calls []*call[finishCall, finishResult]) (map[recordKey]versionedRecord, time.Time, error) {
-	consumers, keys := make([]string, len(calls)), make([]string, len(calls))
+	keys := make([]recordKey, len(calls))
 	for i, c := range calls {
-		consumers[i], keys[i] = c.req.consumer, c.req.key
+		keys[i] = recordKey{c.req.consumer, c.req.key}
 	}
-	rows, err := s.pool.Query(ctx, readManySQL, consumers, keys)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	defer rows.Close()
-	var now time.Time
-	stored := make(map[recordKey]versionedRecord, len(calls))
-	for rows.Next() {
-		var version int64
-		rec, err := scanRecord(rows, &version, &now)
-		if err != nil {
-			return nil, time.Time{}, err
-		}
-		stored[recordKey{rec.Consumer, rec.Key}] = versionedRecord{rec: rec, version: version}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, time.Time{}, err
-	}
-	return stored, store.Now(now), nil
+	return s.readKeys(ctx, keys)
 }
 
 // updateManySQL writes decided records given as parallel arrays, each only
 // if its row is still at the version read ($17); the rows it wrote come
 // back.
-var updateManySQL = `UPDATE dedup_records AS r SET
+var updateManySQL = updateFromArrays(1) + `
+RETURNING ` + qualifiedRecord("r")
+
+// updateFromArrays is the compare-and-set UPDATE of records given as the
+// parallel arrays of recordArrays, numbered from $first: each row only if
+// it is still at the version read.
+func updateFromArrays(first int) string {
+	return `UPDATE dedup_records AS r SET
     state = u.state, digest = u.digest, fencing_token = u.fencing_token, attempts = u.attempts,
     owner = u.owner, result = u.result, rejection_reason = u.rejection_reason,
     rejection_message = u.rejection_message, rejection_detail = u.rejection_detail,
     rejection_retryable = u.rejection_retryable, created_at = u.created_at, updated_at = u.updated_at,
     lease_expires_at = u.lease_expires_at, expires_at = u.expires_at,
     row_version = r.row_version + 1
-FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::INT8[], $6::INT8[], $7::TEXT[], $8::BYTEA[],
-    $9::TEXT[], $10::TEXT[], $11::BYTEA[], $12::BOOL[],
-    $13::TIMESTAMPTZ[], $14::TIMESTAMPTZ[], $15::TIMESTAMPTZ[], $16::TIMESTAMPTZ[], $17::INT8[])
-    AS u (` + recordColumns + `, version)
-WHERE r.consumer = u.consumer AND r.key = u.key AND r.row_version = u.version
-RETURNING ` + qualified("r", recordColumns)
+FROM ` + unnestRecords(first) + `
+WHERE r.consumer = u.consumer AND r.key = u.key AND r.row_version = u.version`
+}
 
-// qualified prefixes every column of a column list with a table alias.
-func qualified(alias, columns string) string {
-	fields := strings.Split(columns, ",")
+// unnestRecords is the table of the arrays of recordArrays, numbered from
+// $first, as u (recordColumns, version).
+func unnestRecords(first int) string {
+	types := []string{"TEXT", "TEXT", "TEXT", "BYTEA", "INT8", "INT8", "TEXT", "BYTEA",
+		"TEXT", "TEXT", "BYTEA", "BOOL", "TIMESTAMPTZ", "TIMESTAMPTZ", "TIMESTAMPTZ", "TIMESTAMPTZ", "INT8"}
+	params := make([]string, len(types))
+	for i, t := range types {
+		params[i] = fmt.Sprintf("$%d::%s[]", first+i, t)
+	}
+	return `unnest(` + strings.Join(params, ", ") + `)
+    AS u (` + recordColumns + `, version)`
+}
+
+// qualifiedRecord is recordColumns, each prefixed with a table alias.
+func qualifiedRecord(alias string) string {
+	fields := strings.Split(recordColumns, ",")
 	for i, f := range fields {
 		fields[i] = alias + "." + strings.TrimSpace(f)
 	}
@@ -214,6 +209,29 @@ func qualified(alias, columns string) string {
 // updateMany writes records with a compare-and-set each, in one statement,
 // and returns those it wrote, by key.
 func (s *Store) updateMany(ctx context.Context, writes []versionedRecord) (map[recordKey]store.Record, error) {
+	rows, err := s.pool.Query(ctx, updateManySQL, recordArrays(writes)...)
+	if err != nil {
+		return nil, err
+	}
+	return collectWritten(rows)
+}
+
+// collectWritten reads the rows of recordColumns a write returned, by key.
+func collectWritten(rows pgx.Rows) (map[recordKey]store.Record, error) {
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) { return scanRecord(row) })
+	if err != nil {
+		return nil, err
+	}
+	written := make(map[recordKey]store.Record, len(recs))
+	for _, r := range recs {
+		written[recordKey{r.Consumer, r.Key}] = r
+	}
+	return written, nil
+}
+
+// recordArrays are the parameters of a multi-row write of records: one
+// array per column of recordColumns, then the versions read.
+func recordArrays(writes []versionedRecord) []any {
 	n := len(writes)
 	var (
 		consumers, keys, states, owners = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -234,18 +252,6 @@ func (s *Store) updateMany(ctx context.Context, writes []versionedRecord) (map[r
 		}
 		created[i], updated[i], leases[i], expires[i] = r.CreatedAt, r.UpdatedAt, r.LeaseExpiresAt, r.ExpiresAt
 	}
-	rows, err := s.pool.Query(ctx, updateManySQL, consumers, keys, states, digests, tokens, attempts, owners, results,
-		reasons, messages, details, retryables, created, updated, leases, expires, versions)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) { return scanRecord(row) })
-	if err != nil {
-		return nil, err
-	}
-	written := make(map[recordKey]store.Record, len(recs))
-	for _, r := range recs {
-		written[recordKey{r.Consumer, r.Key}] = r
-	}
-	return written, nil
+	return []any{consumers, keys, states, digests, tokens, attempts, owners, results,
+		reasons, messages, details, retryables, created, updated, leases, expires, versions}
 }

@@ -123,7 +123,8 @@ func classify(ctx context.Context, op string, err error) error {
 
 func isRefusal(err error) bool {
 	var conflict *store.ConflictError
-	return errors.As(err, &conflict) ||
+	var streamConflict *store.StreamConflictError
+	return errors.As(err, &conflict) || errors.As(err, &streamConflict) ||
 		errors.Is(err, store.ErrNotFound) ||
 		errors.Is(err, store.ErrNoPolicy) ||
 		errors.Is(err, store.ErrDigestMismatch) ||

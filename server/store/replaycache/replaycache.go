@@ -81,17 +81,8 @@ func New(inner store.Store, opts Options) *Store {
 // record with the same digest, a digest mismatch carrying it otherwise.
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
 	if rec, ok := s.cache.get(p.Consumer, p.Key, s.now()); ok {
-		if err := ctx.Err(); err != nil {
-			return store.ClaimResult{}, err
-		}
-		if !bytes.Equal(rec.Digest, p.Digest) {
-			return store.ClaimResult{}, &store.ConflictError{Err: store.ErrDigestMismatch, Record: rec}
-		}
-		outcome := store.AlreadyCompleted
-		if rec.State == store.Rejected {
-			outcome = store.AlreadyRejected
-		}
-		return store.ClaimResult{Outcome: outcome, Record: rec}, nil
+		d, err := s.replay(ctx, rec, p)
+		return store.ClaimResult{Outcome: d.Outcome, Record: d.Record}, err
 	}
 	since := s.deletions.Load()
 	res, err := s.Store.Claim(ctx, p)
@@ -99,6 +90,22 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		s.remember(res.Record, since)
 	}
 	return res, err
+}
+
+// replay answers a claim of a cached finished record as the store would:
+// the record with the same digest, a digest mismatch carrying it otherwise.
+func (s *Store) replay(ctx context.Context, rec store.Record, p store.ClaimParams) (store.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Decision{}, err
+	}
+	if !bytes.Equal(rec.Digest, p.Digest) {
+		return store.Decision{}, &store.ConflictError{Err: store.ErrDigestMismatch, Record: rec}
+	}
+	outcome := store.AlreadyCompleted
+	if rec.State == store.Rejected {
+		outcome = store.AlreadyRejected
+	}
+	return store.Decision{Outcome: outcome, Record: rec}, nil
 }
 
 // Complete stores a result and caches the completed record.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // callers is the concurrency the throughput target is set at.
@@ -94,4 +95,14 @@ func BenchmarkClaimNew(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claims/s")
+}
+
+// BenchmarkStreamCycle measures claim + complete of a stream's next event
+// at 32 callers, each on its own stream.
+//
+//	go test -run '^$' -bench StreamCycle -benchtime 3s ./server/store/sqlitestore/
+func BenchmarkStreamCycle(b *testing.B) {
+	s := newStore(b)
+	setCallers(b)
+	storetest.BenchStreamCycle(b, s)
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
-// The suite runs with group commit on (the default) and off: batching must
+// The suites run with group commit on (the default) and off: batching must
 // never change an answer.
-func TestConformance(t *testing.T) {
+func forEachMode(t *testing.T, run func(t *testing.T, open func(t *testing.T) *sqlitestore.Store)) {
 	for _, mode := range []struct {
 		name string
 		opts sqlitestore.Options
@@ -19,11 +19,23 @@ func TestConformance(t *testing.T) {
 		{"NoGroupCommit", sqlitestore.Options{MaxBatch: 1}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			storetest.RunAll(t, func(t *testing.T) store.Store {
+			run(t, func(t *testing.T) *sqlitestore.Store {
 				s := openStoreWith(t, t.TempDir(), mode.opts)
 				t.Cleanup(func() { s.Close() })
 				return s
 			})
 		})
 	}
+}
+
+func TestConformance(t *testing.T) {
+	forEachMode(t, func(t *testing.T, open func(t *testing.T) *sqlitestore.Store) {
+		storetest.RunAll(t, func(t *testing.T) store.Store { return open(t) })
+	})
+}
+
+func TestStreamConformance(t *testing.T) {
+	forEachMode(t, func(t *testing.T, open func(t *testing.T) *sqlitestore.Store) {
+		storetest.RunStreams(t, func(t *testing.T) store.StreamStore { return open(t) })
+	})
 }

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/storetrace"
@@ -23,68 +24,95 @@ import (
 // Options.MaxBatch is zero.
 const DefaultMaxBatch = 64
 
-// command is one caller's write, queued for the write connection.
+// command is one caller's write, queued for the write connection: a key's
+// cmd, or a stream's (key is then the stream).
 type command struct {
 	ctx           context.Context
 	consumer, key string
 	cmd           store.Command
+	stream        store.StreamCommand
+	// call is the first command of the call this one belongs to: a lone
+	// call's own, or a batch's first. A group takes whole calls.
+	call *command
 	// Set by whoever runs the command, before done is closed.
 	d    store.Decision
+	sd   store.StreamDecision
 	err  error
 	done chan struct{}
 }
 
 // applyGrouped queues a command and waits until some caller holding the
-// write connection, possibly this one, has run it. A caller whose context
-// ends while its command is still queued withdraws it and gets the
-// context's error, nothing written; once the command is running it is no
-// longer withdrawn, as in acquire.
+// write connection, possibly this one, has run it.
 func (w *writer) applyGrouped(ctx context.Context, c command) (store.Decision, error) {
-	c.ctx, c.done = ctx, make(chan struct{})
+	w.runQueued(ctx, []*command{&c})
+	return c.d, c.err
+}
+
+// runQueued queues the commands of one call (a batch's, in batch order)
+// and waits until some callers holding the write connection, possibly this
+// one, have run them all. A caller whose context ends while commands of
+// its call are still queued withdraws them, and they get the context's
+// error, nothing written; once a command is running it is no longer
+// withdrawn, as in acquire.
+func (w *writer) runQueued(ctx context.Context, cs []*command) {
+	for _, c := range cs {
+		c.ctx, c.call, c.done = ctx, cs[0], make(chan struct{}) //nolint:fatcontext // the caller's context, stored, not nested
+	}
+	last := cs[len(cs)-1]
 	w.queueMu.Lock()
-	w.queue = append(w.queue, &c)
+	w.queue = append(w.queue, cs...)
 	w.queueMu.Unlock()
 	for {
 		select {
-		case <-c.done:
-			return c.d, c.err
+		case <-last.done:
+			return
 		default:
 		}
 		select {
-		case <-c.done:
-			return c.d, c.err
+		case <-last.done:
+			return
 		case w.slot <- struct{}{}:
 			w.runGroup()
 			w.release()
 		case <-ctx.Done():
-			if w.withdraw(&c) {
-				return store.Decision{}, ctx.Err()
+			w.withdraw(cs, ctx.Err())
+			for _, c := range cs {
+				<-c.done
 			}
-			<-c.done
-			return c.d, c.err
+			return
 		}
 	}
 }
 
-// withdraw removes a command that no one has started, and reports whether
-// it did.
-func (w *writer) withdraw(c *command) bool {
+// withdraw removes the commands of cs that no one has started, answering
+// them with err.
+func (w *writer) withdraw(cs []*command, err error) {
 	w.queueMu.Lock()
 	defer w.queueMu.Unlock()
-	for i, q := range w.queue {
-		if q == c {
-			w.queue = append(w.queue[:i], w.queue[i+1:]...)
-			return true
+	for _, c := range cs {
+		if i := slices.Index(w.queue, c); i >= 0 {
+			w.queue = slices.Delete(w.queue, i, i+1)
+			c.d, c.err = store.Decision{}, err
+			close(c.done)
 		}
 	}
-	return false
 }
 
 // runGroup takes the queued commands and runs them in one transaction,
 // answering each. The caller holds the slot.
 func (w *writer) runGroup() {
 	w.queueMu.Lock()
-	n := min(len(w.queue), w.maxBatch)
+	// Up to maxBatch calls, each whole: a batch's commands share one
+	// transaction (one fsync) with the calls queued beside it.
+	n, calls := 0, 0
+	for ; n < len(w.queue); n++ {
+		if c := w.queue[n]; c.call == c {
+			if calls == w.maxBatch {
+				break
+			}
+			calls++
+		}
+	}
 	group := append([]*command(nil), w.queue[:n]...)
 	w.queue = append(w.queue[:0:0], w.queue[n:]...)
 	w.queueMu.Unlock()
@@ -125,12 +153,12 @@ func (w *writer) runCommands(group []*command) {
 		err := w.transact(func() (bool, error) {
 			write := false
 			for i, c := range group {
-				c.d, c.err = w.decide(c.consumer, c.key, c.cmd)
+				c.run(w)
 				if c.err != nil && !isRefusal(c.err) {
 					failed = i
 					return false, c.err
 				}
-				write = write || c.d.Write
+				write = write || c.d.Write || c.sd.Write
 			}
 			return write, nil
 		})
@@ -142,16 +170,26 @@ func (w *writer) runCommands(group []*command) {
 			// BEGIN or COMMIT failed: nothing of the group was written, and
 			// answers read from its uncommitted writes must not be given.
 			for _, c := range group {
-				c.d, c.err = store.Decision{}, err
+				c.d, c.sd, c.err = store.Decision{}, store.StreamDecision{}, err
 			}
 		}
 		return
 	}
 }
 
-// isRefusal reports the errors store.Apply decides; anything else from
-// decide is the database failing.
+// run decides the command inside the open transaction.
+func (c *command) run(w *writer) {
+	if c.stream != nil {
+		c.sd, c.err = w.decideStream(c.consumer, c.key, c.stream)
+		return
+	}
+	c.d, c.err = w.decide(c.consumer, c.key, c.cmd)
+}
+
+// isRefusal reports the errors store.Apply and store.ApplyStream decide;
+// anything else from decide is the database failing.
 func isRefusal(err error) bool {
 	var conflict *store.ConflictError
-	return errors.As(err, &conflict) || errors.Is(err, store.ErrLeaseLost)
+	var streamConflict *store.StreamConflictError
+	return errors.As(err, &conflict) || errors.As(err, &streamConflict) || errors.Is(err, store.ErrLeaseLost)
 }

@@ -27,13 +27,19 @@ func newMemStore() *memStore {
 // apply runs one command on a key under the lock. Records are copied on the
 // way in and out, as a database would, so callers never share memory with
 // what is stored.
-func (m *memStore) apply(ctx context.Context, consumer, key string, cmd store.Command) (store.Decision, error) {
+func (m *memStore) apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := [2]string{consumer, key}
+	return m.applyLocked(cmd)
+}
+
+// applyLocked is apply with the lock held.
+func (m *memStore) applyLocked(cmd store.Command) (store.Decision, error) {
+	var k [2]string
+	k[0], k[1] = store.KeyOf(cmd)
 	var stored *store.Record
 	if r, ok := m.records[k]; ok {
 		r = clone(r)
@@ -50,23 +56,48 @@ func (m *memStore) apply(ctx context.Context, consumer, key string, cmd store.Co
 	return d, nil
 }
 
+// ApplyBatch applies the commands in order under one hold of the lock.
+func (m *memStore) ApplyBatch(ctx context.Context, p store.BatchParams) []store.ItemResult {
+	results := make([]store.ItemResult, len(p.Commands))
+	if err := ctx.Err(); err != nil {
+		for i := range results {
+			results[i].Err = err
+		}
+		return results
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, cmd := range p.Commands {
+		results[i] = store.ResultOf(m.applyLocked(cmd))
+	}
+	return results
+}
+
+func (m *memStore) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
+	results := make([]store.LookupResult, len(p.Keys))
+	for i, key := range p.Keys {
+		results[i].Record, results[i].Err = m.Lookup(ctx, p.Consumer, key)
+	}
+	return results
+}
+
 func (m *memStore) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
-	d, err := m.apply(ctx, p.Consumer, p.Key, p)
+	d, err := m.apply(ctx, p)
 	return store.ClaimResult{Outcome: d.Outcome, Record: d.Record, RetryAfter: d.RetryAfter}, err
 }
 
 func (m *memStore) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
-	d, err := m.apply(ctx, p.Consumer, p.Key, p)
+	d, err := m.apply(ctx, p)
 	return d.Record, err
 }
 
 func (m *memStore) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
-	d, err := m.apply(ctx, p.Consumer, p.Key, p)
+	d, err := m.apply(ctx, p)
 	return d.Record, err
 }
 
 func (m *memStore) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
-	d, err := m.apply(ctx, p.Consumer, p.Key, p)
+	d, err := m.apply(ctx, p)
 	return d.Record, err
 }
 

@@ -54,6 +54,8 @@ func RunAll(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Keys", keyTests()},
 		{"Store", storeTests()},
 		{"Race", raceTests()},
+		{"Batch", batchTests()},
+		{"BatchRace", batchRaceTests()},
 		{"Policy", policyTests()},
 		{"List", listTests()},
 		{"Purge", purgeTests()},

@@ -39,7 +39,8 @@ const (
 const instrumentation = "github.com/dedupd/dedupd/server/store/storetrace"
 
 // Store wraps s so that each record operation (Claim, Complete, Reject,
-// ExtendLease, Lookup, ListRecords, DeleteRecord) is a span named
+// ExtendLease, Lookup, ListRecords, DeleteRecord, and the batch calls
+// ApplyBatch and LookupBatch, see calls.go) is a span named
 // "store.<Method>", a child of the caller's span, with the consumer and the
 // outcome as attributes. Failures set the span's status to Error with
 // their class only: an error's text may quote a key. Methods it does not

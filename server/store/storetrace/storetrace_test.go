@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -85,4 +87,35 @@ type failing struct {
 
 func (f failing) Complete(context.Context, store.CompleteParams) (store.Record, error) {
 	return store.Record{}, f.err
+}
+
+// TestBatchSpans: a batch call is one span with its size and outcome.
+func TestBatchSpans(t *testing.T) {
+	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := tracetest.NewSpanRecorder()
+	s := storetrace.Store(inner, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	t.Cleanup(func() { s.Close() })
+	policy := store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
+	claim := func(key string) store.Command { return store.ClaimParams{Consumer: "orders", Key: key, Policy: policy} }
+	s.ApplyBatch(context.Background(), store.BatchParams{Commands: []store.Command{claim("a"), claim("b")}})
+	s.LookupBatch(context.Background(), store.LookupBatchParams{Consumer: "orders", Keys: []string{"a"}})
+	// The store's own group-commit span may come beside them.
+	byName := map[string]map[attribute.Key]attribute.Value{}
+	for _, span := range spans.Ended() {
+		attrs := map[attribute.Key]attribute.Value{}
+		for _, kv := range span.Attributes() {
+			attrs[kv.Key] = kv.Value
+		}
+		byName[span.Name()] = attrs
+	}
+	for name, size := range map[string]int64{"store.ApplyBatch": 2, "store.LookupBatch": 1} {
+		attrs, ok := byName[name]
+		if !ok || attrs[storetrace.BatchSizeKey].AsInt64() != size ||
+			attrs[storetrace.OutcomeKey].AsString() != "ok" || attrs[storetrace.ConsumerKey].AsString() != "orders" {
+			t.Errorf("span %s: %v, want size %d, outcome ok, consumer orders", name, attrs, size)
+		}
+	}
 }

@@ -5,7 +5,10 @@
         out = dedupd.do(c, "payments", "charge-42", charge,
                         digest=dedupd.digest_json(request))
 
-Client wraps every DedupService RPC; do() runs the two-phase pattern;
+Client wraps every DedupService RPC and the StreamService ones
+(claim_stream, ...); do() runs the two-phase pattern, do_batch() does the
+same for a whole poll in one claim_batch and one finish_batch, and
+do_in_order() for a stream's sequenced events;
 reconcile() settles claims whose lease ran out; digest_* compute the digest
 spec every dedupd client shares. Errors are DedupError subclasses carrying
 the server's ErrorInfo reason and the stored record. dedup_pb2, admin_pb2
@@ -13,24 +16,35 @@ and error_reason_pb2 are the generated dedup.v1 messages (requests,
 Record, ErrorReason), for callers that build or inspect them directly.
 """
 
-from ._proto.dedup.v1 import admin_pb2, dedup_pb2, error_reason_pb2
+from ._proto.dedup.v1 import admin_pb2, dedup_pb2, error_reason_pb2, stream_pb2
+from ._proto.dedup.v1.stream_pb2 import (  # noqa: F401  (re-exported enums)
+    STREAM_MODE_DENSE, STREAM_MODE_VERSIONS, STREAM_OUTCOME_ACQUIRED, STREAM_OUTCOME_DUPLICATE,
+    STREAM_OUTCOME_IN_PROGRESS)
 from ._proto.dedup.v1.dedup_pb2 import (  # noqa: F401  (re-exported enums)
     OUTCOME_ACQUIRED, OUTCOME_COMPLETED, OUTCOME_IN_PROGRESS, OUTCOME_REJECTED,
     STATE_COMPLETED, STATE_PENDING, STATE_REJECTED, STATE_RELEASED)
 
+from .batch import ClaimItem, ExtendItem, FinishItem, ItemResult
 from .client import Client
 from .digest import (canonical_json, digest_bytes, digest_json, digest_json_text,
                      digest_proto)
 from .do import Outcome, Terminal, do
+from .dobatch import BatchOutcome, do_batch
 from .errors import (AlreadyFinished, Cancelled, DeadlineExceeded, DedupError,
                      DigestMismatch, InProgressTimeout, InternalError, InvalidRequest,
                      LeaseLost, PermissionDenied, PolicyNotFound, RecordNotFound, Rejected,
-                     ResourceExhausted, Unauthenticated, Unavailable)
+                     ResourceExhausted, SequenceGap, StreamModeMismatch, StreamNotFound,
+                     Unauthenticated, Unavailable)
+from .inorder import InOrderResult, StreamRejected, do_in_order
 from .reconcile import Complete, Reject, Release, Settled, reconcile
 
 __all__ = [
-    "dedup_pb2", "admin_pb2", "error_reason_pb2",
-    "Client", "do", "Outcome", "Terminal", "reconcile", "Complete", "Reject", "Release",
+    "dedup_pb2", "admin_pb2", "error_reason_pb2", "stream_pb2",
+    "do_in_order", "InOrderResult", "StreamRejected", "SequenceGap", "StreamModeMismatch",
+    "StreamNotFound", "STREAM_MODE_DENSE", "STREAM_MODE_VERSIONS", "STREAM_OUTCOME_ACQUIRED",
+    "STREAM_OUTCOME_DUPLICATE", "STREAM_OUTCOME_IN_PROGRESS",
+    "Client", "do", "Outcome", "Terminal", "do_batch", "BatchOutcome", "ClaimItem",
+    "FinishItem", "ExtendItem", "ItemResult", "reconcile", "Complete", "Reject", "Release",
     "Settled", "canonical_json", "digest_bytes", "digest_json", "digest_json_text",
     "digest_proto", "DedupError", "DigestMismatch", "LeaseLost", "AlreadyFinished",
     "RecordNotFound", "InvalidRequest", "Unavailable", "Unauthenticated", "PermissionDenied",

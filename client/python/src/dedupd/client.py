@@ -16,7 +16,7 @@ import grpc
 from google.protobuf import duration_pb2
 from google.protobuf.message import Message
 
-from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc
+from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc, stream_pb2, stream_pb2_grpc
 from ._loopback import is_loopback_target
 from .errors import from_rpc_error
 
@@ -117,6 +117,7 @@ class Client:
         self._metadata: Optional[tuple[tuple[str, str], ...]] = (
             (("authorization", "Bearer " + token),) if token else None)
         self._stub = dedup_pb2_grpc.DedupServiceStub(channel)
+        self._streams = stream_pb2_grpc.StreamServiceStub(channel)
 
     def __repr__(self) -> str:
         # Never shows the token.
@@ -131,9 +132,10 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, request: Message) -> Any:
+    def _call(self, method: str, request: Message, stub: Any = None) -> Any:
         try:
-            return getattr(self._stub, method)(request, timeout=self.timeout, metadata=self._metadata)
+            return getattr(stub or self._stub, method)(
+                request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from err
 
@@ -193,3 +195,81 @@ class Client:
             token = page.next_page_token
             if not token:
                 return
+
+    # StreamService: events with a sequence number per entity (stream).
+
+    def claim_stream(self, consumer: str, stream: str, sequence: int, *,
+                     lease_ttl: Optional[Seconds] = None, owner: str = "",
+                     mode: "stream_pb2.StreamMode.ValueType" = stream_pb2.STREAM_MODE_UNSPECIFIED,
+                     digest: bytes = b"") -> stream_pb2.ClaimStreamResponse:
+        """Claims one sequence of a stream; returns the ClaimStreamResponse
+        (outcome ACQUIRED, IN_PROGRESS or DUPLICATE, stream, fencing_token,
+        retry_after). Raises SequenceGap (with .expected) for an early
+        event of a dense stream."""
+        resp: stream_pb2.ClaimStreamResponse = self._call("ClaimStream", stream_pb2.ClaimStreamRequest(
+            consumer=consumer, stream=stream, sequence=sequence, mode=mode, digest=digest,
+            lease_ttl=duration(lease_ttl), owner=owner), self._streams)
+        return resp
+
+    def complete_stream(self, consumer: str, stream: str, sequence: int,
+                        fencing_token: int) -> stream_pb2.Stream:
+        """Finishes the sequence and moves the high-water mark to it;
+        repeating it is harmless."""
+        resp: stream_pb2.CompleteStreamResponse = self._call("CompleteStream", stream_pb2.CompleteStreamRequest(
+            consumer=consumer, stream=stream, sequence=sequence, fencing_token=fencing_token),
+            self._streams)
+        return resp.stream
+
+    def reject_stream(self, consumer: str, stream: str, sequence: int, fencing_token: int,
+                      reason: str = "", message: str = "", detail: bytes = b"") -> stream_pb2.Stream:
+        """Finishes the sequence as a poison event: the mark moves past it."""
+        resp: stream_pb2.RejectStreamResponse = self._call("RejectStream", stream_pb2.RejectStreamRequest(
+            consumer=consumer, stream=stream, sequence=sequence, fencing_token=fencing_token,
+            reason=reason, message=message, detail=detail), self._streams)
+        return resp.stream
+
+    def release_stream(self, consumer: str, stream: str, sequence: int,
+                       fencing_token: int) -> stream_pb2.Stream:
+        """Gives the claim up without moving the mark (a retryable failure)."""
+        resp: stream_pb2.ReleaseStreamResponse = self._call("ReleaseStream", stream_pb2.ReleaseStreamRequest(
+            consumer=consumer, stream=stream, sequence=sequence, fencing_token=fencing_token),
+            self._streams)
+        return resp.stream
+
+    def get_stream(self, consumer: str, stream: str) -> stream_pb2.Stream:
+        """Returns the stream; raises StreamNotFound if it has no record."""
+        resp: stream_pb2.GetStreamResponse = self._call(
+            "GetStream", stream_pb2.GetStreamRequest(consumer=consumer, stream=stream), self._streams)
+        return resp.stream
+
+    def list_streams(self, consumer: str, **filters: Any) -> stream_pb2.ListStreamsResponse:
+        """One page of ListStreams (lease_expired, page_size, page_token)."""
+        resp: stream_pb2.ListStreamsResponse = self._call(
+            "ListStreams", stream_pb2.ListStreamsRequest(consumer=consumer, **filters), self._streams)
+        return resp
+
+    # Batch calls (docs/api.md, Batches); see dedupd.batch for the item and
+    # result types. Imported when called: dedupd.batch builds on Client.
+
+    def claim_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+        """Claims many keys in one call: one ItemResult per item (ClaimItem,
+        or a str key), in order, each what claim() would have returned or
+        raised."""
+        from .batch import claim_batch
+        return claim_batch(self, consumer, items)
+
+    def finish_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+        """Records many outcomes (FinishItem: a Complete, or a Reject) in
+        one call."""
+        from .batch import finish_batch
+        return finish_batch(self, consumer, items)
+
+    def extend_lease_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+        """Extends many leases (ExtendItem) in one call."""
+        from .batch import extend_lease_batch
+        return extend_lease_batch(self, consumer, items)
+
+    def lookup_batch(self, consumer: str, keys: Sequence[str]) -> list[Any]:
+        """Reads many records in one call."""
+        from .batch import lookup_batch
+        return lookup_batch(self, consumer, keys)

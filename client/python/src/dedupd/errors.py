@@ -25,7 +25,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 
-from ._proto.dedup.v1 import dedup_pb2
+from ._proto.dedup.v1 import dedup_pb2, stream_pb2
 from ._proto.dedup.v1.error_reason_pb2 import ErrorReason
 
 ERROR_DOMAIN = "dedup.v1"
@@ -49,6 +49,7 @@ REASON_PERMISSION_DENIED = reason_name(ErrorReason.PERMISSION_DENIED)
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _TYPE_URL_PREFIX = "type.googleapis.com/"
 _RECORD_TYPE_URL = _TYPE_URL_PREFIX + dedup_pb2.Record.DESCRIPTOR.full_name
+_STREAM_TYPE_URL = _TYPE_URL_PREFIX + stream_pb2.Stream.DESCRIPTOR.full_name
 _ERROR_INFO_TYPE_URL = _TYPE_URL_PREFIX + "google.rpc.ErrorInfo"
 _RETRY_INFO_TYPE_URL = _TYPE_URL_PREFIX + "google.rpc.RetryInfo"
 
@@ -112,13 +113,16 @@ class DedupError(Exception):
     def __init__(self, message: str, code: Optional[grpc.StatusCode] = None, reason: str = "",
                  metadata: Optional[Mapping[str, str]] = None,
                  record: Optional[dedup_pb2.Record] = None,
-                 retry_after: Optional[float] = None) -> None:
+                 retry_after: Optional[float] = None,
+                 stream: Optional[stream_pb2.Stream] = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.metadata: dict[str, str] = dict(metadata or {})
         self.record = record
         self.retry_after = retry_after
+        # The stored dedup.v1.Stream a stream refusal was about, else None.
+        self.stream = stream
 
     def __str__(self) -> str:
         label = self.reason or (self.code.name if self.code else "")
@@ -187,6 +191,26 @@ class InternalError(DedupError):
     """A bug in dedupd; the server logged the cause."""
 
 
+class SequenceGap(DedupError):
+    """A dense stream was claimed past the sequence it expects next
+    (SEQUENCE_GAP): hold the event back until `expected` is processed, or
+    let it be redelivered. stream is the stored stream."""
+
+    @property
+    def expected(self) -> int:
+        """The sequence the stream accepts next."""
+        return int(self.metadata.get("expected_sequence", "0"))
+
+
+class StreamModeMismatch(DedupError):
+    """The claim named another mode than the stream's, or than its
+    consumer's stream policy fixes (STREAM_MODE_MISMATCH)."""
+
+
+class StreamNotFound(DedupError):
+    """get_stream of a stream with no live record (STREAM_NOT_FOUND)."""
+
+
 class InProgressTimeout(DedupError):
     """do() waited its bound while another caller held the key. record is the
     last record seen."""
@@ -224,6 +248,9 @@ _CLASS_BY_REASON_VALUE: dict["ErrorReason.ValueType", type[DedupError]] = {
     ErrorReason.PERMISSION_DENIED: PermissionDenied,
     ErrorReason.RATE_LIMITED: ResourceExhausted,
     ErrorReason.OVERLOADED: ResourceExhausted,
+    ErrorReason.SEQUENCE_GAP: SequenceGap,
+    ErrorReason.STREAM_MODE_MISMATCH: StreamModeMismatch,
+    ErrorReason.STREAM_NOT_FOUND: StreamNotFound,
 }
 
 _CLASS_BY_REASON: dict[str, type[DedupError]] = {
@@ -253,20 +280,38 @@ def from_rpc_error(err: grpc.RpcError) -> DedupError:
     message: str = err.details() if hasattr(err, "details") else str(err)
     trailers: Optional[Iterable[tuple[str, Any]]] = (
         err.trailing_metadata() if hasattr(err, "trailing_metadata") else None)
-    reason, metadata, record, retry_after = "", {}, None, None
+    details: list[Any] = []
     for key, value in trailers or ():
-        if key != _STATUS_DETAILS_KEY:
-            continue
-        for detail in _Status.FromString(value).details:
-            if detail.type_url == _ERROR_INFO_TYPE_URL:
-                info = _ErrorInfo.FromString(detail.value)
-                if info.domain == ERROR_DOMAIN:
-                    reason, metadata = info.reason, dict(info.metadata)
-            elif detail.type_url == _RECORD_TYPE_URL:
-                record = dedup_pb2.Record.FromString(detail.value)
-            elif detail.type_url == _RETRY_INFO_TYPE_URL:
-                delay = _RetryInfo.FromString(detail.value).retry_delay
-                retry_after = delay.seconds + delay.nanos / 1e9
+        if key == _STATUS_DETAILS_KEY:
+            details.extend(_Status.FromString(value).details)
+    return _error(code, message, details)
+
+
+_CODE_BY_NUMBER = {c.value[0]: c for c in grpc.StatusCode}
+
+
+def from_status(status: Message) -> DedupError:
+    """Converts a google.rpc.Status message, such as one batch item's error,
+    into the DedupError subclass its lone call would have raised."""
+    decoded = _Status.FromString(status.SerializeToString())
+    return _error(_CODE_BY_NUMBER.get(decoded.code), decoded.message, decoded.details)
+
+
+def _error(code: Optional[grpc.StatusCode], message: str, details: Iterable[Any]) -> DedupError:
+    reason, metadata, record, retry_after = "", {}, None, None
+    stream: Optional[stream_pb2.Stream] = None
+    for detail in details:
+        if detail.type_url == _ERROR_INFO_TYPE_URL:
+            info = _ErrorInfo.FromString(detail.value)
+            if info.domain == ERROR_DOMAIN:
+                reason, metadata = info.reason, dict(info.metadata)
+        elif detail.type_url == _RECORD_TYPE_URL:
+            record = dedup_pb2.Record.FromString(detail.value)
+        elif detail.type_url == _STREAM_TYPE_URL:
+            stream = stream_pb2.Stream.FromString(detail.value)
+        elif detail.type_url == _RETRY_INFO_TYPE_URL:
+            delay = _RetryInfo.FromString(detail.value).retry_delay
+            retry_after = delay.seconds + delay.nanos / 1e9
     cls = class_for_reason(reason) or _CLASS_BY_CODE.get(code) or DedupError
     return cls(message or "", code=code, reason=reason, metadata=metadata, record=record,
-               retry_after=retry_after)
+               retry_after=retry_after, stream=stream)

@@ -16,15 +16,16 @@ _sym_db = _symbol_database.Default()
 
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from dedupd._proto.google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 
 
 DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/dedup.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"z\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x8b\x03\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\x12\"\n\x04view\x18\x0b \x01(\x0e\x32\x14.dedup.v1.RecordView\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04*V\n\nRecordView\x12\x1b\n\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n\x10RECORD_VIEW_FULL\x10\x02\x32\x9d\x03\n\x0c\x44\x65\x64upService\x12\x38\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12\x41\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"z\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x8b\x03\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\x12\"\n\x04view\x18\x0b \x01(\x0e\x32\x14.dedup.v1.RecordView\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"j\n\x0e\x43laimBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\x0c\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\"N\n\x11\x43laimBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\'\n\x05items\x18\x02 \x03(\x0b\x32\x18.dedup.v1.ClaimBatchItem\"\x83\x01\n\x10\x43laimBatchResult\x12(\n\x05\x63laim\x18\x01 \x01(\x0b\x32\x17.dedup.v1.ClaimResponseH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\"A\n\x12\x43laimBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.dedup.v1.ClaimBatchResult\"|\n\x0f\x46inishBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12\x10\n\x06result\x18\x03 \x01(\x0cH\x00\x12(\n\trejection\x18\x04 \x01(\x0b\x32\x13.dedup.v1.RejectionH\x00\x42\t\n\x07outcome\"P\n\x12\x46inishBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12(\n\x05items\x18\x02 \x03(\x0b\x32\x19.dedup.v1.FinishBatchItem\"y\n\x0cRecordResult\x12\"\n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.RecordH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\">\n\x13\x46inishBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"h\n\x14\x45xtendLeaseBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"Z\n\x17\x45xtendLeaseBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\x05items\x18\x02 \x03(\x0b\x32\x1e.dedup.v1.ExtendLeaseBatchItem\"C\n\x18\x45xtendLeaseBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"4\n\x12LookupBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\">\n\x13LookupBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04*V\n\nRecordView\x12\x1b\n\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n\x10RECORD_VIEW_FULL\x10\x02\x32\xd9\x05\n\x0c\x44\x65\x64upService\x12\x38\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12\x41\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\x12G\n\nClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\x12J\n\x0b\x46inishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\x12Y\n\x10\x45xtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\x12J\n\x0bLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
-  dependencies=[google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,])
+  dependencies=[google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,google_dot_rpc_dot_status__pb2.DESCRIPTOR,])
 
 _OUTCOME = _descriptor.EnumDescriptor(
   name='Outcome',
@@ -55,8 +56,8 @@ _OUTCOME = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=1958,
-  serialized_end=2084,
+  serialized_start=3152,
+  serialized_end=3278,
 )
 _sym_db.RegisterEnumDescriptor(_OUTCOME)
 
@@ -90,8 +91,8 @@ _STATE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=2086,
-  serialized_end=2196,
+  serialized_start=3280,
+  serialized_end=3390,
 )
 _sym_db.RegisterEnumDescriptor(_STATE)
 
@@ -117,8 +118,8 @@ _RECORDVIEW = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=2198,
-  serialized_end=2284,
+  serialized_start=3392,
+  serialized_end=3478,
 )
 _sym_db.RegisterEnumDescriptor(_RECORDVIEW)
 
@@ -186,8 +187,8 @@ _REJECTION = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=99,
-  serialized_end=178,
+  serialized_start=124,
+  serialized_end=203,
 )
 
 
@@ -301,8 +302,8 @@ _RECORD = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=181,
-  serialized_end=578,
+  serialized_start=206,
+  serialized_end=603,
 )
 
 
@@ -360,8 +361,8 @@ _CLAIMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=580,
-  serialized_end=702,
+  serialized_start=605,
+  serialized_end=727,
 )
 
 
@@ -412,8 +413,8 @@ _CLAIMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=705,
-  serialized_end=861,
+  serialized_start=730,
+  serialized_end=886,
 )
 
 
@@ -464,8 +465,8 @@ _COMPLETEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=863,
-  serialized_end=950,
+  serialized_start=888,
+  serialized_end=975,
 )
 
 
@@ -495,8 +496,8 @@ _COMPLETERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=952,
-  serialized_end=1004,
+  serialized_start=977,
+  serialized_end=1029,
 )
 
 
@@ -568,8 +569,8 @@ _REJECTREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1007,
-  serialized_end=1144,
+  serialized_start=1032,
+  serialized_end=1169,
 )
 
 
@@ -599,8 +600,8 @@ _REJECTRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1146,
-  serialized_end=1196,
+  serialized_start=1171,
+  serialized_end=1221,
 )
 
 
@@ -637,8 +638,8 @@ _LOOKUPREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1198,
-  serialized_end=1244,
+  serialized_start=1223,
+  serialized_end=1269,
 )
 
 
@@ -668,8 +669,8 @@ _LOOKUPRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1246,
-  serialized_end=1296,
+  serialized_start=1271,
+  serialized_end=1321,
 )
 
 
@@ -720,8 +721,8 @@ _EXTENDLEASEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1298,
-  serialized_end=1418,
+  serialized_start=1323,
+  serialized_end=1443,
 )
 
 
@@ -751,8 +752,8 @@ _EXTENDLEASERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1420,
-  serialized_end=1475,
+  serialized_start=1445,
+  serialized_end=1500,
 )
 
 
@@ -852,8 +853,8 @@ _LISTRECORDSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1478,
-  serialized_end=1873,
+  serialized_start=1503,
+  serialized_end=1898,
 )
 
 
@@ -890,8 +891,532 @@ _LISTRECORDSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1875,
-  serialized_end=1956,
+  serialized_start=1900,
+  serialized_end=1981,
+)
+
+
+_CLAIMBATCHITEM = _descriptor.Descriptor(
+  name='ClaimBatchItem',
+  full_name='dedup.v1.ClaimBatchItem',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='key', full_name='dedup.v1.ClaimBatchItem.key', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='digest', full_name='dedup.v1.ClaimBatchItem.digest', index=1,
+      number=2, type=12, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b(""),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='lease_ttl', full_name='dedup.v1.ClaimBatchItem.lease_ttl', index=2,
+      number=3, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='owner', full_name='dedup.v1.ClaimBatchItem.owner', index=3,
+      number=4, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=1983,
+  serialized_end=2089,
+)
+
+
+_CLAIMBATCHREQUEST = _descriptor.Descriptor(
+  name='ClaimBatchRequest',
+  full_name='dedup.v1.ClaimBatchRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='consumer', full_name='dedup.v1.ClaimBatchRequest.consumer', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='items', full_name='dedup.v1.ClaimBatchRequest.items', index=1,
+      number=2, type=11, cpp_type=10, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=2091,
+  serialized_end=2169,
+)
+
+
+_CLAIMBATCHRESULT = _descriptor.Descriptor(
+  name='ClaimBatchResult',
+  full_name='dedup.v1.ClaimBatchResult',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='claim', full_name='dedup.v1.ClaimBatchResult.claim', index=0,
+      number=1, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='error', full_name='dedup.v1.ClaimBatchResult.error', index=1,
+      number=2, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='result_omitted', full_name='dedup.v1.ClaimBatchResult.result_omitted', index=2,
+      number=3, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+    _descriptor.OneofDescriptor(
+      name='result', full_name='dedup.v1.ClaimBatchResult.result',
+      index=0, containing_type=None, fields=[]),
+  ],
+  serialized_start=2172,
+  serialized_end=2303,
+)
+
+
+_CLAIMBATCHRESPONSE = _descriptor.Descriptor(
+  name='ClaimBatchResponse',
+  full_name='dedup.v1.ClaimBatchResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='results', full_name='dedup.v1.ClaimBatchResponse.results', index=0,
+      number=1, type=11, cpp_type=10, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=2305,
+  serialized_end=2370,
+)
+
+
+_FINISHBATCHITEM = _descriptor.Descriptor(
+  name='FinishBatchItem',
+  full_name='dedup.v1.FinishBatchItem',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='key', full_name='dedup.v1.FinishBatchItem.key', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='fencing_token', full_name='dedup.v1.FinishBatchItem.fencing_token', index=1,
+      number=2, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='result', full_name='dedup.v1.FinishBatchItem.result', index=2,
+      number=3, type=12, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b(""),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='rejection', full_name='dedup.v1.FinishBatchItem.rejection', index=3,
+      number=4, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+    _descriptor.OneofDescriptor(
+      name='outcome', full_name='dedup.v1.FinishBatchItem.outcome',
+      index=0, containing_type=None, fields=[]),
+  ],
+  serialized_start=2372,
+  serialized_end=2496,
+)
+
+
+_FINISHBATCHREQUEST = _descriptor.Descriptor(
+  name='FinishBatchRequest',
+  full_name='dedup.v1.FinishBatchRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='consumer', full_name='dedup.v1.FinishBatchRequest.consumer', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='items', full_name='dedup.v1.FinishBatchRequest.items', index=1,
+      number=2, type=11, cpp_type=10, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=2498,
+  serialized_end=2578,
+)
+
+
+_RECORDRESULT = _descriptor.Descriptor(
+  name='RecordResult',
+  full_name='dedup.v1.RecordResult',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='record', full_name='dedup.v1.RecordResult.record', index=0,
+      number=1, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='error', full_name='dedup.v1.RecordResult.error', index=1,
+      number=2, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='result_omitted', full_name='dedup.v1.RecordResult.result_omitted', index=2,
+      number=3, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+    _descriptor.OneofDescriptor(
+      name='result', full_name='dedup.v1.RecordResult.result',
+      index=0, containing_type=None, fields=[]),
+  ],
+  serialized_start=2580,
+  serialized_end=2701,
+)
+
+
+_FINISHBATCHRESPONSE = _descriptor.Descriptor(
+  name='FinishBatchResponse',
+  full_name='dedup.v1.FinishBatchResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='results', full_name='dedup.v1.FinishBatchResponse.results', index=0,
+      number=1, type=11, cpp_type=10, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=2703,
+  serialized_end=2765,
+)
+
+
+_EXTENDLEASEBATCHITEM = _descriptor.Descriptor(
+  name='ExtendLeaseBatchItem',
+  full_name='dedup.v1.ExtendLeaseBatchItem',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='key', full_name='dedup.v1.ExtendLeaseBatchItem.key', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='fencing_token', full_name='dedup.v1.ExtendLeaseBatchItem.fencing_token', index=1,
+      number=2, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='lease_ttl', full_name='dedup.v1.ExtendLeaseBatchItem.lease_ttl', index=2,
+      number=3, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=2767,
+  serialized_end=2871,
+)
+
+
+_EXTENDLEASEBATCHREQUEST = _descriptor.Descriptor(
+  name='ExtendLeaseBatchRequest',
+  full_name='dedup.v1.ExtendLeaseBatchRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='consumer', full_name='dedup.v1.ExtendLeaseBatchRequest.consumer', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='items', full_name='dedup.v1.ExtendLeaseBatchRequest.items', index=1,
+      number=2, type=11, cpp_type=10, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=2873,
+  serialized_end=2963,
+)
+
+
+_EXTENDLEASEBATCHRESPONSE = _descriptor.Descriptor(
+  name='ExtendLeaseBatchResponse',
+  full_name='dedup.v1.ExtendLeaseBatchResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='results', full_name='dedup.v1.ExtendLeaseBatchResponse.results', index=0,
+      number=1, type=11, cpp_type=10, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=2965,
+  serialized_end=3032,
+)
+
+
+_LOOKUPBATCHREQUEST = _descriptor.Descriptor(
+  name='LookupBatchRequest',
+  full_name='dedup.v1.LookupBatchRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='consumer', full_name='dedup.v1.LookupBatchRequest.consumer', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='keys', full_name='dedup.v1.LookupBatchRequest.keys', index=1,
+      number=2, type=9, cpp_type=9, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=3034,
+  serialized_end=3086,
+)
+
+
+_LOOKUPBATCHRESPONSE = _descriptor.Descriptor(
+  name='LookupBatchResponse',
+  full_name='dedup.v1.LookupBatchResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='results', full_name='dedup.v1.LookupBatchResponse.results', index=0,
+      number=1, type=11, cpp_type=10, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=3088,
+  serialized_end=3150,
 )
 
 _RECORD.fields_by_name['state'].enum_type = _STATE
@@ -916,6 +1441,38 @@ _LISTRECORDSREQUEST.fields_by_name['updated_after'].message_type = google_dot_pr
 _LISTRECORDSREQUEST.fields_by_name['updated_before'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _LISTRECORDSREQUEST.fields_by_name['view'].enum_type = _RECORDVIEW
 _LISTRECORDSRESPONSE.fields_by_name['records'].message_type = _RECORD
+_CLAIMBATCHITEM.fields_by_name['lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
+_CLAIMBATCHREQUEST.fields_by_name['items'].message_type = _CLAIMBATCHITEM
+_CLAIMBATCHRESULT.fields_by_name['claim'].message_type = _CLAIMRESPONSE
+_CLAIMBATCHRESULT.fields_by_name['error'].message_type = google_dot_rpc_dot_status__pb2._STATUS
+_CLAIMBATCHRESULT.oneofs_by_name['result'].fields.append(
+  _CLAIMBATCHRESULT.fields_by_name['claim'])
+_CLAIMBATCHRESULT.fields_by_name['claim'].containing_oneof = _CLAIMBATCHRESULT.oneofs_by_name['result']
+_CLAIMBATCHRESULT.oneofs_by_name['result'].fields.append(
+  _CLAIMBATCHRESULT.fields_by_name['error'])
+_CLAIMBATCHRESULT.fields_by_name['error'].containing_oneof = _CLAIMBATCHRESULT.oneofs_by_name['result']
+_CLAIMBATCHRESPONSE.fields_by_name['results'].message_type = _CLAIMBATCHRESULT
+_FINISHBATCHITEM.fields_by_name['rejection'].message_type = _REJECTION
+_FINISHBATCHITEM.oneofs_by_name['outcome'].fields.append(
+  _FINISHBATCHITEM.fields_by_name['result'])
+_FINISHBATCHITEM.fields_by_name['result'].containing_oneof = _FINISHBATCHITEM.oneofs_by_name['outcome']
+_FINISHBATCHITEM.oneofs_by_name['outcome'].fields.append(
+  _FINISHBATCHITEM.fields_by_name['rejection'])
+_FINISHBATCHITEM.fields_by_name['rejection'].containing_oneof = _FINISHBATCHITEM.oneofs_by_name['outcome']
+_FINISHBATCHREQUEST.fields_by_name['items'].message_type = _FINISHBATCHITEM
+_RECORDRESULT.fields_by_name['record'].message_type = _RECORD
+_RECORDRESULT.fields_by_name['error'].message_type = google_dot_rpc_dot_status__pb2._STATUS
+_RECORDRESULT.oneofs_by_name['result'].fields.append(
+  _RECORDRESULT.fields_by_name['record'])
+_RECORDRESULT.fields_by_name['record'].containing_oneof = _RECORDRESULT.oneofs_by_name['result']
+_RECORDRESULT.oneofs_by_name['result'].fields.append(
+  _RECORDRESULT.fields_by_name['error'])
+_RECORDRESULT.fields_by_name['error'].containing_oneof = _RECORDRESULT.oneofs_by_name['result']
+_FINISHBATCHRESPONSE.fields_by_name['results'].message_type = _RECORDRESULT
+_EXTENDLEASEBATCHITEM.fields_by_name['lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
+_EXTENDLEASEBATCHREQUEST.fields_by_name['items'].message_type = _EXTENDLEASEBATCHITEM
+_EXTENDLEASEBATCHRESPONSE.fields_by_name['results'].message_type = _RECORDRESULT
+_LOOKUPBATCHRESPONSE.fields_by_name['results'].message_type = _RECORDRESULT
 DESCRIPTOR.message_types_by_name['Rejection'] = _REJECTION
 DESCRIPTOR.message_types_by_name['Record'] = _RECORD
 DESCRIPTOR.message_types_by_name['ClaimRequest'] = _CLAIMREQUEST
@@ -930,6 +1487,19 @@ DESCRIPTOR.message_types_by_name['ExtendLeaseRequest'] = _EXTENDLEASEREQUEST
 DESCRIPTOR.message_types_by_name['ExtendLeaseResponse'] = _EXTENDLEASERESPONSE
 DESCRIPTOR.message_types_by_name['ListRecordsRequest'] = _LISTRECORDSREQUEST
 DESCRIPTOR.message_types_by_name['ListRecordsResponse'] = _LISTRECORDSRESPONSE
+DESCRIPTOR.message_types_by_name['ClaimBatchItem'] = _CLAIMBATCHITEM
+DESCRIPTOR.message_types_by_name['ClaimBatchRequest'] = _CLAIMBATCHREQUEST
+DESCRIPTOR.message_types_by_name['ClaimBatchResult'] = _CLAIMBATCHRESULT
+DESCRIPTOR.message_types_by_name['ClaimBatchResponse'] = _CLAIMBATCHRESPONSE
+DESCRIPTOR.message_types_by_name['FinishBatchItem'] = _FINISHBATCHITEM
+DESCRIPTOR.message_types_by_name['FinishBatchRequest'] = _FINISHBATCHREQUEST
+DESCRIPTOR.message_types_by_name['RecordResult'] = _RECORDRESULT
+DESCRIPTOR.message_types_by_name['FinishBatchResponse'] = _FINISHBATCHRESPONSE
+DESCRIPTOR.message_types_by_name['ExtendLeaseBatchItem'] = _EXTENDLEASEBATCHITEM
+DESCRIPTOR.message_types_by_name['ExtendLeaseBatchRequest'] = _EXTENDLEASEBATCHREQUEST
+DESCRIPTOR.message_types_by_name['ExtendLeaseBatchResponse'] = _EXTENDLEASEBATCHRESPONSE
+DESCRIPTOR.message_types_by_name['LookupBatchRequest'] = _LOOKUPBATCHREQUEST
+DESCRIPTOR.message_types_by_name['LookupBatchResponse'] = _LOOKUPBATCHRESPONSE
 DESCRIPTOR.enum_types_by_name['Outcome'] = _OUTCOME
 DESCRIPTOR.enum_types_by_name['State'] = _STATE
 DESCRIPTOR.enum_types_by_name['RecordView'] = _RECORDVIEW
@@ -1033,6 +1603,97 @@ ListRecordsResponse = _reflection.GeneratedProtocolMessageType('ListRecordsRespo
   ))
 _sym_db.RegisterMessage(ListRecordsResponse)
 
+ClaimBatchItem = _reflection.GeneratedProtocolMessageType('ClaimBatchItem', (_message.Message,), dict(
+  DESCRIPTOR = _CLAIMBATCHITEM,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ClaimBatchItem)
+  ))
+_sym_db.RegisterMessage(ClaimBatchItem)
+
+ClaimBatchRequest = _reflection.GeneratedProtocolMessageType('ClaimBatchRequest', (_message.Message,), dict(
+  DESCRIPTOR = _CLAIMBATCHREQUEST,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ClaimBatchRequest)
+  ))
+_sym_db.RegisterMessage(ClaimBatchRequest)
+
+ClaimBatchResult = _reflection.GeneratedProtocolMessageType('ClaimBatchResult', (_message.Message,), dict(
+  DESCRIPTOR = _CLAIMBATCHRESULT,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ClaimBatchResult)
+  ))
+_sym_db.RegisterMessage(ClaimBatchResult)
+
+ClaimBatchResponse = _reflection.GeneratedProtocolMessageType('ClaimBatchResponse', (_message.Message,), dict(
+  DESCRIPTOR = _CLAIMBATCHRESPONSE,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ClaimBatchResponse)
+  ))
+_sym_db.RegisterMessage(ClaimBatchResponse)
+
+FinishBatchItem = _reflection.GeneratedProtocolMessageType('FinishBatchItem', (_message.Message,), dict(
+  DESCRIPTOR = _FINISHBATCHITEM,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.FinishBatchItem)
+  ))
+_sym_db.RegisterMessage(FinishBatchItem)
+
+FinishBatchRequest = _reflection.GeneratedProtocolMessageType('FinishBatchRequest', (_message.Message,), dict(
+  DESCRIPTOR = _FINISHBATCHREQUEST,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.FinishBatchRequest)
+  ))
+_sym_db.RegisterMessage(FinishBatchRequest)
+
+RecordResult = _reflection.GeneratedProtocolMessageType('RecordResult', (_message.Message,), dict(
+  DESCRIPTOR = _RECORDRESULT,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.RecordResult)
+  ))
+_sym_db.RegisterMessage(RecordResult)
+
+FinishBatchResponse = _reflection.GeneratedProtocolMessageType('FinishBatchResponse', (_message.Message,), dict(
+  DESCRIPTOR = _FINISHBATCHRESPONSE,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.FinishBatchResponse)
+  ))
+_sym_db.RegisterMessage(FinishBatchResponse)
+
+ExtendLeaseBatchItem = _reflection.GeneratedProtocolMessageType('ExtendLeaseBatchItem', (_message.Message,), dict(
+  DESCRIPTOR = _EXTENDLEASEBATCHITEM,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ExtendLeaseBatchItem)
+  ))
+_sym_db.RegisterMessage(ExtendLeaseBatchItem)
+
+ExtendLeaseBatchRequest = _reflection.GeneratedProtocolMessageType('ExtendLeaseBatchRequest', (_message.Message,), dict(
+  DESCRIPTOR = _EXTENDLEASEBATCHREQUEST,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ExtendLeaseBatchRequest)
+  ))
+_sym_db.RegisterMessage(ExtendLeaseBatchRequest)
+
+ExtendLeaseBatchResponse = _reflection.GeneratedProtocolMessageType('ExtendLeaseBatchResponse', (_message.Message,), dict(
+  DESCRIPTOR = _EXTENDLEASEBATCHRESPONSE,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ExtendLeaseBatchResponse)
+  ))
+_sym_db.RegisterMessage(ExtendLeaseBatchResponse)
+
+LookupBatchRequest = _reflection.GeneratedProtocolMessageType('LookupBatchRequest', (_message.Message,), dict(
+  DESCRIPTOR = _LOOKUPBATCHREQUEST,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.LookupBatchRequest)
+  ))
+_sym_db.RegisterMessage(LookupBatchRequest)
+
+LookupBatchResponse = _reflection.GeneratedProtocolMessageType('LookupBatchResponse', (_message.Message,), dict(
+  DESCRIPTOR = _LOOKUPBATCHRESPONSE,
+  __module__ = 'dedupd._proto.dedup.v1.dedup_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.LookupBatchResponse)
+  ))
+_sym_db.RegisterMessage(LookupBatchResponse)
+
 
 DESCRIPTOR.has_options = True
 DESCRIPTOR._options = _descriptor._ParseOptions(descriptor_pb2.FileOptions(), _b('Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1'))
@@ -1043,8 +1704,8 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=2287,
-  serialized_end=2700,
+  serialized_start=3481,
+  serialized_end=4210,
   methods=[
   _descriptor.MethodDescriptor(
     name='Claim',
@@ -1098,6 +1759,42 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_LISTRECORDSREQUEST,
     output_type=_LISTRECORDSRESPONSE,
+    options=None,
+  ),
+  _descriptor.MethodDescriptor(
+    name='ClaimBatch',
+    full_name='dedup.v1.DedupService.ClaimBatch',
+    index=6,
+    containing_service=None,
+    input_type=_CLAIMBATCHREQUEST,
+    output_type=_CLAIMBATCHRESPONSE,
+    options=None,
+  ),
+  _descriptor.MethodDescriptor(
+    name='FinishBatch',
+    full_name='dedup.v1.DedupService.FinishBatch',
+    index=7,
+    containing_service=None,
+    input_type=_FINISHBATCHREQUEST,
+    output_type=_FINISHBATCHRESPONSE,
+    options=None,
+  ),
+  _descriptor.MethodDescriptor(
+    name='ExtendLeaseBatch',
+    full_name='dedup.v1.DedupService.ExtendLeaseBatch',
+    index=8,
+    containing_service=None,
+    input_type=_EXTENDLEASEBATCHREQUEST,
+    output_type=_EXTENDLEASEBATCHRESPONSE,
+    options=None,
+  ),
+  _descriptor.MethodDescriptor(
+    name='LookupBatch',
+    full_name='dedup.v1.DedupService.LookupBatch',
+    index=9,
+    containing_service=None,
+    input_type=_LOOKUPBATCHREQUEST,
+    output_type=_LOOKUPBATCHRESPONSE,
     options=None,
   ),
 ])

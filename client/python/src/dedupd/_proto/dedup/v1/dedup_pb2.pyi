@@ -9,6 +9,7 @@ import google.protobuf.internal.containers
 import google.protobuf.internal.enum_type_wrapper
 import google.protobuf.message
 import google.protobuf.timestamp_pb2
+import dedupd._proto.google.rpc.status_pb2
 import typing
 import typing_extensions
 
@@ -541,3 +542,253 @@ class ListRecordsResponse(google.protobuf.message.Message):
         ) -> None: ...
     def ClearField(self, field_name: typing_extensions.Literal["next_page_token",b"next_page_token","records",b"records"]) -> None: ...
 global___ListRecordsResponse = ListRecordsResponse
+
+class ClaimBatchItem(google.protobuf.message.Message):
+    """One claim of a ClaimBatch: the fields of a ClaimRequest but the consumer."""
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    KEY_FIELD_NUMBER: builtins.int
+    DIGEST_FIELD_NUMBER: builtins.int
+    LEASE_TTL_FIELD_NUMBER: builtins.int
+    OWNER_FIELD_NUMBER: builtins.int
+    key: typing.Text
+    digest: builtins.bytes
+    @property
+    def lease_ttl(self) -> google.protobuf.duration_pb2.Duration: ...
+    owner: typing.Text
+    def __init__(self,
+        *,
+        key: typing.Text = ...,
+        digest: builtins.bytes = ...,
+        lease_ttl: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
+        owner: typing.Text = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["digest",b"digest","key",b"key","lease_ttl",b"lease_ttl","owner",b"owner"]) -> None: ...
+global___ClaimBatchItem = ClaimBatchItem
+
+class ClaimBatchRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CONSUMER_FIELD_NUMBER: builtins.int
+    ITEMS_FIELD_NUMBER: builtins.int
+    consumer: typing.Text
+    """The consumer of every item; required."""
+
+    @property
+    def items(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___ClaimBatchItem]:
+        """At most the server's --max-batch-items (1000 by default)."""
+        pass
+    def __init__(self,
+        *,
+        consumer: typing.Text = ...,
+        items: typing.Optional[typing.Iterable[global___ClaimBatchItem]] = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","items",b"items"]) -> None: ...
+global___ClaimBatchRequest = ClaimBatchRequest
+
+class ClaimBatchResult(google.protobuf.message.Message):
+    """The answer to one item of a ClaimBatch."""
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CLAIM_FIELD_NUMBER: builtins.int
+    ERROR_FIELD_NUMBER: builtins.int
+    RESULT_OMITTED_FIELD_NUMBER: builtins.int
+    @property
+    def claim(self) -> global___ClaimResponse:
+        """What a lone Claim of the item would have returned."""
+        pass
+    @property
+    def error(self) -> dedupd._proto.google.rpc.status_pb2.Status:
+        """The item's error, as a lone Claim would have failed: code, message
+        and details (ErrorInfo, and the stored Record for conflicts).
+        """
+        pass
+    result_omitted: builtins.bool
+    """True when the record's result, rejection message and rejection detail
+    (in claim.record, or in the error's Record detail) were left out to keep
+    the reply within 4 MiB; read them with Lookup. See docs/api.md.
+    """
+
+    def __init__(self,
+        *,
+        claim: typing.Optional[global___ClaimResponse] = ...,
+        error: typing.Optional[dedupd._proto.google.rpc.status_pb2.Status] = ...,
+        result_omitted: builtins.bool = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["claim",b"claim","error",b"error","result",b"result"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["claim",b"claim","error",b"error","result",b"result","result_omitted",b"result_omitted"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing_extensions.Literal["result",b"result"]) -> typing.Optional[typing_extensions.Literal["claim","error"]]: ...
+global___ClaimBatchResult = ClaimBatchResult
+
+class ClaimBatchResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    RESULTS_FIELD_NUMBER: builtins.int
+    @property
+    def results(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___ClaimBatchResult]:
+        """One per item, in request order."""
+        pass
+    def __init__(self,
+        *,
+        results: typing.Optional[typing.Iterable[global___ClaimBatchResult]] = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["results",b"results"]) -> None: ...
+global___ClaimBatchResponse = ClaimBatchResponse
+
+class FinishBatchItem(google.protobuf.message.Message):
+    """One outcome of a FinishBatch: a Complete (result) or a Reject (rejection)."""
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    KEY_FIELD_NUMBER: builtins.int
+    FENCING_TOKEN_FIELD_NUMBER: builtins.int
+    RESULT_FIELD_NUMBER: builtins.int
+    REJECTION_FIELD_NUMBER: builtins.int
+    key: typing.Text
+    fencing_token: builtins.int
+    result: builtins.bytes
+    """Complete with this result."""
+
+    @property
+    def rejection(self) -> global___Rejection:
+        """Reject; rejection.retryable releases the key for a retry."""
+        pass
+    def __init__(self,
+        *,
+        key: typing.Text = ...,
+        fencing_token: builtins.int = ...,
+        result: builtins.bytes = ...,
+        rejection: typing.Optional[global___Rejection] = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["outcome",b"outcome","rejection",b"rejection","result",b"result"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["fencing_token",b"fencing_token","key",b"key","outcome",b"outcome","rejection",b"rejection","result",b"result"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing_extensions.Literal["outcome",b"outcome"]) -> typing.Optional[typing_extensions.Literal["result","rejection"]]: ...
+global___FinishBatchItem = FinishBatchItem
+
+class FinishBatchRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CONSUMER_FIELD_NUMBER: builtins.int
+    ITEMS_FIELD_NUMBER: builtins.int
+    consumer: typing.Text
+    @property
+    def items(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___FinishBatchItem]: ...
+    def __init__(self,
+        *,
+        consumer: typing.Text = ...,
+        items: typing.Optional[typing.Iterable[global___FinishBatchItem]] = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","items",b"items"]) -> None: ...
+global___FinishBatchRequest = FinishBatchRequest
+
+class RecordResult(google.protobuf.message.Message):
+    """The answer to one item of a FinishBatch, ExtendLeaseBatch or LookupBatch."""
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    RECORD_FIELD_NUMBER: builtins.int
+    ERROR_FIELD_NUMBER: builtins.int
+    RESULT_OMITTED_FIELD_NUMBER: builtins.int
+    @property
+    def record(self) -> global___Record:
+        """The record after the call, as the lone call would return it."""
+        pass
+    @property
+    def error(self) -> dedupd._proto.google.rpc.status_pb2.Status:
+        """The item's error, as the lone call would have failed."""
+        pass
+    result_omitted: builtins.bool
+    """As in ClaimBatchResult."""
+
+    def __init__(self,
+        *,
+        record: typing.Optional[global___Record] = ...,
+        error: typing.Optional[dedupd._proto.google.rpc.status_pb2.Status] = ...,
+        result_omitted: builtins.bool = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["error",b"error","record",b"record","result",b"result"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["error",b"error","record",b"record","result",b"result","result_omitted",b"result_omitted"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing_extensions.Literal["result",b"result"]) -> typing.Optional[typing_extensions.Literal["record","error"]]: ...
+global___RecordResult = RecordResult
+
+class FinishBatchResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    RESULTS_FIELD_NUMBER: builtins.int
+    @property
+    def results(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___RecordResult]: ...
+    def __init__(self,
+        *,
+        results: typing.Optional[typing.Iterable[global___RecordResult]] = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["results",b"results"]) -> None: ...
+global___FinishBatchResponse = FinishBatchResponse
+
+class ExtendLeaseBatchItem(google.protobuf.message.Message):
+    """One lease of an ExtendLeaseBatch."""
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    KEY_FIELD_NUMBER: builtins.int
+    FENCING_TOKEN_FIELD_NUMBER: builtins.int
+    LEASE_TTL_FIELD_NUMBER: builtins.int
+    key: typing.Text
+    fencing_token: builtins.int
+    @property
+    def lease_ttl(self) -> google.protobuf.duration_pb2.Duration:
+        """The new lease length, counted from now; the server default when unset."""
+        pass
+    def __init__(self,
+        *,
+        key: typing.Text = ...,
+        fencing_token: builtins.int = ...,
+        lease_ttl: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["fencing_token",b"fencing_token","key",b"key","lease_ttl",b"lease_ttl"]) -> None: ...
+global___ExtendLeaseBatchItem = ExtendLeaseBatchItem
+
+class ExtendLeaseBatchRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CONSUMER_FIELD_NUMBER: builtins.int
+    ITEMS_FIELD_NUMBER: builtins.int
+    consumer: typing.Text
+    @property
+    def items(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___ExtendLeaseBatchItem]: ...
+    def __init__(self,
+        *,
+        consumer: typing.Text = ...,
+        items: typing.Optional[typing.Iterable[global___ExtendLeaseBatchItem]] = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","items",b"items"]) -> None: ...
+global___ExtendLeaseBatchRequest = ExtendLeaseBatchRequest
+
+class ExtendLeaseBatchResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    RESULTS_FIELD_NUMBER: builtins.int
+    @property
+    def results(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___RecordResult]: ...
+    def __init__(self,
+        *,
+        results: typing.Optional[typing.Iterable[global___RecordResult]] = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["results",b"results"]) -> None: ...
+global___ExtendLeaseBatchResponse = ExtendLeaseBatchResponse
+
+class LookupBatchRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CONSUMER_FIELD_NUMBER: builtins.int
+    KEYS_FIELD_NUMBER: builtins.int
+    consumer: typing.Text
+    @property
+    def keys(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[typing.Text]:
+        """The keys to read, each 1 to 512 bytes."""
+        pass
+    def __init__(self,
+        *,
+        consumer: typing.Text = ...,
+        keys: typing.Optional[typing.Iterable[typing.Text]] = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","keys",b"keys"]) -> None: ...
+global___LookupBatchRequest = LookupBatchRequest
+
+class LookupBatchResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    RESULTS_FIELD_NUMBER: builtins.int
+    @property
+    def results(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___RecordResult]: ...
+    def __init__(self,
+        *,
+        results: typing.Optional[typing.Iterable[global___RecordResult]] = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["results",b"results"]) -> None: ...
+global___LookupBatchResponse = LookupBatchResponse

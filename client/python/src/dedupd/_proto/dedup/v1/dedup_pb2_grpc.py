@@ -50,6 +50,26 @@ class DedupServiceStub(object):
         request_serializer=dedup_dot_v1_dot_dedup__pb2.ListRecordsRequest.SerializeToString,
         response_deserializer=dedup_dot_v1_dot_dedup__pb2.ListRecordsResponse.FromString,
         )
+    self.ClaimBatch = channel.unary_unary(
+        '/dedup.v1.DedupService/ClaimBatch',
+        request_serializer=dedup_dot_v1_dot_dedup__pb2.ClaimBatchRequest.SerializeToString,
+        response_deserializer=dedup_dot_v1_dot_dedup__pb2.ClaimBatchResponse.FromString,
+        )
+    self.FinishBatch = channel.unary_unary(
+        '/dedup.v1.DedupService/FinishBatch',
+        request_serializer=dedup_dot_v1_dot_dedup__pb2.FinishBatchRequest.SerializeToString,
+        response_deserializer=dedup_dot_v1_dot_dedup__pb2.FinishBatchResponse.FromString,
+        )
+    self.ExtendLeaseBatch = channel.unary_unary(
+        '/dedup.v1.DedupService/ExtendLeaseBatch',
+        request_serializer=dedup_dot_v1_dot_dedup__pb2.ExtendLeaseBatchRequest.SerializeToString,
+        response_deserializer=dedup_dot_v1_dot_dedup__pb2.ExtendLeaseBatchResponse.FromString,
+        )
+    self.LookupBatch = channel.unary_unary(
+        '/dedup.v1.DedupService/LookupBatch',
+        request_serializer=dedup_dot_v1_dot_dedup__pb2.LookupBatchRequest.SerializeToString,
+        response_deserializer=dedup_dot_v1_dot_dedup__pb2.LookupBatchResponse.FromString,
+        )
 
 
 class DedupServiceServicer(object):
@@ -112,6 +132,48 @@ class DedupServiceServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def ClaimBatch(self, request, context):
+    """ClaimBatch claims many keys of one consumer in one call, such as every
+    message of one poll. The reply has one result per item, in request
+    order, each exactly what a lone Claim of that item would get: its
+    ClaimResponse, or its own error as a google.rpc.Status with the usual
+    ErrorInfo reason. A batch is not a transaction: items succeed or fail
+    independently, and a bad item fails only itself. The whole call is
+    refused only for what concerns it whole: the consumer, authorization,
+    too many items (INVALID_FIELD "items"), or too many bytes. A key named
+    twice answers its second occurrence as a lone Claim arriving just after
+    the first would (IN_PROGRESS behind an ACQUIRED one). See docs/api.md
+    for the reply size rule (result_omitted).
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
+  def FinishBatch(self, request, context):
+    """FinishBatch records the outcomes of many keys of one consumer: a
+    Complete or a Reject for each item, under the item's fencing token.
+    Results per item, in request order, as for ClaimBatch.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
+  def ExtendLeaseBatch(self, request, context):
+    """ExtendLeaseBatch extends the leases of many keys of one consumer: the
+    heartbeat of a whole poll. Results per item, as for ClaimBatch.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
+  def LookupBatch(self, request, context):
+    """LookupBatch reads the records of many keys of one consumer; a key with
+    no live record is a per-item NOT_FOUND (RECORD_NOT_FOUND).
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_DedupServiceServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -144,6 +206,26 @@ def add_DedupServiceServicer_to_server(servicer, server):
           servicer.ListRecords,
           request_deserializer=dedup_dot_v1_dot_dedup__pb2.ListRecordsRequest.FromString,
           response_serializer=dedup_dot_v1_dot_dedup__pb2.ListRecordsResponse.SerializeToString,
+      ),
+      'ClaimBatch': grpc.unary_unary_rpc_method_handler(
+          servicer.ClaimBatch,
+          request_deserializer=dedup_dot_v1_dot_dedup__pb2.ClaimBatchRequest.FromString,
+          response_serializer=dedup_dot_v1_dot_dedup__pb2.ClaimBatchResponse.SerializeToString,
+      ),
+      'FinishBatch': grpc.unary_unary_rpc_method_handler(
+          servicer.FinishBatch,
+          request_deserializer=dedup_dot_v1_dot_dedup__pb2.FinishBatchRequest.FromString,
+          response_serializer=dedup_dot_v1_dot_dedup__pb2.FinishBatchResponse.SerializeToString,
+      ),
+      'ExtendLeaseBatch': grpc.unary_unary_rpc_method_handler(
+          servicer.ExtendLeaseBatch,
+          request_deserializer=dedup_dot_v1_dot_dedup__pb2.ExtendLeaseBatchRequest.FromString,
+          response_serializer=dedup_dot_v1_dot_dedup__pb2.ExtendLeaseBatchResponse.SerializeToString,
+      ),
+      'LookupBatch': grpc.unary_unary_rpc_method_handler(
+          servicer.LookupBatch,
+          request_deserializer=dedup_dot_v1_dot_dedup__pb2.LookupBatchRequest.FromString,
+          response_serializer=dedup_dot_v1_dot_dedup__pb2.LookupBatchResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(

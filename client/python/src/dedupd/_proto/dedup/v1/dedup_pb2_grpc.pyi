@@ -59,6 +59,44 @@ class DedupServiceStub:
     effect may or may not have happened.
     """
 
+    ClaimBatch: grpc.UnaryUnaryMultiCallable[
+        dedupd._proto.dedup.v1.dedup_pb2.ClaimBatchRequest,
+        dedupd._proto.dedup.v1.dedup_pb2.ClaimBatchResponse]
+    """ClaimBatch claims many keys of one consumer in one call, such as every
+    message of one poll. The reply has one result per item, in request
+    order, each exactly what a lone Claim of that item would get: its
+    ClaimResponse, or its own error as a google.rpc.Status with the usual
+    ErrorInfo reason. A batch is not a transaction: items succeed or fail
+    independently, and a bad item fails only itself. The whole call is
+    refused only for what concerns it whole: the consumer, authorization,
+    too many items (INVALID_FIELD "items"), or too many bytes. A key named
+    twice answers its second occurrence as a lone Claim arriving just after
+    the first would (IN_PROGRESS behind an ACQUIRED one). See docs/api.md
+    for the reply size rule (result_omitted).
+    """
+
+    FinishBatch: grpc.UnaryUnaryMultiCallable[
+        dedupd._proto.dedup.v1.dedup_pb2.FinishBatchRequest,
+        dedupd._proto.dedup.v1.dedup_pb2.FinishBatchResponse]
+    """FinishBatch records the outcomes of many keys of one consumer: a
+    Complete or a Reject for each item, under the item's fencing token.
+    Results per item, in request order, as for ClaimBatch.
+    """
+
+    ExtendLeaseBatch: grpc.UnaryUnaryMultiCallable[
+        dedupd._proto.dedup.v1.dedup_pb2.ExtendLeaseBatchRequest,
+        dedupd._proto.dedup.v1.dedup_pb2.ExtendLeaseBatchResponse]
+    """ExtendLeaseBatch extends the leases of many keys of one consumer: the
+    heartbeat of a whole poll. Results per item, as for ClaimBatch.
+    """
+
+    LookupBatch: grpc.UnaryUnaryMultiCallable[
+        dedupd._proto.dedup.v1.dedup_pb2.LookupBatchRequest,
+        dedupd._proto.dedup.v1.dedup_pb2.LookupBatchResponse]
+    """LookupBatch reads the records of many keys of one consumer; a key with
+    no live record is a per-item NOT_FOUND (RECORD_NOT_FOUND).
+    """
+
 
 class DedupServiceServicer(metaclass=abc.ABCMeta):
     """DedupService is the API that consumers call around each unit of work:
@@ -127,6 +165,56 @@ class DedupServiceServicer(metaclass=abc.ABCMeta):
         Expired records are never listed. With lease_expired it lists the
         reconciliation queue: PENDING claims whose lease ran out, whose side
         effect may or may not have happened.
+        """
+        pass
+
+    @abc.abstractmethod
+    def ClaimBatch(self,
+        request: dedupd._proto.dedup.v1.dedup_pb2.ClaimBatchRequest,
+        context: grpc.ServicerContext,
+    ) -> dedupd._proto.dedup.v1.dedup_pb2.ClaimBatchResponse:
+        """ClaimBatch claims many keys of one consumer in one call, such as every
+        message of one poll. The reply has one result per item, in request
+        order, each exactly what a lone Claim of that item would get: its
+        ClaimResponse, or its own error as a google.rpc.Status with the usual
+        ErrorInfo reason. A batch is not a transaction: items succeed or fail
+        independently, and a bad item fails only itself. The whole call is
+        refused only for what concerns it whole: the consumer, authorization,
+        too many items (INVALID_FIELD "items"), or too many bytes. A key named
+        twice answers its second occurrence as a lone Claim arriving just after
+        the first would (IN_PROGRESS behind an ACQUIRED one). See docs/api.md
+        for the reply size rule (result_omitted).
+        """
+        pass
+
+    @abc.abstractmethod
+    def FinishBatch(self,
+        request: dedupd._proto.dedup.v1.dedup_pb2.FinishBatchRequest,
+        context: grpc.ServicerContext,
+    ) -> dedupd._proto.dedup.v1.dedup_pb2.FinishBatchResponse:
+        """FinishBatch records the outcomes of many keys of one consumer: a
+        Complete or a Reject for each item, under the item's fencing token.
+        Results per item, in request order, as for ClaimBatch.
+        """
+        pass
+
+    @abc.abstractmethod
+    def ExtendLeaseBatch(self,
+        request: dedupd._proto.dedup.v1.dedup_pb2.ExtendLeaseBatchRequest,
+        context: grpc.ServicerContext,
+    ) -> dedupd._proto.dedup.v1.dedup_pb2.ExtendLeaseBatchResponse:
+        """ExtendLeaseBatch extends the leases of many keys of one consumer: the
+        heartbeat of a whole poll. Results per item, as for ClaimBatch.
+        """
+        pass
+
+    @abc.abstractmethod
+    def LookupBatch(self,
+        request: dedupd._proto.dedup.v1.dedup_pb2.LookupBatchRequest,
+        context: grpc.ServicerContext,
+    ) -> dedupd._proto.dedup.v1.dedup_pb2.LookupBatchResponse:
+        """LookupBatch reads the records of many keys of one consumer; a key with
+        no live record is a per-item NOT_FOUND (RECORD_NOT_FOUND).
         """
         pass
 

@@ -69,6 +69,20 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     OVERLOADED: _ErrorReason.ValueType  # 15
     """The server is at its bound of calls in flight. RESOURCE_EXHAUSTED."""
 
+    SEQUENCE_GAP: _ErrorReason.ValueType  # 16
+    """A dense stream was claimed past its next sequence; ErrorInfo metadata
+    "expected_sequence" gives the one it expects. Hold the event back or
+    let it be redelivered. FAILED_PRECONDITION.
+    """
+
+    STREAM_MODE_MISMATCH: _ErrorReason.ValueType  # 17
+    """The claim names another stream mode than the stream's or the
+    consumer's policy fixes. FAILED_PRECONDITION.
+    """
+
+    STREAM_NOT_FOUND: _ErrorReason.ValueType  # 18
+    """No live stream by that name. NOT_FOUND."""
+
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason lists every google.rpc.ErrorInfo reason that dedupd sends, in
     the domain "dedup.v1". It is the one list that the server and every client
@@ -136,6 +150,20 @@ again. RESOURCE_EXHAUSTED.
 
 OVERLOADED: ErrorReason.ValueType  # 15
 """The server is at its bound of calls in flight. RESOURCE_EXHAUSTED."""
+
+SEQUENCE_GAP: ErrorReason.ValueType  # 16
+"""A dense stream was claimed past its next sequence; ErrorInfo metadata
+"expected_sequence" gives the one it expects. Hold the event back or
+let it be redelivered. FAILED_PRECONDITION.
+"""
+
+STREAM_MODE_MISMATCH: ErrorReason.ValueType  # 17
+"""The claim names another stream mode than the stream's or the
+consumer's policy fixes. FAILED_PRECONDITION.
+"""
+
+STREAM_NOT_FOUND: ErrorReason.ValueType  # 18
+"""No live stream by that name. NOT_FOUND."""
 
 global___ErrorReason = ErrorReason
 

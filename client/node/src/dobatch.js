@@ -1,0 +1,127 @@
+'use strict';
+// doBatch(): doOnce() for a whole poll, in three calls however many
+// messages. One claimBatch claims every key: a stored outcome is replayed
+// without running fn (Rejected for a stored rejection), and a key another
+// caller holds gets InProgressTimeout at once (doBatch does not wait: the
+// message comes back with a later poll). fn runs for the acquired keys, at
+// most `parallelism` at once, while one timer extends all their leases with
+// extendLeaseBatch; one finishBatch then records every outcome as doOnce
+// records one: Complete, Reject for Terminal, a release for any other
+// error. A key named twice runs once; the later one gets the first's
+// outcome. signal aborts when that key's lease is lost.
+
+const crypto = require('node:crypto');
+const { toBuffer } = require('./client');
+const { AlreadyFinished, InProgressTimeout, LeaseLost, RecordNotFound, Rejected } = require('./errors');
+const { RETRYABLE_REASON, Terminal, truncate } = require('./do');
+
+/**
+ * items: key strings or {key, digest}. fn(key, token, attempt, signal).
+ * Resolves to one {key, outcome, error} per item, in order: outcome as
+ * doOnce resolves ({result, record, replayed}), error as it would reject.
+ */
+async function doBatch(client, consumer, items, fn, {
+  leaseTtl = 30, owner = '', parallelism = 8, heartbeatEvery,
+} = {}) {
+  const me = `${truncate(owner, 200)}#${crypto.randomBytes(12).toString('hex')}`;
+  const first = new Map();
+  const claims = [];
+  for (const it of items) {
+    const { key, digest = Buffer.alloc(0) } = typeof it === 'string' ? { key: it } : it;
+    if (!first.has(key)) {
+      first.set(key, claims.length);
+      claims.push({ key, digest, leaseTtl, owner: me });
+    }
+  }
+  const outcomes = claims.map(({ key }) => ({ key, outcome: null, error: null }));
+  const run = [];
+  (await client.claimBatch(consumer, claims)).forEach(({ value: claim, error }, i) => {
+    if (error) outcomes[i].error = error;
+    else if (claim.outcome === 'OUTCOME_COMPLETED') outcomes[i].outcome = { result: claim.record.result, record: claim.record, replayed: true };
+    else if (claim.outcome === 'OUTCOME_REJECTED') outcomes[i].error = new Rejected(claim.record, true);
+    else if (claim.outcome === 'OUTCOME_IN_PROGRESS' && claim.record.owner !== me) {
+      outcomes[i].error = new InProgressTimeout(`${consumer}/${claims[i].key} is in progress (owner ${claim.record.owner})`, { record: claim.record });
+    } else run.push({ out: outcomes[i], key: claims[i].key, record: claim.record, controller: new AbortController() });
+  });
+  if (run.length) await runAll(client, consumer, run, fn, leaseTtl, parallelism, heartbeatEvery || leaseTtl / 3);
+  return items.map((it) => {
+    const key = typeof it === 'string' ? it : it.key;
+    return { ...outcomes[first.get(key)], key };
+  });
+}
+
+async function runAll(client, consumer, run, fn, leaseTtl, parallelism, every) {
+  const beat = new BatchHeartbeat(client, consumer, run, leaseTtl, every);
+  let next = 0;
+  const worker = async () => {
+    while (next < run.length) {
+      const r = run[next++];
+      try {
+        r.result = await fn(r.key, r.record.fencingToken, r.record.attempts, r.controller.signal);
+      } catch (err) {
+        r.err = err;
+      }
+      beat.finished(r);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(parallelism, run.length)) }, worker));
+  await beat.stop();
+  const finish = run.map(({ key, record, result, err }) => {
+    const fencingToken = record.fencingToken;
+    if (err === undefined) return { key, fencingToken, result: toBuffer(result) };
+    if (err instanceof Terminal) return { key, fencingToken, rejection: { reason: err.reason, message: err.rejectionMessage, detail: err.detail } };
+    const message = truncate(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 4096);
+    return { key, fencingToken, rejection: { reason: RETRYABLE_REASON, message, retryable: true } };
+  });
+  let answers;
+  try {
+    answers = await client.finishBatch(consumer, finish);
+  } catch (whole) {
+    for (const r of run) r.out.error = r.err === undefined ? whole : r.err;
+    return;
+  }
+  run.forEach((r, i) => {
+    const { value: record, error } = answers[i];
+    if (r.err === undefined) {
+      if (error) r.out.error = beat.lost.get(r.key) || error;
+      else r.out.outcome = { result: record.result, record, replayed: false };
+    } else if (r.err instanceof Terminal && !error) {
+      r.out.error = new Rejected(record, false, r.err);
+    } else {
+      r.out.error = r.err; // fn's own error: the key was released (or its lease is gone)
+    }
+  });
+}
+
+/** Extends the leases still running every `every` seconds in one extendLeaseBatch. */
+class BatchHeartbeat {
+  constructor(client, consumer, run, leaseTtl, every) {
+    this.running = new Set(run);
+    this.lost = new Map();
+    this.inflight = Promise.resolve();
+    this.timer = setInterval(() => {
+      const beating = [...this.running];
+      if (!beating.length) return;
+      this.inflight = client.extendLeaseBatch(consumer, beating.map((r) => ({ key: r.key, fencingToken: r.record.fencingToken, leaseTtl })))
+        .then((answers) => answers.forEach(({ error }, i) => {
+          if (error instanceof LeaseLost || error instanceof AlreadyFinished || error instanceof RecordNotFound) {
+            this.lost.set(beating[i].key, error);
+            this.finished(beating[i]);
+            beating[i].controller.abort(error);
+          }
+        }))
+        .catch(() => {}); // transient: the next beat tries again within the lease
+    }, every * 1000);
+  }
+
+  finished(r) {
+    this.running.delete(r);
+  }
+
+  async stop() {
+    clearInterval(this.timer);
+    await this.inflight;
+  }
+}
+
+module.exports = { doBatch };

@@ -1,0 +1,203 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// Stream is everything dedupd remembers about one stream: an entity whose
+// events carry sequence numbers (see StreamService in the proto).
+type Stream = dedupv1.Stream
+
+// StreamOutcome is what a ClaimStream found.
+type StreamOutcome = dedupv1.StreamOutcome
+
+// The outcomes of a ClaimStream.
+const (
+	StreamAcquired   = dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED
+	StreamInProgress = dedupv1.StreamOutcome_STREAM_OUTCOME_IN_PROGRESS
+	StreamDuplicate  = dedupv1.StreamOutcome_STREAM_OUTCOME_DUPLICATE
+)
+
+// The stream modes: Dense (the default) wants 1, 2, 3, ...; Versions takes
+// any increasing numbers (offsets, row versions).
+const (
+	Dense    = dedupv1.StreamMode_STREAM_MODE_DENSE
+	Versions = dedupv1.StreamMode_STREAM_MODE_VERSIONS
+)
+
+// StreamClaimOptions are the optional fields of a ClaimStream.
+type StreamClaimOptions struct {
+	LeaseTTL time.Duration
+	Owner    string
+	// Mode is the mode the caller expects; zero accepts the stream's.
+	Mode dedupv1.StreamMode
+	// Digest of the event, optional.
+	Digest []byte
+}
+
+// StreamClaimResult is what a ClaimStream found.
+type StreamClaimResult struct {
+	Outcome StreamOutcome
+	// Stream is the stream after the claim; its HighWater answers a
+	// duplicate.
+	Stream       *Stream
+	FencingToken int64
+	RetryAfter   time.Duration
+}
+
+// Streams is the generated StreamService client on the client's
+// connection, with its credentials and retries (for ListStreams paging).
+func (c *Client) Streams() dedupv1.StreamServiceClient { return dedupv1.NewStreamServiceClient(c.ic) }
+
+// StreamAdmin is the generated StreamAdminService client.
+func (c *Client) StreamAdmin() dedupv1.StreamAdminServiceClient {
+	return dedupv1.NewStreamAdminServiceClient(c.ic)
+}
+
+// ClaimStream claims sequence seq of a stream. A claim past the sequence a
+// dense stream expects fails with a *GapError (ErrSequenceGap).
+func (c *Client) ClaimStream(ctx context.Context, consumer, stream string, seq int64, opt StreamClaimOptions) (StreamClaimResult, error) {
+	req := &dedupv1.ClaimStreamRequest{Consumer: consumer, Stream: stream, Sequence: seq,
+		Mode: opt.Mode, Digest: opt.Digest, Owner: opt.Owner}
+	if opt.LeaseTTL > 0 {
+		req.LeaseTtl = durationpb.New(opt.LeaseTTL)
+	}
+	resp, err := c.Streams().ClaimStream(ctx, req)
+	if err != nil {
+		return StreamClaimResult{}, asGapError(fromStatus(err), stream, seq)
+	}
+	return StreamClaimResult{Outcome: resp.GetOutcome(), Stream: resp.GetStream(),
+		FencingToken: resp.GetFencingToken(), RetryAfter: resp.GetRetryAfter().AsDuration()}, nil
+}
+
+// CompleteStream finishes sequence seq and moves the mark to it. Repeating
+// it is harmless.
+func (c *Client) CompleteStream(ctx context.Context, consumer, stream string, seq, token int64) (*Stream, error) {
+	resp, err := c.Streams().CompleteStream(ctx, &dedupv1.CompleteStreamRequest{
+		Consumer: consumer, Stream: stream, Sequence: seq, FencingToken: token})
+	return resp.GetStream(), fromStatus(err)
+}
+
+// RejectStream finishes sequence seq as a poison event: the mark moves
+// past it, so the stream goes on. r.Retryable is ignored (see
+// ReleaseStream).
+func (c *Client) RejectStream(ctx context.Context, consumer, stream string, seq, token int64, r Rejection) (*Stream, error) {
+	resp, err := c.Streams().RejectStream(ctx, &dedupv1.RejectStreamRequest{
+		Consumer: consumer, Stream: stream, Sequence: seq, FencingToken: token,
+		Reason: r.Reason, Message: r.Message, Detail: r.Detail})
+	return resp.GetStream(), fromStatus(err)
+}
+
+// ReleaseStream gives the claim up without moving the mark, so the event
+// can be processed again.
+func (c *Client) ReleaseStream(ctx context.Context, consumer, stream string, seq, token int64) (*Stream, error) {
+	resp, err := c.Streams().ReleaseStream(ctx, &dedupv1.ReleaseStreamRequest{
+		Consumer: consumer, Stream: stream, Sequence: seq, FencingToken: token})
+	return resp.GetStream(), fromStatus(err)
+}
+
+// GetStream reads a stream; ErrStreamNotFound when it has no live record.
+func (c *Client) GetStream(ctx context.Context, consumer, stream string) (*Stream, error) {
+	resp, err := c.Streams().GetStream(ctx, &dedupv1.GetStreamRequest{Consumer: consumer, Stream: stream})
+	return resp.GetStream(), fromStatus(err)
+}
+
+// InOrderOptions tune DoInOrder. The zero value is usable.
+type InOrderOptions struct {
+	// LeaseTTL is the lease length; the server default when zero. Choose
+	// it longer than fn takes: DoInOrder does not extend it.
+	LeaseTTL time.Duration
+	Owner    string
+	Mode     dedupv1.StreamMode
+	Digest   []byte
+	// MaxWait bounds the wait while another caller holds the stream (30s
+	// when zero; negative: do not wait).
+	MaxWait time.Duration
+}
+
+// InOrderResult says what DoInOrder did.
+type InOrderResult struct {
+	// Duplicate is true when the event was at or below the mark and fn
+	// did not run.
+	Duplicate bool
+	// Stream is the stream afterwards.
+	Stream *Stream
+}
+
+// DoInOrder processes event seq of a stream at most once and in order:
+//
+//   - it claims seq; a duplicate (seq at or below the mark) returns with
+//     Duplicate set, without running fn;
+//   - a gap (an earlier event not processed yet) returns a *GapError
+//     carrying the expected sequence: hold the event back or let it be
+//     redelivered;
+//   - while another caller holds the stream it waits, up to MaxWait, then
+//     returns ErrInProgressTimeout;
+//   - once it holds the lease it runs fn with the fencing token; success
+//     completes seq, an error made with Terminal rejects it as poison (the
+//     stream moves past it) and returns a *RejectedError, any other error
+//     releases the claim and is returned as it is.
+func (c *Client) DoInOrder(ctx context.Context, consumer, stream string, seq int64, opt InOrderOptions,
+	fn func(ctx context.Context, token int64) error) (InOrderResult, error) {
+	claim, err := c.claimStreamOrWait(ctx, consumer, stream, seq, opt)
+	if err != nil {
+		return InOrderResult{}, err
+	}
+	if claim.Outcome == StreamDuplicate {
+		return InOrderResult{Duplicate: true, Stream: claim.Stream}, nil
+	}
+	token := claim.FencingToken
+	fnErr := fn(ctx, token)
+	// The outcome is recorded even if the caller's context ended: an
+	// effect that happened is worth recording.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
+	defer cancel()
+	var failure *FailureError
+	switch {
+	case fnErr == nil:
+		st, err := c.CompleteStream(rctx, consumer, stream, seq, token)
+		return InOrderResult{Stream: st}, err
+	case errors.As(fnErr, &failure) && !failure.Rejection.Retryable:
+		st, err := c.RejectStream(rctx, consumer, stream, seq, token, failure.Rejection)
+		if err != nil {
+			return InOrderResult{Stream: st}, err
+		}
+		return InOrderResult{Stream: st}, &RejectedError{Rejection: failure.Rejection, Cause: fnErr}
+	}
+	if _, err := c.ReleaseStream(rctx, consumer, stream, seq, token); err != nil {
+		return InOrderResult{}, errors.Join(fnErr, err)
+	}
+	return InOrderResult{}, fnErr
+}
+
+// claimStreamOrWait claims until the claim acquires, is a duplicate, or
+// fails; it waits out other holders' leases up to opt.MaxWait.
+func (c *Client) claimStreamOrWait(ctx context.Context, consumer, stream string, seq int64, opt InOrderOptions) (StreamClaimResult, error) {
+	maxWait := opt.MaxWait
+	if maxWait == 0 {
+		maxWait = defaultMaxWait
+	}
+	deadline := time.Now().Add(maxWait)
+	backoff := firstWaitBackoff
+	for {
+		claim, err := c.ClaimStream(ctx, consumer, stream, seq, StreamClaimOptions{
+			LeaseTTL: opt.LeaseTTL, Owner: opt.Owner, Mode: opt.Mode, Digest: opt.Digest})
+		if err != nil || claim.Outcome != StreamInProgress {
+			return claim, err
+		}
+		wait := min(jitter(backoff), claim.RetryAfter)
+		if maxWait < 0 || time.Now().Add(wait).After(deadline) {
+			return claim, ErrInProgressTimeout
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return claim, err
+		}
+		backoff = min(2*backoff, maxWaitBackoff)
+	}
+}

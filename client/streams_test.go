@@ -1,0 +1,105 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/dedupd/dedupd/client"
+	"github.com/dedupd/dedupd/client/dedupdtest"
+)
+
+// The typed stream calls through a real dedupd, on each store: in order,
+// a duplicate skipped, a gap refused with the expected sequence.
+func TestStreamCalls(t *testing.T) {
+	dedupdtest.ForEach(t, nil, func(t *testing.T, addr string) {
+		c := newClient(t, addr)
+		ctx := testContext(t)
+		first, err := c.ClaimStream(ctx, "orders", "order-42", 1, client.StreamClaimOptions{Owner: "w"})
+		if err != nil || first.Outcome != client.StreamAcquired || first.FencingToken == 0 {
+			t.Fatalf("claim 1: %+v, %v", first, err)
+		}
+		if st, err := c.CompleteStream(ctx, "orders", "order-42", 1, first.FencingToken); err != nil || st.GetHighWater() != 1 {
+			t.Fatalf("complete 1: %v, %v", st, err)
+		}
+		dup, err := c.ClaimStream(ctx, "orders", "order-42", 1, client.StreamClaimOptions{})
+		if err != nil || dup.Outcome != client.StreamDuplicate || dup.Stream.GetHighWater() != 1 {
+			t.Fatalf("duplicate: %+v, %v", dup, err)
+		}
+		_, err = c.ClaimStream(ctx, "orders", "order-42", 3, client.StreamClaimOptions{})
+		var gap *client.GapError
+		if !errors.Is(err, client.ErrSequenceGap) || !errors.As(err, &gap) || gap.Expected != 2 || gap.Sequence != 3 {
+			t.Fatalf("gap: %v", err)
+		}
+		if _, err := c.GetStream(ctx, "orders", "order-0"); !errors.Is(err, client.ErrStreamNotFound) {
+			t.Fatalf("unknown stream: %v", err)
+		}
+	})
+}
+
+// DoInOrder under a redelivering loop: events arrive shuffled and
+// repeated; a gap is put back at the end of the queue. Each event's effect
+// runs exactly once, in sequence order.
+func TestDoInOrder(t *testing.T) {
+	addr := dedupdtest.Start(t, dedupdtest.Embedded)
+	c := newClient(t, addr)
+	ctx := testContext(t)
+	queue := []int64{3, 1, 3, 2, 1, 4, 2}
+	var applied []int64
+	gaps, dups := 0, 0
+	for len(queue) > 0 {
+		seq := queue[0]
+		queue = queue[1:]
+		res, err := c.DoInOrder(ctx, "orders", "order-7", seq, client.InOrderOptions{},
+			func(ctx context.Context, token int64) error {
+				applied = append(applied, seq)
+				return nil
+			})
+		var gap *client.GapError
+		switch {
+		case errors.As(err, &gap):
+			gaps++
+			queue = append(queue, seq) // redeliver later
+		case err != nil:
+			t.Fatal(err)
+		case res.Duplicate:
+			dups++
+		}
+	}
+	if !slices.Equal(applied, []int64{1, 2, 3, 4}) {
+		t.Fatalf("applied %v, want each of 1..4 once, in order", applied)
+	}
+	if gaps == 0 || dups != 3 {
+		t.Fatalf("%d gaps, %d duplicates; want some gaps and the 3 repeats", gaps, dups)
+	}
+}
+
+// A terminal failure is a poison event: recorded, skipped past. Any other
+// failure releases the event to run again.
+func TestDoInOrderFailures(t *testing.T) {
+	addr := dedupdtest.Start(t, dedupdtest.Embedded)
+	c := newClient(t, addr)
+	ctx := testContext(t)
+	boom := errors.New("boom")
+	_, err := c.DoInOrder(ctx, "orders", "s", 1, client.InOrderOptions{}, func(context.Context, int64) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("plain failure: %v", err)
+	}
+	runs := 0
+	_, err = c.DoInOrder(ctx, "orders", "s", 1, client.InOrderOptions{}, func(context.Context, int64) error {
+		runs++
+		return client.Terminal("UNPARSEABLE", boom, nil)
+	})
+	if !errors.Is(err, client.ErrRejected) || runs != 1 {
+		t.Fatalf("terminal failure: %v after %d runs", err, runs)
+	}
+	st, err := c.GetStream(ctx, "orders", "s")
+	if err != nil || st.GetHighWater() != 1 || st.GetRejected() != 1 || st.GetLastRejection().GetReason() != "UNPARSEABLE" {
+		t.Fatalf("after the poison event: %v, %v", st, err)
+	}
+	res, err := c.DoInOrder(ctx, "orders", "s", 2, client.InOrderOptions{}, func(context.Context, int64) error { return nil })
+	if err != nil || res.Stream.GetHighWater() != 2 {
+		t.Fatalf("the stream goes on: %+v, %v", res, err)
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+func TestCLIStreams(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *server) {
+		conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		streams := dedupv1.NewStreamServiceClient(conn)
+		ctx := context.Background()
+		claim := func(stream string, seq int64, lease time.Duration) *dedupv1.ClaimStreamResponse {
+			t.Helper()
+			resp, err := streams.ClaimStream(ctx, &dedupv1.ClaimStreamRequest{Consumer: "shop", Stream: stream,
+				Sequence: seq, Owner: "worker-1", LeaseTtl: durationpb.New(lease)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		for seq := int64(1); seq <= 2; seq++ {
+			c := claim("order-1", seq, time.Minute)
+			if _, err := streams.CompleteStream(ctx, &dedupv1.CompleteStreamRequest{Consumer: "shop", Stream: "order-1",
+				Sequence: seq, FencingToken: c.GetFencingToken()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claim("order-2", 1, time.Millisecond) // abandoned: the reconciliation queue
+
+		rows := tableRows(t, s.ok(t, "streams", "get", "shop", "order-1").stdout)
+		if got := strings.Join(rows["high_water"][1:], " "); got != "2" {
+			t.Errorf("get high_water = %q", got)
+		}
+		s.fails(t, exitFailure, "STREAM_NOT_FOUND", "streams", "get", "shop", "nope")
+
+		if got := streamsOf(t, s.ok(t, "streams", "list", "shop").stdout); got != "order-1 order-2" {
+			t.Errorf("list = %q", got)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for streamsOf(t, s.ok(t, "streams", "list", "shop", "--lease-expired").stdout) != "order-2" {
+			if time.Now().After(deadline) {
+				t.Fatal("order-2 never listed as lease-expired")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+
+		r := s.ok(t, "streams", "reset", "shop", "order-1", "--high-water", "1", "--dry-run")
+		if !strings.Contains(r.stdout, "dry run") {
+			t.Errorf("dry run output:\n%s", r.stdout)
+		}
+		if got := strings.Join(tableRows(t, s.ok(t, "streams", "get", "shop", "order-1").stdout)["high_water"][1:], " "); got != "2" {
+			t.Errorf("a dry run changed the mark to %q", got)
+		}
+		s.fails(t, exitUsage, "--yes", "streams", "reset", "shop", "order-1", "--high-water", "1")
+		s.ok(t, "streams", "reset", "shop", "order-1", "--high-water", "1", "--yes")
+		if c := claim("order-1", 2, time.Minute); c.GetOutcome() != dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED {
+			t.Errorf("after the reset, event 2 is %v, want it acquired again", c.GetOutcome())
+		}
+	})
+}
+
+// streamsOf returns the stream column of a streams list table, or "" for
+// "no streams match".
+func streamsOf(t *testing.T, out string) string {
+	t.Helper()
+	if strings.TrimSpace(out) == "no streams match" {
+		return ""
+	}
+	rows := tableRows(t, out)
+	delete(rows, "STREAM")
+	return keysOf(rows)
+}

@@ -1,0 +1,59 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/recordpb"
+	"github.com/dedupd/dedupd/server/rpcerrors"
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// streamFail is the status a stream handler returns for err: rpcerrors'
+// one mapping, with a missing stream told apart from a missing key.
+func streamFail(ctx context.Context, log *slog.Logger, err error, consumer, stream string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("stream %q: %w", rpcerrors.Capped(stream), rpcerrors.ErrStreamNotFound)
+	}
+	st := rpcerrors.Status(err, consumer, "")
+	if st.Code() == codes.Internal {
+		log.ErrorContext(ctx, "internal error", "consumer", consumer, "stream", rpcerrors.Capped(stream), "err", err)
+	}
+	return st.Err()
+}
+
+// StreamToProto converts a stored stream to its API form.
+func StreamToProto(st store.Stream) *dedupv1.Stream { return recordpb.StreamFromStore(st) }
+
+var streamOutcomeToProto = map[store.StreamOutcome]dedupv1.StreamOutcome{
+	store.StreamAcquired:   dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED,
+	store.StreamInProgress: dedupv1.StreamOutcome_STREAM_OUTCOME_IN_PROGRESS,
+	store.StreamDuplicate:  dedupv1.StreamOutcome_STREAM_OUTCOME_DUPLICATE,
+}
+
+func streamClaimResponse(res store.StreamClaimResult) *dedupv1.ClaimStreamResponse {
+	resp := &dedupv1.ClaimStreamResponse{Outcome: streamOutcomeToProto[res.Outcome], Stream: StreamToProto(res.Stream)}
+	switch res.Outcome {
+	case store.StreamAcquired:
+		resp.FencingToken = res.Stream.FencingToken
+	case store.StreamInProgress:
+		resp.RetryAfter = durationpb.New(res.RetryAfter)
+	}
+	return resp
+}
+
+// streamFilterHash identifies a ListStreams request's filters for its page
+// tokens (see filterHash).
+func streamFilterHash(req *dedupv1.ListStreamsRequest) string {
+	sum := sha256.Sum256([]byte(req.GetConsumer() + "\x00streams\x00" + strconv.FormatBool(req.GetLeaseExpired())))
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}

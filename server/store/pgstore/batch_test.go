@@ -1,0 +1,61 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/dedupd/dedupd/internal/pgtest"
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pgstore"
+)
+
+// A batch costs one multi-row read and at most one multi-row write, for
+// fresh keys (a first delivery), pending ones (their Completes) and
+// finished ones (a redelivery, read only) alike.
+func TestBatchStatements(t *testing.T) {
+	var log statementLog
+	s, err := pgstore.OpenTraced(context.Background(), pgtest.URL(t), pgstore.Options{}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	migrated(t, s)
+	const n = 100
+	claims := make([]store.Command, n)
+	for i := range claims {
+		claims[i] = claimParams(fmt.Sprintf("key-%03d", n-i)) // not in key order
+	}
+	log.take()
+	fresh := s.ApplyBatch(t.Context(), store.BatchParams{Commands: claims})
+	wantStatements(t, "a batch of fresh claims", log.take(), 2)
+
+	completes := make([]store.Command, n)
+	for i, r := range fresh {
+		if r.Err != nil || r.Outcome != store.Acquired {
+			t.Fatalf("fresh claim %d: %v, %v", i, r.Outcome, r.Err)
+		}
+		completes[i] = store.CompleteParams{Consumer: r.Record.Consumer, Key: r.Record.Key,
+			FencingToken: r.Record.FencingToken, Result: []byte("ok"), Policy: policy}
+	}
+	for i, r := range s.ApplyBatch(t.Context(), store.BatchParams{Commands: completes}) {
+		if r.Err != nil || r.Record.State != store.Completed {
+			t.Fatalf("complete %d: %+v", i, r)
+		}
+	}
+	wantStatements(t, "a batch of completes", log.take(), 2)
+
+	for i, r := range s.ApplyBatch(t.Context(), store.BatchParams{Commands: claims}) {
+		if r.Err != nil || r.Outcome != store.AlreadyCompleted {
+			t.Fatalf("redelivered claim %d: %v, %v", i, r.Outcome, r.Err)
+		}
+	}
+	wantStatements(t, "a redelivered batch", log.take(), 1)
+}
+
+func wantStatements(t *testing.T, what string, sqls []string, want int) {
+	t.Helper()
+	if len(sqls) != want {
+		t.Errorf("%s sent %d statements, want %d:\n%q", what, len(sqls), want, sqls)
+	}
+}

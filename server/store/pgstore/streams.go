@@ -1,0 +1,223 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+var _ store.StreamStore = (*Store)(nil)
+
+// The SQL of streams: the same single-row discipline as keys. A write reads
+// the row with its version and the database's clock, lets
+// store.ApplyStream decide, and writes the decision as a compare-and-set
+// (an INSERT ... ON CONFLICT DO NOTHING when there was no row), retried
+// from the read when another writer got there first.
+const (
+	streamColumns = `consumer, stream, mode, high_water, last_outcome,
+    rejection_reason, rejection_message, rejection_detail, finished_token, rejected,
+    in_flight, digest, fencing_token, owner, lease_expires_at, created_at, updated_at, expires_at`
+
+	selectStreamVersionedSQL = `SELECT ` + streamColumns + `, row_version, statement_timestamp()
+FROM dedup_streams WHERE consumer = $1 AND stream = $2`
+
+	insertStreamSQL = `INSERT INTO dedup_streams (` + streamColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+ON CONFLICT (consumer, stream) DO NOTHING
+RETURNING ` + streamColumns
+
+	updateStreamSQL = `UPDATE dedup_streams SET
+    mode = $3, high_water = $4, last_outcome = $5, rejection_reason = $6, rejection_message = $7,
+    rejection_detail = $8, finished_token = $9, rejected = $10, in_flight = $11, digest = $12,
+    fencing_token = $13, owner = $14, lease_expires_at = $15, created_at = $16, updated_at = $17,
+    expires_at = $18, row_version = row_version + 1
+WHERE consumer = $1 AND stream = $2 AND row_version = $19
+RETURNING ` + streamColumns
+
+	// listStreamsSQL pages on the primary key; %s is the lease filter.
+	listStreamsSQL = `SELECT ` + streamColumns + ` FROM dedup_streams
+WHERE consumer = $1 AND stream > $2 AND expires_at > statement_timestamp()`
+
+	deleteExpiredStreamsSQL = `DELETE FROM dedup_streams
+WHERE expires_at <= now()
+  AND (consumer, stream) IN (
+    SELECT consumer, stream FROM dedup_streams WHERE expires_at <= now() LIMIT $1)`
+)
+
+// ClaimStream claims one sequence of a stream.
+func (s *Store) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (store.StreamClaimResult, error) {
+	d, err := s.applyStream(ctx, "claim stream", p.Consumer, p.Stream, p)
+	return store.StreamClaimResult{Outcome: d.Outcome, Stream: d.Stream, RetryAfter: d.RetryAfter}, err
+}
+
+// CompleteStream finishes the in-flight sequence.
+func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, "complete stream", p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// RejectStream finishes the in-flight sequence as a poison event.
+func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, "reject stream", p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// ReleaseStream gives up the in-flight claim.
+func (s *Store) ReleaseStream(ctx context.Context, p store.ReleaseStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, "release stream", p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// ExtendStreamLease renews the in-flight lease.
+func (s *Store) ExtendStreamLease(ctx context.Context, p store.ExtendStreamLeaseParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, "extend stream lease", p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// ResetStream sets the high-water mark.
+func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, "reset stream", p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// applyStream is readModifyWrite for a stream's row.
+func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
+	var d store.StreamDecision
+	err := s.withRetry(ctx, op, func(ctx context.Context) error {
+		var (
+			version int64
+			now     time.Time
+		)
+		row, err := scanStream(s.pool.QueryRow(ctx, selectStreamVersionedSQL, consumer, stream), &version, &now)
+		stored := &row
+		if errors.Is(err, pgx.ErrNoRows) {
+			stored = nil
+			err = s.pool.QueryRow(ctx, selectClockSQL).Scan(&now)
+		}
+		if err != nil {
+			return err
+		}
+		if d, err = store.ApplyStream(stored, cmd, now); err != nil || !d.Write {
+			return err
+		}
+		write, args := insertStreamSQL, streamArgs(d.Stream)
+		if stored != nil {
+			write, args = updateStreamSQL, append(args, version)
+		}
+		d.Stream, err = scanStream(s.pool.QueryRow(ctx, write, args...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errConcurrentWrite
+		}
+		return err
+	})
+	if err != nil {
+		return store.StreamDecision{}, err
+	}
+	return d, nil
+}
+
+// GetStream returns a live stream, judged on the database's clock.
+func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+	var (
+		st      store.Stream
+		version int64
+		now     time.Time
+	)
+	err := s.withRetry(ctx, "get stream", func(ctx context.Context) error {
+		var err error
+		st, err = scanStream(s.pool.QueryRow(ctx, selectStreamVersionedSQL, consumer, stream), &version, &now)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return store.Stream{}, err
+	}
+	if !store.IsStreamLive(&st, now) {
+		return store.Stream{}, store.ErrNotFound
+	}
+	return st, nil
+}
+
+// ListStreams lists live streams in stream order, one keyset page at a time.
+func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]store.Stream, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	q := listStreamsSQL
+	if p.LeaseExpired {
+		q += ` AND in_flight <> 0 AND lease_expires_at <= statement_timestamp()`
+	}
+	q += ` ORDER BY stream LIMIT ` + strconv.Itoa(p.Limit)
+	var out []store.Stream
+	err := s.withRetry(ctx, "list streams", func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, q, p.Consumer, p.AfterStream)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Stream, error) {
+			return scanStream(row)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteExpiredStreams deletes up to limit expired streams.
+func (s *Store) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
+	return s.deleteBatch(ctx, "delete expired streams", deleteExpiredStreamsSQL, limit)
+}
+
+// scanStream reads one row of streamColumns, then the destinations in extra.
+func scanStream(row pgx.Row, extra ...any) (store.Stream, error) {
+	var (
+		st                               store.Stream
+		mode, outcome                    string
+		reason, message                  *string
+		detail                           []byte
+		lease, created, updated, expires time.Time
+	)
+	dest := append([]any{&st.Consumer, &st.Stream, &mode, &st.HighWater, &outcome,
+		&reason, &message, &detail, &st.FinishedToken, &st.Rejected,
+		&st.InFlight, &st.Digest, &st.FencingToken, &st.Owner, &lease, &created, &updated, &expires}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return store.Stream{}, err
+	}
+	st.Mode, st.LastOutcome = store.StreamMode(mode), store.State(outcome)
+	if st.LastOutcome == store.Rejected {
+		st.LastRejection = &store.Rejection{Reason: deref(reason), Message: deref(message)}
+		if len(detail) > 0 {
+			st.LastRejection.Detail = detail
+		}
+	}
+	if len(st.Digest) == 0 {
+		st.Digest = nil
+	}
+	st.LeaseExpiresAt, st.CreatedAt = store.Now(lease), store.Now(created)
+	st.UpdatedAt, st.ExpiresAt = store.Now(updated), store.Now(expires)
+	return st, nil
+}
+
+// streamArgs are the parameters of insertStreamSQL and updateStreamSQL.
+func streamArgs(st store.Stream) []any {
+	var (
+		reason, message *string
+		detail          []byte
+	)
+	if j := st.LastRejection; j != nil {
+		reason, message, detail = &j.Reason, &j.Message, j.Detail
+	}
+	return []any{st.Consumer, st.Stream, string(st.Mode), st.HighWater, string(st.LastOutcome),
+		reason, message, detail, st.FinishedToken, st.Rejected,
+		st.InFlight, notNull(st.Digest), st.FencingToken, st.Owner,
+		st.LeaseExpiresAt, st.CreatedAt, st.UpdatedAt, st.ExpiresAt}
+}

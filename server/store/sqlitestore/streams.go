@@ -1,0 +1,246 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+var _ store.StreamStore = (*Store)(nil)
+
+// The statements on dedup_streams. Like keys, every write reads the row,
+// lets store.ApplyStream decide and writes the result inside one IMMEDIATE
+// transaction on the single write connection.
+const (
+	streamFields = `mode, high_water, last_outcome, rejection_reason, rejection_message, rejection_detail,
+       finished_token, rejected, in_flight, digest, fencing_token, owner,
+       lease_expires_at, created_at, updated_at, expires_at`
+
+	selectStreamSQL = `SELECT ` + streamFields + ` FROM dedup_streams WHERE consumer = $1 AND stream = $2`
+
+	upsertStreamSQL = `INSERT INTO dedup_streams (consumer, stream, ` + streamFields + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+ON CONFLICT (consumer, stream) DO UPDATE SET
+       mode = excluded.mode, high_water = excluded.high_water, last_outcome = excluded.last_outcome,
+       rejection_reason = excluded.rejection_reason, rejection_message = excluded.rejection_message,
+       rejection_detail = excluded.rejection_detail, finished_token = excluded.finished_token,
+       rejected = excluded.rejected, in_flight = excluded.in_flight, digest = excluded.digest,
+       fencing_token = excluded.fencing_token, owner = excluded.owner,
+       lease_expires_at = excluded.lease_expires_at, created_at = excluded.created_at,
+       updated_at = excluded.updated_at, expires_at = excluded.expires_at`
+
+	deleteExpiredStreamsSQL = `DELETE FROM dedup_streams
+WHERE expires_at <= $1 AND (consumer, stream) IN (
+    SELECT consumer, stream FROM dedup_streams WHERE expires_at <= $1 LIMIT $2)`
+)
+
+// ClaimStream claims one sequence of a stream.
+func (s *Store) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (store.StreamClaimResult, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return store.StreamClaimResult{Outcome: d.Outcome, Stream: d.Stream, RetryAfter: d.RetryAfter}, err
+}
+
+// CompleteStream finishes the in-flight sequence.
+func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// RejectStream finishes the in-flight sequence as a poison event.
+func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// ReleaseStream gives up the in-flight claim.
+func (s *Store) ReleaseStream(ctx context.Context, p store.ReleaseStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// ExtendStreamLease renews the in-flight lease.
+func (s *Store) ExtendStreamLease(ctx context.Context, p store.ExtendStreamLeaseParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// ResetStream sets the high-water mark.
+func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// applyStream runs a stream command on the write connection: with group
+// commit in the transaction of the commands queued beside it, as keys'.
+func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
+	var (
+		d   store.StreamDecision
+		err error
+	)
+	if s.w.maxBatch > 1 {
+		c := command{consumer: consumer, key: stream, stream: cmd}
+		s.w.runQueued(ctx, []*command{&c})
+		err = c.err
+		d = c.sd
+	} else {
+		err = s.w.write(ctx, func() error {
+			var err error
+			d, err = s.w.decideStream(consumer, stream, cmd)
+			return err
+		})
+	}
+	if err != nil {
+		return store.StreamDecision{}, err
+	}
+	return d, nil
+}
+
+// decideStream reads the stream, asks store.ApplyStream and writes the
+// decision, inside the open transaction.
+func (w *writer) decideStream(consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
+	bg := context.Background()
+	stored, err := scanStream(w.conn.QueryRowContext(bg, selectStreamSQL, consumer, stream), consumer, stream)
+	if err != nil {
+		return store.StreamDecision{}, dbError("reading stream", err)
+	}
+	d, err := store.ApplyStream(stored, cmd, time.Now())
+	if err != nil || !d.Write {
+		return d, err
+	}
+	if _, err := w.conn.ExecContext(bg, upsertStreamSQL, streamArgs(&d.Stream)...); err != nil {
+		return store.StreamDecision{}, dbError("writing stream", err)
+	}
+	return d, nil
+}
+
+// GetStream returns a live stream from the read pool.
+func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+	if s.closed.Load() {
+		return store.Stream{}, errClosed
+	}
+	st, err := scanStream(s.r.db.QueryRowContext(ctx, selectStreamSQL, consumer, stream), consumer, stream)
+	if err != nil {
+		return store.Stream{}, dbError("get stream", err)
+	}
+	if !store.IsStreamLive(st, time.Now()) {
+		return store.Stream{}, store.ErrNotFound
+	}
+	return *st, nil
+}
+
+// ListStreams lists live streams in stream order, one keyset page at a time.
+func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]store.Stream, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	q := `SELECT stream, ` + streamFields + ` FROM dedup_streams
+WHERE consumer = $1 AND stream > $2 AND expires_at > $3`
+	if p.LeaseExpired {
+		q += ` AND in_flight <> 0 AND lease_expires_at <= $3`
+	}
+	q += ` ORDER BY stream LIMIT ` + strconv.Itoa(p.Limit)
+	rows, err := s.r.db.QueryContext(ctx, q, p.Consumer, p.AfterStream, store.Now(time.Now()).UnixMicro())
+	if err != nil {
+		return nil, dbError("list streams", err)
+	}
+	defer rows.Close()
+	var out []store.Stream
+	for rows.Next() {
+		st := store.Stream{Consumer: p.Consumer}
+		if err := scanStreamFields(rows, &st, &st.Stream); err != nil {
+			return nil, dbError("list streams", err)
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError("list streams", err)
+	}
+	return out, nil
+}
+
+// DeleteExpiredStreams deletes at most limit expired streams.
+func (s *Store) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var deleted int64
+	err := s.w.write(ctx, func() error {
+		res, err := s.w.conn.ExecContext(ctx, deleteExpiredStreamsSQL, store.Now(time.Now()).UnixMicro(), limit)
+		if err == nil {
+			deleted, err = res.RowsAffected()
+		}
+		return dbErrorOrNil("deleting expired streams", err)
+	})
+	return int(deleted), err
+}
+
+func dbErrorOrNil(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return dbError(op, err)
+}
+
+// scanStream decodes a row of selectStreamSQL; nil, nil when there is none.
+func scanStream(row *sql.Row, consumer, stream string) (*store.Stream, error) {
+	st := &store.Stream{Consumer: consumer, Stream: stream}
+	err := scanStreamFields(row, st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// scanStreamFields decodes lead followed by streamFields into st.
+func scanStreamFields(row rowScanner, st *store.Stream, lead ...any) error {
+	var (
+		mode, outcome                    string
+		reason, message                  sql.NullString
+		detail                           []byte
+		lease, created, updated, expires int64
+	)
+	err := row.Scan(append(lead, &mode, &st.HighWater, &outcome, &reason, &message, &detail,
+		&st.FinishedToken, &st.Rejected, &st.InFlight, &st.Digest, &st.FencingToken, &st.Owner,
+		&lease, &created, &updated, &expires)...)
+	if err != nil {
+		return err
+	}
+	st.Mode, st.LastOutcome = store.StreamMode(mode), store.State(outcome)
+	if st.LastOutcome == store.Rejected {
+		st.LastRejection = &store.Rejection{Reason: reason.String, Message: message.String}
+		if len(detail) > 0 {
+			st.LastRejection.Detail = detail
+		}
+	}
+	if len(st.Digest) == 0 {
+		st.Digest = nil
+	}
+	st.LeaseExpiresAt, st.CreatedAt = fromMicros(lease), fromMicros(created)
+	st.UpdatedAt, st.ExpiresAt = fromMicros(updated), fromMicros(expires)
+	return nil
+}
+
+// streamArgs are the arguments of upsertStreamSQL for st.
+func streamArgs(st *store.Stream) []any {
+	var reason, message, detail any
+	if j := st.LastRejection; j != nil {
+		reason, message, detail = j.Reason, j.Message, j.Detail
+	}
+	digest := st.Digest
+	if digest == nil {
+		digest = []byte{}
+	}
+	return []any{st.Consumer, st.Stream, string(st.Mode), st.HighWater, string(st.LastOutcome),
+		reason, message, detail, st.FinishedToken, st.Rejected, st.InFlight, digest, st.FencingToken, st.Owner,
+		st.LeaseExpiresAt.UnixMicro(), st.CreatedAt.UnixMicro(), st.UpdatedAt.UnixMicro(), st.ExpiresAt.UnixMicro()}
+}

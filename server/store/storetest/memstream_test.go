@@ -1,0 +1,168 @@
+package storetest_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetest"
+)
+
+// memStreams is the smallest StreamStore that keeps the contract: one mutex
+// makes every call atomic and store.ApplyStream takes every decision. It is
+// the stream suite's self-test.
+type memStreams struct {
+	mu       sync.Mutex
+	streams  map[[2]string]store.Stream
+	policies map[string]store.ConsumerStreamPolicy
+}
+
+func newMemStreams() *memStreams {
+	return &memStreams{streams: map[[2]string]store.Stream{}, policies: map[string]store.ConsumerStreamPolicy{}}
+}
+
+func (m *memStreams) apply(ctx context.Context, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
+	if err := ctx.Err(); err != nil {
+		return store.StreamDecision{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{consumer, stream}
+	d, err := store.ApplyStream(m.load(k), cmd, time.Now())
+	if err == nil && d.Write {
+		m.streams[k] = cloneStream(d.Stream)
+	}
+	d.Stream = cloneStream(d.Stream)
+	return d, err
+}
+
+// load returns a copy of the stored stream, nil when there is none.
+func (m *memStreams) load(k [2]string) *store.Stream {
+	st, ok := m.streams[k]
+	if !ok {
+		return nil
+	}
+	st = cloneStream(st)
+	return &st
+}
+
+func (m *memStreams) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (store.StreamClaimResult, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Stream, p)
+	return store.StreamClaimResult{Outcome: d.Outcome, Stream: d.Stream, RetryAfter: d.RetryAfter}, err
+}
+
+func (m *memStreams) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+func (m *memStreams) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+func (m *memStreams) ReleaseStream(ctx context.Context, p store.ReleaseStreamParams) (store.Stream, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+func (m *memStreams) ExtendStreamLease(ctx context.Context, p store.ExtendStreamLeaseParams) (store.Stream, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+func (m *memStreams) ResetStream(ctx context.Context, p store.ResetStreamParams) (store.Stream, error) {
+	d, err := m.apply(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+func (m *memStreams) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, ok := m.streams[[2]string{consumer, stream}]
+	if !ok || !store.IsStreamLive(&st, time.Now()) {
+		return store.Stream{}, store.ErrNotFound
+	}
+	return cloneStream(st), ctx.Err()
+}
+
+func (m *memStreams) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]store.Stream, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := store.Now(time.Now())
+	var out []store.Stream
+	for k, st := range m.streams {
+		expired := st.InFlight != 0 && !now.Before(st.LeaseExpiresAt)
+		if k[0] == p.Consumer && k[1] > p.AfterStream && store.IsStreamLive(&st, now) && (!p.LeaseExpired || expired) {
+			out = append(out, cloneStream(st))
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Stream) int { return strings.Compare(a.Stream, b.Stream) })
+	return out[:min(len(out), p.Limit)], ctx.Err()
+}
+
+func (m *memStreams) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k, st := range m.streams {
+		if n < limit && !store.IsStreamLive(&st, time.Now()) {
+			delete(m.streams, k)
+			n++
+		}
+	}
+	return n, ctx.Err()
+}
+
+func (m *memStreams) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolicy) (store.ConsumerStreamPolicy, error) {
+	if err := p.Validate(); err != nil {
+		return p, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p.UpdatedAt = store.Now(time.Now())
+	m.policies[p.Consumer] = p
+	return p, ctx.Err()
+}
+
+func (m *memStreams) GetStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.policies[consumer]
+	if !ok {
+		return p, store.ErrNoPolicy
+	}
+	return p, ctx.Err()
+}
+
+func (m *memStreams) DeleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.policies[consumer]
+	if !ok {
+		return p, store.ErrNoPolicy
+	}
+	delete(m.policies, consumer)
+	return p, ctx.Err()
+}
+
+func cloneStream(st store.Stream) store.Stream {
+	st.Digest = cloneBytes(st.Digest)
+	if st.LastRejection != nil {
+		r := *st.LastRejection
+		r.Detail = cloneBytes(r.Detail)
+		st.LastRejection = &r
+	}
+	return st
+}
+
+func TestMemStreams(t *testing.T) {
+	storetest.RunStreams(t, func(t *testing.T) store.StreamStore { return newMemStreams() })
+}

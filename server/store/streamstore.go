@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// StreamStore is the durable home of streams. The rules of Store hold
+// here too: every method is safe for concurrent use, also from several
+// servers sharing one database; every write is atomic on the stream's one
+// row and decided by ApplyStream on the store's clock; a refusal changes
+// nothing; ErrUnavailable and the context's error after the write was sent
+// mean an unknown outcome, and every write is safe to repeat.
+type StreamStore interface {
+	StreamAdmin
+
+	// ClaimStream applies a claim of one sequence (see ApplyStream). Among
+	// any number of concurrent claims of a stream's next sequence exactly
+	// one is StreamAcquired. Refusals: ErrSequenceGap (a
+	// *StreamConflictError carrying the expected sequence),
+	// ErrModeMismatch, ErrDigestMismatch.
+	ClaimStream(ctx context.Context, p ClaimStreamParams) (StreamClaimResult, error)
+
+	// CompleteStream finishes the in-flight sequence under its fencing
+	// token and moves the high-water mark to it. Repeating the call that
+	// finished the high-water mark returns the stream unchanged. Otherwise
+	// ErrLeaseLost when the token or sequence is not the in-flight claim's,
+	// or the stream is absent; ErrAlreadyFinished when the same token
+	// finished the sequence with the other outcome.
+	CompleteStream(ctx context.Context, p CompleteStreamParams) (Stream, error)
+
+	// RejectStream finishes the in-flight sequence as a poison event: the
+	// high-water mark moves past it and the rejection is recorded. Errors
+	// and repeats as for CompleteStream.
+	RejectStream(ctx context.Context, p RejectStreamParams) (Stream, error)
+
+	// ReleaseStream gives up the in-flight claim without moving the
+	// high-water mark, so the sequence can be claimed again at once.
+	// Repeating it is harmless until the next claim. Errors as for
+	// CompleteStream (ErrAlreadyFinished when the token finished it).
+	ReleaseStream(ctx context.Context, p ReleaseStreamParams) (Stream, error)
+
+	// ExtendStreamLease renews the in-flight lease from now. Errors as for
+	// CompleteStream.
+	ExtendStreamLease(ctx context.Context, p ExtendStreamLeaseParams) (Stream, error)
+
+	// GetStream returns a live stream, or ErrNotFound.
+	GetStream(ctx context.Context, consumer, stream string) (Stream, error)
+
+	// DeleteExpiredStreams deletes at most limit streams whose ExpiresAt has
+	// passed and returns how many; it never deletes a live stream.
+	DeleteExpiredStreams(ctx context.Context, limit int) (int, error)
+}
+
+// StreamAdmin is what operators need of streams beyond the hot path:
+// moving a mark by hand, listing, and per-consumer stream policies. The
+// rules of StreamStore hold.
+type StreamAdmin interface {
+	// ResetStream sets the high-water mark to p.HighWater, down as well as
+	// up: the only way it ever decreases. An in-flight claim is dropped and
+	// the fencing token advanced, so its holder gets ErrLeaseLost. A stream
+	// with no record is created. With DryRun nothing is written.
+	ResetStream(ctx context.Context, p ResetStreamParams) (Stream, error)
+
+	// ListStreams returns at most p.Limit live streams of p.Consumer in
+	// ascending bytewise stream order, greater than p.AfterStream. Paging
+	// with AfterStream set to the last stream returned visits every stream
+	// that stays live throughout exactly once.
+	ListStreams(ctx context.Context, p ListStreamsParams) ([]Stream, error)
+
+	// PutStreamPolicy creates or replaces a consumer's stream policy and
+	// returns it as stored, with UpdatedAt set.
+	PutStreamPolicy(ctx context.Context, p ConsumerStreamPolicy) (ConsumerStreamPolicy, error)
+
+	// GetStreamPolicy returns a consumer's stream policy, or ErrNoPolicy.
+	GetStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
+
+	// DeleteStreamPolicy deletes a consumer's stream policy and returns it,
+	// or ErrNoPolicy.
+	DeleteStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
+}
+
+// ConsumerStreamPolicy is the stored stream policy of one consumer. Zero
+// fields take the server's defaults. Mode fixes the mode of new streams
+// (a claim naming the other is refused); an existing stream keeps the mode
+// it was created with. Start applies to streams with no mark yet.
+type ConsumerStreamPolicy struct {
+	Consumer  string
+	StreamTTL time.Duration
+	Mode      StreamMode
+	Start     StreamStart
+	// UpdatedAt is set by the store when the policy is written.
+	UpdatedAt time.Time
+}
+
+// Validate reports stream policies that no store accepts.
+func (p ConsumerStreamPolicy) Validate() error {
+	switch {
+	case p.Consumer == "":
+		return errors.New("store: stream policy: consumer is required")
+	case p.StreamTTL < 0:
+		return errors.New("store: stream policy: stream TTL must not be negative")
+	case p.Mode != "" && !p.Mode.Valid():
+		return fmt.Errorf("store: stream policy: unknown mode %q", p.Mode)
+	case p.Start != "" && p.Start != StartAtOne && p.Start != StartAtFirstClaim:
+		return fmt.Errorf("store: stream policy: unknown start rule %q", p.Start)
+	}
+	return nil
+}
+
+// The stream refusals, matched with errors.Is; a StreamConflictError
+// carries the details.
+var (
+	// ErrSequenceGap: a dense stream was claimed past its next sequence.
+	ErrSequenceGap = errors.New("sequence is past the next one the stream expects")
+	// ErrModeMismatch: the claim names another mode than the stream's, or
+	// than the consumer's policy fixes.
+	ErrModeMismatch = errors.New("stream mode differs")
+)
+
+// StreamConflictError is a stream refusal caused by the stored stream.
+type StreamConflictError struct {
+	Err    error
+	Stream Stream
+	// Expected is the next sequence a dense stream accepts; set with
+	// ErrSequenceGap.
+	Expected int64
+}
+
+func (e *StreamConflictError) Error() string {
+	if errors.Is(e.Err, ErrSequenceGap) {
+		return fmt.Sprintf("%s (consumer %q, stream %q, expected sequence %d)",
+			e.Err, e.Stream.Consumer, e.Stream.Stream, e.Expected)
+	}
+	return fmt.Sprintf("%s (consumer %q, stream %q, mode %s, high-water mark %d, fencing token %d)",
+		e.Err, e.Stream.Consumer, e.Stream.Stream, e.Stream.Mode, e.Stream.HighWater, e.Stream.FencingToken)
+}
+
+func (e *StreamConflictError) Unwrap() error { return e.Err }
