@@ -96,6 +96,24 @@ func TestBearerToken(t *testing.T) {
 	if _, err := client.New("dedupd.example:7070", client.WithBearerToken("s3cret")); err == nil {
 		t.Fatal("New sent a bearer token in plaintext to a remote address")
 	}
+	// A target listing several addresses is loopback only if every one
+	// is: the first alone decides nothing (the Python client's bug in
+	// issue 11, item 8).
+	for target, loopback := range map[string]bool{
+		"ipv6:[::1]:1,[::ffff:127.0.0.1]:17071": true,
+		"ipv4:127.0.0.1:1,127.0.0.2:2":          true,
+		"ipv4:127.0.0.1:1,10.0.0.1:2":           false,
+		"ipv6:[::1]:1,[2001:db8::1]:2":          false,
+		"ipv6:[::1]:1,[::ffff:10.0.0.1]:2":      false,
+	} {
+		c, err := client.New(target, client.WithBearerToken("s3cret"))
+		if (err == nil) != loopback {
+			t.Errorf("New(%q) with a token in plaintext: err = %v; want refused = %v", target, err, !loopback)
+		}
+		if c != nil {
+			c.Close()
+		}
+	}
 }
 
 // TestMutualTLS: LoadTLSConfig's configuration verifies the server and

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,7 +15,6 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
@@ -31,6 +31,14 @@ import (
 
 // messageOverhead is room for everything in a request besides the result.
 const messageOverhead = 64 << 10
+
+// Defaults of Config.MaxConnections and Config.MaxConcurrentStreams (the
+// flags' defaults). 100 streams is the least HTTP/2 advises a server to
+// allow; docs/operations.md works out the memory they bound.
+const (
+	DefaultMaxConnections       = 256
+	DefaultMaxConcurrentStreams = 100
+)
 
 // guards are what stands between a caller and a handler; nil fields are off.
 type guards struct {
@@ -89,7 +97,7 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //  6. the per-consumer rate limit, after auth so that a caller without a
 //     credential cannot use up a consumer's rate;
 //  7. recovery, innermost: a panic in a handler becomes INTERNAL.
-func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards) *grpc.Server {
+func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards) *grpc.Server {
 	calls := accesslog.New(log, accesslog.Options{All: cfg.LogAllCalls, Slow: cfg.LogSlowCalls,
 		Failed: loglimit.New(failedCallLinesPerSecond, failedCallLinesBurst)})
 	unary := []grpc.UnaryServerInterceptor{
@@ -120,6 +128,11 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv *health.Server, g gua
 	opts := []grpc.ServerOption{
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(maxMessageBytes(cfg)),
+		// A reply is held whole until the client reads it, so every reply
+		// is capped, as a request is: a page by its byte budget, a single
+		// record by the largest result a policy may allow.
+		grpc.MaxSendMsgSize(maxMessageBytes(cfg)),
+		grpc.MaxConcurrentStreams(uint32(cmp.Or(cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams))),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}

@@ -49,6 +49,12 @@ func testConfig() Config {
 // interceptors decide before any handler, which is what these tests check.
 func startGuarded(t *testing.T, cfg Config, st store.Store) *guardedServer {
 	t.Helper()
+	return startGuardedWithLog(t, cfg, st, slog.New(slog.DiscardHandler))
+}
+
+// startGuardedWithLog is startGuarded logging to log.
+func startGuardedWithLog(t *testing.T, cfg Config, st store.Store, log *slog.Logger) *guardedServer {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +66,6 @@ func startGuarded(t *testing.T, cfg Config, st store.Store) *guardedServer {
 		t.Cleanup(func() { sq.Close() })
 		st = sq
 	}
-	log := slog.New(slog.DiscardHandler)
 	g, reload, err := newGuards(cfg, metrics.New(), log)
 	if err != nil {
 		t.Fatal(err)

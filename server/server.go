@@ -4,18 +4,21 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/dedupd/dedupd/internal/loopback"
 	"github.com/dedupd/dedupd/server/api"
@@ -90,6 +93,14 @@ type Config struct {
 	RateBurst int
 	// MaxInFlight bounds the calls running at once.
 	MaxInFlight int
+	// MaxConnections bounds the client connections open at once; one more
+	// waits to be accepted until one closes. MaxConcurrentStreams bounds
+	// the calls open at once on one connection; a client queues more. With
+	// the reply cap (maxMessageBytes) and the page budget
+	// (Limits.MaxPageBytes) they bound what replies that callers do not
+	// read can hold (docs/operations.md). Zero takes the default.
+	MaxConnections       int
+	MaxConcurrentStreams int
 	// LogAllCalls logs every call, as a DEBUG logger does; otherwise only
 	// failed calls (rate-limited) and calls slower than LogSlowCalls are
 	// (0: none for being slow).
@@ -136,6 +147,10 @@ func (c Config) Validate() error {
 			"--max-message-bytes must be at least --max-result-bytes + 65536"},
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
+		{c.MaxConnections >= 0, "--max-connections must be positive"},
+		{c.MaxConcurrentStreams >= 0 && c.MaxConcurrentStreams <= math.MaxUint32, "--max-concurrent-streams must be positive"},
+		{c.Limits.MaxPageBytes >= 0 && c.Limits.MaxPageBytes <= api.PageBytesCeiling,
+			fmt.Sprintf("--max-page-bytes must be positive and at most %d, so that a client left at its defaults accepts every page", api.PageBytesCeiling)},
 		{c.Limits.MaxBatchItems >= 0 && c.Limits.MaxBatchItems <= api.MaxBatchItemsCeiling,
 			fmt.Sprintf("--max-batch-items must be between 1 and %d", api.MaxBatchItemsCeiling)},
 		{c.HealthInterval > 0, "--health-interval must be positive"},
@@ -179,11 +194,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	healthSrv := health.NewServer()
-	setHealth(healthSrv, false)               // until the first ping answers
+	lis = netutil.LimitListener(lis, cmp.Or(cfg.MaxConnections, DefaultMaxConnections))
+	healthSrv := newHealthService()
+	setHealth(healthSrv.Server, false)        // until the first ping answers
 	streams, _ := backend.(store.StreamStore) // nil: a store without streams
 	grpcSrv := newServices(cfg, log, healthSrv, g, observed, streams)
-	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv, log)
+	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
 	if err != nil {
 		lis.Close()
 		return err
@@ -192,7 +208,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// The first ping decides the status the server starts with; a store
 	// that does not answer yet leaves it NOT_SERVING until it does.
-	watcher := &healthWatcher{st: observed, hs: healthSrv, interval: cfg.HealthInterval, m: m, log: log}
+	watcher := &healthWatcher{st: observed, hs: healthSrv.Server, interval: cfg.HealthInterval, m: m, log: log}
 	watcher.check(ctx)
 
 	// The background work outlives ctx until the in-flight calls have
@@ -219,7 +235,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			err = fmt.Errorf("serving: %w", err)
 		case <-ctx.Done():
 			log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
-			healthSrv.Shutdown()
+			healthSrv.shutdown() // NOT_SERVING, then Watch streams end
 			stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
 		}
 	}
@@ -231,7 +247,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 // newServices builds the gRPC server with both services on st, which the
 // caller has wrapped in the replay cache and the store metrics.
-func newServices(cfg Config, log *slog.Logger, healthSrv *health.Server, g guards, st store.Store, streams store.StreamStore) *grpc.Server {
+func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Store, streams store.StreamStore) *grpc.Server {
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
 	// One resolver for every service, so that a policy changed through
 	// AdminService applies to this server's next call.

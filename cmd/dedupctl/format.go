@@ -175,3 +175,42 @@ func formatRejection(r *dedupv1.Rejection) string {
 	}
 	return s
 }
+
+// escapeCell makes a table cell safe to print on a terminal, as ls and
+// kubectl do: a stored key, owner or reason is whatever a caller sent, and
+// an escape sequence in one could clear the screen or draw a fake row.
+// Every character that is not printable (control characters, tabs and
+// newlines, invisible format characters such as U+202E, which reverses
+// the text after it) is written as a Go escape (\x1b, \n, \u202e), bytes
+// that are not UTF-8 as \xff, and a backslash as \\, so that the escaped
+// form reads back unambiguously. JSON output is left as it is: it escapes
+// by itself.
+func escapeCell(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == '\\' || r == utf8.RuneError || !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r) // '\x1b', '\n', '\u202e'
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
+}

@@ -151,3 +151,24 @@ func TestRenderBar(t *testing.T) {
 		t.Errorf("bar output %q, want %q", got, want)
 	}
 }
+
+func TestEscapeCell(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"order-1", "order-1"},
+		{"ключ/🔑 with 'quotes' and spaces", "ключ/🔑 with 'quotes' and spaces"},
+		{"\x1b[2J\x1b[H", `\x1b[2J\x1b[H`},                 // clear screen, cursor home
+		{"k\nfake COMPLETED row", `k\nfake COMPLETED row`}, // a second line
+		{"a\tb", `a\tb`}, // a tab would shift the columns
+		{"a\rb", `a\rb`}, // a carriage return overwrites
+		{"evil\u202etxt.exe", `evil\u202etxt.exe`},         // right-to-left override
+		{"bad\xffutf8", `bad\xffutf8`},                     // not UTF-8
+		{`back\slash`, `back\\slash`},                      // escapes read back unambiguously
+		{"\x07bell\x00nul\x7fdel", `\abell\x00nul\x7fdel`}, // BEL, NUL, DEL
+		{"\U0010FFFF", `\U0010ffff`},                       // a non-character
+	}
+	for _, tc := range cases {
+		if got := escapeCell(tc.in); got != tc.want {
+			t.Errorf("escapeCell(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

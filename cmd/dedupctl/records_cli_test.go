@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
@@ -165,4 +166,47 @@ func TestCLIConnectionErrors(t *testing.T) {
 			t.Errorf("dedupctl %v: %v", args, fmt.Sprint(r))
 		}
 	}
+}
+
+// TestCLIEscapesStoredText: a key, owner and rejection reason holding
+// terminal escape sequences, a newline and a tab are printed escaped in
+// every table, so they can neither clear the screen nor draw a fake row,
+// and unchanged in JSON.
+func TestCLIEscapesStoredText(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *server) {
+		const (
+			key    = "evil\x1b[2J\x1b[H\nfake\tCOMPLETED"
+			owner  = "host\x1b]0;pwned\x07"
+			reason = "R\x1b[31mED"
+		)
+		s.claim(t, "shop", key, owner, time.Minute)
+		s.reject(t, "shop", "plain", reason, false)
+
+		for _, args := range [][]string{
+			{"records", "list", "shop"},
+			{"records", "get", "shop", key},
+			{"records", "get", "shop", "plain"},
+		} {
+			r := s.ok(t, args...)
+			if strings.ContainsAny(r.stdout, "\x1b\x07\r") || strings.Contains(r.stdout, "\nfake") {
+				t.Errorf("dedupctl %s printed raw control characters:\n%q", strings.Join(args[:2], " "), r.stdout)
+			}
+		}
+		rows := tableRows(t, s.ok(t, "records", "list", "shop").stdout)
+		if len(rows) != 3 { // header, the escaped key, plain
+			t.Errorf("list has %d rows, want 3: %v", len(rows), rows)
+		}
+		if got := rows[`evil\x1b[2J\x1b[H\nfake\tCOMPLETED`]; len(got) < 5 || got[4] != `host\x1b]0;pwned\a` {
+			t.Errorf("escaped row = %q", got)
+		}
+		if got := rows["plain"]; !strings.Contains(strings.Join(got, " "), `R\x1b[31mED`) {
+			t.Errorf("escaped reason row = %q", got)
+		}
+
+		var lookup dedupv1.LookupResponse
+		parseJSON(t, s.ok(t, "records", "get", "shop", key, "-o", "json").stdout, &lookup)
+		if lookup.GetRecord().GetKey() != key || lookup.GetRecord().GetOwner() != owner {
+			t.Errorf("JSON changed the key or owner: %q, %q", lookup.GetRecord().GetKey(), lookup.GetRecord().GetOwner())
+		}
+	})
 }

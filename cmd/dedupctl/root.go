@@ -191,7 +191,11 @@ func (t *trimTrailing) Write(p []byte) (int, error) {
 
 // row writes one tab-separated table row.
 func row(w *tabwriter.Writer, cells ...string) {
-	fmt.Fprintln(w, strings.Join(cells, "\t"))
+	escaped := make([]string, len(cells))
+	for i, c := range cells {
+		escaped[i] = escapeCell(c)
+	}
+	fmt.Fprintln(w, strings.Join(escaped, "\t"))
 }
 
 // errInterruptedAtQuestion is Ctrl-C at a confirmation: nothing changed.

@@ -82,7 +82,11 @@ func lzAnswer(outcome string, r lzRecord) lzOutput {
 	return lzOutput{outcome: outcome, hasRecord: true, record: r}
 }
 
+// lzRefusal: the record a refusal carries is the stored one without what
+// the caller stored: result, rejection message and detail (docs/api.md,
+// Errors).
 func lzRefusal(reason string, r lzRecord) lzOutput {
+	r.Result, r.Message, r.Detail = "", "", ""
 	return lzOutput{reason: reason, hasRecord: true, record: r}
 }
 

@@ -191,7 +191,9 @@ func lzApplyCall(apply applyFunc, records map[string]*store.Record, in lzInput, 
 	if err != nil {
 		out := lzOutput{reason: lzReasonOf(err)}
 		if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
+			// As the server sends it: without result, message and detail.
 			out.hasRecord, out.record = true, lzRecordOf(conflict.Record)
+			out.record.Result, out.record.Message, out.record.Detail = "", "", ""
 		}
 		return out
 	}

@@ -5,11 +5,13 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/dedupd/dedupd/internal/pgtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
@@ -102,6 +104,11 @@ func TestDatabaseOutageIsUnavailable(t *testing.T) {
 		_, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: consumer, Key: key})
 		cancel()
 		wantError(t, err, codes.Unavailable, "STORE_UNAVAILABLE")
+		// The caller learns nothing of the database: not its user, name
+		// or address, which pgx's connect error names.
+		if msg := status.Convert(err).Message(); msg != "store unavailable; retry" {
+			t.Errorf("Claim during the outage said %q, want the fixed message", msg)
+		}
 		if took := time.Since(start); took > 5*time.Second {
 			t.Errorf("Claim during the outage took %s; want a fast failure", took)
 		}
@@ -120,4 +127,8 @@ func TestDatabaseOutageIsUnavailable(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	srv.stop(t)
+	// The cause is the operator's: logged at WARN.
+	if !strings.Contains(srv.Logs.String(), `"level":"WARN","msg":"store unavailable"`) {
+		t.Errorf("no WARN line with the cause of STORE_UNAVAILABLE; logs:\n%s", srv.Logs)
+	}
 }

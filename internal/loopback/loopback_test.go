@@ -35,6 +35,8 @@ func TestTarget(t *testing.T) {
 		{"ipv6:[::1]:1,[::ffff:10.0.0.1]:2", false},
 		{"ipv4:127.0.0.1:1,10.0.0.1:2", false}, // one address off the machine
 		{"ipv6:[::1]:1,[2001:db8::1]:2", false},
+		{"ipv6:[::1]:1,[::ffff:127.0.0.1]:17071", true}, // an IPv4-mapped loopback
+		{"ipv6:[::1]:1,[::ffff:10.0.0.1]:2", false},     // the second decides too
 		{"", false},
 	} {
 		if got := Target(tc.target); got != tc.want {

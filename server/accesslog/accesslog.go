@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/loglimit"
 )
@@ -35,7 +36,7 @@ import (
 // MaxValueBytes bounds every caller-chosen value in a line (the consumer,
 // the error text). The consumer is logged before validation, for refused
 // calls too, and a request may name one of many megabytes.
-const MaxValueBytes = 128
+const MaxValueBytes = clip.MaxLogged
 
 // Options say which calls are logged.
 type Options struct {
@@ -175,10 +176,6 @@ func splitMethod(full string) (service, method string) {
 	return "unknown", full
 }
 
-// Cap cuts a value to MaxValueBytes (on a UTF-8 boundary) and marks the cut.
-func Cap(s string) string {
-	if len(s) <= MaxValueBytes {
-		return s
-	}
-	return strings.ToValidUTF8(s[:MaxValueBytes], "") + "…"
-}
+// Cap cuts a value to MaxValueBytes (on a UTF-8 boundary) and marks the
+// cut, by the repository's one rule for echoed values (internal/clip).
+func Cap(s string) string { return clip.String(s, MaxValueBytes) }

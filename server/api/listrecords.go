@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -32,29 +31,33 @@ var stateFromProto = map[dedupv1.State]store.State{
 }
 
 // ListRecords pages through one consumer's live records in key order. Each
-// page is one keyset query on the store (keys after the last one of the
+// page is keyset queries on the store (keys after the last one of the
 // previous page), so a page costs the same however deep it is, and a
 // record that stays live throughout is listed exactly once however many
-// are inserted or deleted meanwhile.
+// are inserted or deleted meanwhile. A page ends at page_size records or
+// where the page byte budget runs out (listPage).
 func (s *DedupService) ListRecords(ctx context.Context, req *dedupv1.ListRecordsRequest) (*dedupv1.ListRecordsResponse, error) {
 	params, err := listParams(req)
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
-	limit := params.Limit
-	params.Limit++ // one more tells whether there is a next page
-	recs, err := s.store.ListRecords(ctx, params)
+	policy, err := s.policies.For(ctx, req.GetConsumer())
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
-	resp := &dedupv1.ListRecordsResponse{}
-	if len(recs) > limit {
-		recs = recs[:limit]
-		resp.NextPageToken = pageToken{AfterKey: recs[limit-1].Key, Filter: filterHash(req)}.encode()
+	page := listPage{
+		store:  s.store,
+		params: params,
+		basic:  req.GetView() == dedupv1.RecordView_RECORD_VIEW_BASIC,
+		budget: s.policies.Defaults().Limits.pageBytes(),
 	}
-	resp.Records = make([]*dedupv1.Record, len(recs))
-	for i, r := range recs {
-		resp.Records[i] = recordpb.FromStore(r)
+	page.chunk = chunkSize(page.budget, policy.MaxResultBytes, params.Limit)
+	resp, err := page.read(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err, req.GetConsumer(), "")
+	}
+	if after := resp.GetNextPageToken(); after != "" {
+		resp.NextPageToken = pageToken{AfterKey: after, Filter: filterHash(req)}.encode()
 	}
 	return resp, nil
 }
@@ -150,7 +153,10 @@ func (t pageToken) encode() string {
 func decodePageToken(s string) (pageToken, bool) {
 	var t pageToken
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &t) != nil || t.AfterKey == "" || t.Filter == "" {
+	// The key is checked as a request's key is: a forged token is the
+	// caller's input like any other, and the store must never see a key
+	// no request may carry (PostgreSQL's TEXT refuses NUL).
+	if err != nil || json.Unmarshal(b, &t) != nil || !validKey(t.AfterKey) || t.Filter == "" {
 		return pageToken{}, false
 	}
 	return t, true

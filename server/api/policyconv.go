@@ -101,24 +101,12 @@ func (v *validator) consumerField(field, s string) {
 	}
 }
 
-// policyTTL checks a policy duration; zero (or unset) takes the default.
-// Durations are kept to the microsecond, the precision every store keeps.
+// policyTTL checks a policy duration by the rule of every duration
+// (validator.duration); zero (or unset) takes the default.
 func (v *validator) policyTTL(field string, d *durationpb.Duration) time.Duration {
-	if d == nil {
-		return 0
-	}
-	if err := d.CheckValid(); err != nil {
-		v.fail(field, "is not a valid duration: %v", err)
-		return 0
-	}
-	ttl := d.AsDuration()
-	switch {
-	case ttl < 0:
+	ttl, ok := v.duration(field, d)
+	if ok && ttl < 0 {
 		v.fail(field, "must not be negative (0 takes the server default), got %s", ttl)
-	case ttl > MaxTTLCeiling:
-		v.fail(field, "is %s, more than the ceiling of %s", ttl, MaxTTLCeiling)
-	case ttl%time.Microsecond != 0:
-		v.fail(field, "must be a whole number of microseconds, got %s", ttl)
 	}
 	return ttl
 }

@@ -54,11 +54,8 @@ func (v *validator) result() error {
 }
 
 func (v *validator) consumer(s string) {
-	switch {
-	case s == "":
-		v.fail("consumer", "is required")
-	case !consumer.Valid(s):
-		v.fail("consumer", "must match %s", consumer.Pattern)
+	if problem := consumer.Problem(s); problem != "" {
+		v.fail("consumer", "%s", problem)
 	}
 }
 
@@ -68,6 +65,13 @@ func (v *validator) key(s string) {
 		return
 	}
 	v.text("key", s, MaxKeyBytes)
+}
+
+// validKey reports whether s passes the checks of a request's key.
+func validKey(s string) bool {
+	var v validator
+	v.key(s)
+	return v.err == nil
 }
 
 // text checks a free-text field: valid UTF-8, no NUL, at most limit bytes.
@@ -94,18 +98,41 @@ func (v *validator) fencingToken(token int64) {
 	}
 }
 
+// duration reads a duration field by the one rule every duration of the
+// API follows: a well-formed google.protobuf.Duration, within the ceiling,
+// and a whole number of microseconds, the precision every store keeps
+// (PostgreSQL's TIMESTAMPTZ and INTERVAL hold microseconds), so that what
+// is stored is what was asked. ok is false when it failed the field; an
+// unset field reads as zero.
+func (v *validator) duration(field string, d *durationpb.Duration) (time.Duration, bool) {
+	if d == nil {
+		return 0, true
+	}
+	if err := d.CheckValid(); err != nil {
+		v.fail(field, "is not a valid duration: %v", err)
+		return 0, false
+	}
+	ttl := d.AsDuration()
+	switch {
+	case ttl > MaxTTLCeiling:
+		v.fail(field, "is %s, more than the ceiling of %s", ttl, MaxTTLCeiling)
+	case ttl%time.Microsecond != 0:
+		v.fail(field, "must be a whole number of microseconds, got %s", ttl)
+	default:
+		return ttl, true
+	}
+	return 0, false
+}
+
 // leaseTTL returns the requested lease, zero when unset (the policy default
 // then applies).
 func (v *validator) leaseTTL(d *durationpb.Duration, limit time.Duration) time.Duration {
 	if d == nil {
 		return 0
 	}
-	if err := d.CheckValid(); err != nil {
-		v.fail("lease_ttl", "is not a valid duration: %v", err)
-		return 0
-	}
-	ttl := d.AsDuration()
+	ttl, ok := v.duration("lease_ttl", d)
 	switch {
+	case !ok:
 	case ttl <= 0:
 		v.fail("lease_ttl", "must be positive, got %s", ttl)
 	case ttl > limit:

@@ -186,13 +186,14 @@ func isText(s string, limit int) bool {
 
 // leaseInRange: a well-formed google.protobuf.Duration (seconds within
 // ±10,000 years, nanos below a second with the same sign) that is positive
-// and at most the maximum lease.
+// at most the maximum lease, and a whole number of microseconds (the one
+// rule of durations in docs/api.md).
 func (r fuzzRequest) leaseInRange() bool {
 	s, n := r.leaseSeconds, int64(r.leaseNanos)
 	const maxSeconds = 315_576_000_000
 	wellFormed := s >= -maxSeconds && s <= maxSeconds && n > -1e9 && n < 1e9 && (s <= 0 || n >= 0) && (s >= 0 || n <= 0)
 	maxS := int64(fuzzLimits.MaxLeaseTTL / time.Second)
-	return wellFormed && (s > 0 || s == 0 && n > 0) && (s < maxS || s == maxS && n == 0)
+	return wellFormed && (s > 0 || s == 0 && n > 0) && (s < maxS || s == maxS && n == 0) && n%1000 == 0
 }
 
 func (r fuzzRequest) lease() *durationpb.Duration {

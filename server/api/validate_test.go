@@ -75,6 +75,8 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 		{"zero lease", claim(func(r *dedupv1.ClaimRequest) { r.LeaseTtl = durationpb.New(0) }), "lease_ttl"},
 		{"negative lease", claim(func(r *dedupv1.ClaimRequest) { r.LeaseTtl = durationpb.New(-time.Second) }), "lease_ttl"},
 		{"lease over maximum", claim(func(r *dedupv1.ClaimRequest) { r.LeaseTtl = durationpb.New(2 * time.Minute) }), "lease_ttl"},
+		{"lease of 1ns", claim(func(r *dedupv1.ClaimRequest) { r.LeaseTtl = durationpb.New(time.Nanosecond) }), "lease_ttl"},
+		{"sub-microsecond lease", claim(func(r *dedupv1.ClaimRequest) { r.LeaseTtl = durationpb.New(time.Second + 500) }), "lease_ttl"},
 		{"malformed lease", claim(func(r *dedupv1.ClaimRequest) { r.LeaseTtl = &durationpb.Duration{Seconds: 1, Nanos: -1} }), "lease_ttl"},
 		{"long owner", claim(func(r *dedupv1.ClaimRequest) { r.Owner = strings.Repeat("o", 257) }), "owner"},
 		{"zero token", complete(func(r *dedupv1.CompleteRequest) { r.FencingToken = 0 }), "fencing_token"},
@@ -90,6 +92,11 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 			_, err := s.ExtendLease(ctx, &dedupv1.ExtendLeaseRequest{Consumer: "orders", Key: "k", FencingToken: -3})
 			return err
 		}, "fencing_token"},
+		{"extend by a sub-microsecond lease", func() error {
+			_, err := s.ExtendLease(ctx, &dedupv1.ExtendLeaseRequest{Consumer: "orders", Key: "k", FencingToken: 1,
+				LeaseTtl: durationpb.New(time.Second + time.Nanosecond)})
+			return err
+		}, "lease_ttl"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -94,12 +94,18 @@ func (a *Authorizer) AuthFunc(ctx context.Context) (context.Context, error) {
 	return ctx, nil
 }
 
+// authorize decides a known caller's call. A consumer name no request may
+// carry is refused as the handler would refuse it (INVALID_FIELD), before
+// any answer repeats it: a grant can never cover it, and a refusal that
+// quoted it would hand back whatever the caller sent, megabytes included.
 func authorize(g *Grant, method, name string) error {
 	switch {
 	case strings.HasPrefix(method, adminPrefix) && !g.Admin:
 		return fmt.Errorf("%s may not call AdminService: %w", g.Name, rpcerrors.ErrPermissionDenied)
 	case strings.HasPrefix(method, streamAdminPrefix) && !g.Admin:
 		return fmt.Errorf("%s may not call StreamAdminService: %w", g.Name, rpcerrors.ErrPermissionDenied)
+	case (strings.HasPrefix(method, dedupPrefix) || strings.HasPrefix(method, streamPrefix)) && !consumer.Valid(name):
+		return &rpcerrors.FieldError{Field: "consumer", Problem: consumer.Problem(name)}
 	case (strings.HasPrefix(method, dedupPrefix) || strings.HasPrefix(method, streamPrefix)) && !g.covers(name):
 		return fmt.Errorf("%s may not act for consumer %q: %w", g.Name, name, rpcerrors.ErrPermissionDenied)
 	}

@@ -11,6 +11,9 @@ import (
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dedupd/dedupd/internal/clip"
+	"github.com/dedupd/dedupd/server/consumer"
 )
 
 // File is the --auth-tokens file. JSON is valid YAML, so either works.
@@ -74,6 +77,12 @@ func LoadFile(path string) (*Rules, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("auth file %s: %w", path, err)
 	}
+	// A second document (after a "---" line) would otherwise be ignored
+	// without a word, and the grants it holds with it.
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("auth file %s: holds more than one YAML document; put every entry in one", path)
+	}
 	rules, err := f.compile()
 	if err != nil {
 		return nil, fmt.Errorf("auth file %s: %w", path, err)
@@ -127,8 +136,12 @@ func (g *Grant) check() error {
 	if len(g.Consumers) == 0 && !g.Admin {
 		return errors.New("grants nothing: list consumers, or set admin: true")
 	}
-	if slices.Contains(g.Consumers, "") {
-		return errors.New("an empty consumer name")
+	// A name no request may carry (Alpha, "alpha ") would never match,
+	// silently granting nothing; the rule is the requests' own.
+	for _, c := range g.Consumers {
+		if c != allConsumers && !consumer.Valid(c) {
+			return fmt.Errorf("consumer %q can never match a request: a consumer name %s", clip.String(c, clip.MaxLogged), consumer.Problem(c))
+		}
 	}
 	return nil
 }

@@ -34,7 +34,12 @@ func TestLoadFileRefusesWhatCouldGrantTheWrongThing(t *testing.T) {
 		{"not hex", "tokens: [{sha256: " + strings.Repeat("z", 64) + ", consumers: [a]}]", "tokens[0]: sha256"},
 		{"duplicate", "tokens: [{sha256: " + h + ", consumers: [a]}, {sha256: " + h + ", consumers: [b]}]", "tokens[1]: the same sha256"},
 		{"grants nothing", "tokens: [{sha256: " + h + "}]", "grants nothing"},
-		{"empty consumer", "tokens: [{sha256: " + h + ", consumers: ['']}]", "empty consumer"},
+		{"empty consumer", "tokens: [{sha256: " + h + ", consumers: ['']}]", `tokens[0]: consumer ""`},
+		{"upper-case consumer", "tokens: [{sha256: " + h + ", consumers: [Alpha]}]", `tokens[0]: consumer "Alpha" can never match`},
+		{"consumer with a trailing space", "tokens: [{sha256: " + h + ", consumers: ['alpha ']}]", `consumer "alpha " can never match`},
+		{"certificate consumer that cannot match", "certificates: [{subject: CN=a, consumers: [a, 'B*']}]", `certificates[0]: consumer "B*"`},
+		{"second document", "tokens: [{sha256: " + h + ", consumers: [a]}]\n---\ntokens: [{sha256: " + hashOf("other") + ", consumers: ['*']}]\n", "more than one YAML document"},
+		{"empty second document", "tokens: [{sha256: " + h + ", consumers: [a]}]\n---\n", "more than one YAML document"},
 		{"cert with both", "certificates: [{subject: CN=a, uri: 'spiffe://x/a', consumers: [a]}]", "exactly one"},
 		{"cert with neither", "certificates: [{consumers: [a]}]", "exactly one"},
 		{"not yaml", "tokens: [", "auth file"},
@@ -76,5 +81,29 @@ func TestLoadFileAcceptsYAMLAndJSON(t *testing.T) {
 				t.Fatalf("certificate grant = %+v, want every consumer and admin", c)
 			}
 		})
+	}
+}
+
+// TestReloadRefusesWhatLoadRefuses: at SIGHUP the same checks run, and a
+// file they refuse leaves the rules in force.
+func TestReloadRefusesWhatLoadRefuses(t *testing.T) {
+	path := writeFile(t, "tokens: [{name: inv, sha256: "+hashOf("s3cret")+", consumers: [inventory]}]\n")
+	a, err := New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{
+		"tokens: [{sha256: " + hashOf("s3cret") + ", consumers: [Inventory]}]\n",
+		"tokens: [{sha256: " + hashOf("s3cret") + ", consumers: [inventory]}]\n---\ntokens: []\n",
+	} {
+		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Reload(); err == nil {
+			t.Fatalf("Reload accepted %q", bad)
+		}
+		if g := a.rules.Load().byToken("s3cret"); g == nil || !g.covers("inventory") {
+			t.Fatalf("after a refused reload the token grants %v, want the rules in force", g)
+		}
 	}
 }

@@ -69,3 +69,15 @@ var Pattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
 // runs before validation uses it to keep names it will refuse out of
 // anything it keeps.
 func Valid(s string) bool { return Pattern.MatchString(s) }
+
+// Problem says what is wrong with a name Valid refuses, without repeating
+// it; "" for a valid name.
+func Problem(s string) string {
+	switch {
+	case s == "":
+		return "is required"
+	case !Valid(s):
+		return "must match " + Pattern.String()
+	}
+	return ""
+}

@@ -14,8 +14,8 @@ package rpcerrors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -106,38 +107,60 @@ type RetryAfterError struct {
 func (e *RetryAfterError) Error() string { return e.Err.Error() }
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
-// errorClass is how one kind of error appears on the wire.
+// MaxEchoBytes bounds each value an error repeats back to the caller: each
+// ErrorInfo metadata value (consumer, key, field) and the message. It is the
+// longest key a request may carry, so a valid value is echoed whole, while a
+// value of megabytes cannot make the answer as large as the request (the
+// details travel in a trailer, which clients refuse beyond 8 KiB or so).
+const MaxEchoBytes = 512
+
+// UnavailableMessage is all a caller is told of a store that does not
+// answer: the cause (a driver's error, naming the database user, name and
+// address) is logged, never sent.
+const UnavailableMessage = "store unavailable; retry"
+
+// errorClass is how one kind of error appears on the wire. A class with a
+// message sends that fixed text instead of the error's own, which may carry
+// a store's details.
 type errorClass struct {
 	sentinel error
 	code     codes.Code
 	reason   string
+	message  string
 }
 
 // errorClasses is the one table from domain errors to gRPC codes. Order
 // matters only in that the first match wins.
 var errorClasses = []errorClass{
-	{ErrMalformedRequest, codes.InvalidArgument, ReasonMalformedRequest},
-	{ErrStreamNotFound, codes.NotFound, ReasonStreamNotFound},
-	{store.ErrNotFound, codes.NotFound, ReasonNotFound},
-	{store.ErrSequenceGap, codes.FailedPrecondition, ReasonSequenceGap},
-	{store.ErrModeMismatch, codes.FailedPrecondition, ReasonStreamModeMismatch},
-	{store.ErrNoPolicy, codes.NotFound, ReasonPolicyNotFound},
-	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch},
-	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished},
-	{store.ErrLeaseLost, codes.Aborted, ReasonLeaseLost},
-	{store.ErrUnavailable, codes.Unavailable, ReasonStoreUnavailable},
-	{context.DeadlineExceeded, codes.DeadlineExceeded, ReasonDeadlineExceeded},
-	{context.Canceled, codes.Canceled, ReasonCanceled},
-	{ErrUnauthenticated, codes.Unauthenticated, ReasonUnauthenticated},
-	{ErrPermissionDenied, codes.PermissionDenied, ReasonPermissionDenied},
-	{ErrRateLimited, codes.ResourceExhausted, ReasonRateLimited},
-	{ErrOverloaded, codes.ResourceExhausted, ReasonOverloaded},
+	{ErrMalformedRequest, codes.InvalidArgument, ReasonMalformedRequest, ""},
+	{ErrStreamNotFound, codes.NotFound, ReasonStreamNotFound, ErrStreamNotFound.Error()},
+	{store.ErrNotFound, codes.NotFound, ReasonNotFound, store.ErrNotFound.Error()},
+	{store.ErrSequenceGap, codes.FailedPrecondition, ReasonSequenceGap, store.ErrSequenceGap.Error()},
+	{store.ErrModeMismatch, codes.FailedPrecondition, ReasonStreamModeMismatch, store.ErrModeMismatch.Error()},
+	{store.ErrNoPolicy, codes.NotFound, ReasonPolicyNotFound, store.ErrNoPolicy.Error()},
+	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch, store.ErrDigestMismatch.Error()},
+	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished, store.ErrAlreadyFinished.Error()},
+	{store.ErrLeaseLost, codes.Aborted, ReasonLeaseLost, store.ErrLeaseLost.Error()},
+	{store.ErrUnavailable, codes.Unavailable, ReasonStoreUnavailable, UnavailableMessage},
+	{context.DeadlineExceeded, codes.DeadlineExceeded, ReasonDeadlineExceeded, context.DeadlineExceeded.Error()},
+	{context.Canceled, codes.Canceled, ReasonCanceled, context.Canceled.Error()},
+	// The interceptors' refusals say what to do in their own words, which
+	// hold no store detail.
+	{ErrUnauthenticated, codes.Unauthenticated, ReasonUnauthenticated, ""},
+	{ErrPermissionDenied, codes.PermissionDenied, ReasonPermissionDenied, ""},
+	{ErrRateLimited, codes.ResourceExhausted, ReasonRateLimited, ""},
+	{ErrOverloaded, codes.ResourceExhausted, ReasonOverloaded, ""},
 }
 
 // Status converts any error from a handler into a gRPC status carrying a
 // google.rpc.ErrorInfo, plus a BadRequest for invalid fields and the stored
 // record for conflicts. consumer and key, when known, go into the metadata.
 // Errors it does not know become INTERNAL: only bugs should end up there.
+//
+// Nothing a caller sent is repeated beyond MaxEchoBytes, and a store's
+// errors reach the caller only as their class's fixed message: the cause,
+// such as a driver's connect error, is for the log (see failWith in
+// server/api).
 func Status(err error, consumer, key string) *status.Status {
 	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
 		return s // already a status, e.g. from an interceptor
@@ -153,41 +176,46 @@ func Status(err error, consumer, key string) *status.Status {
 		meta["field"] = fieldErr.Field
 		return withDetails(codes.InvalidArgument, err.Error(), ReasonInvalidField, meta,
 			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
-				{Field: fieldErr.Field, Description: fieldErr.Problem},
+				{Field: clip.String(fieldErr.Field, MaxEchoBytes), Description: clip.String(fieldErr.Problem, MaxEchoBytes)},
 			}})
 	}
-	code, reason := codes.Internal, ReasonInternal
+	class := errorClass{code: codes.Internal, reason: ReasonInternal, message: "internal error"} // the cause is logged, not sent
 	for _, c := range errorClasses {
 		if errors.Is(err, c.sentinel) {
-			code, reason = c.code, c.reason
+			class = c
 			break
 		}
 	}
 	if streamConflict, ok := errors.AsType[*store.StreamConflictError](err); ok {
-		return streamConflictStatus(err, streamConflict, code, reason, meta)
+		return streamConflictStatus(err, streamConflict, class.code, class.reason, meta)
+	}
+	msg := class.message
+	if msg == "" {
+		msg = err.Error()
 	}
 	if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
+		// The consumer and key are in the metadata and the record; the
+		// message leaves them out, since it is also what the call's log
+		// line says, and keys are never logged.
 		meta["state"] = string(conflict.Record.State)
 		meta["fencing_token"] = strconv.FormatInt(conflict.Record.FencingToken, 10)
-		return withDetails(code, err.Error(), reason, meta, recordpb.FromStore(conflict.Record))
-	}
-	msg := err.Error()
-	if code == codes.Internal {
-		msg = "internal error" // the cause is logged, not sent
+		msg = fmt.Sprintf("%s (state %s, fencing token %d)", msg, conflict.Record.State, conflict.Record.FencingToken)
+		return withDetails(class.code, msg, class.reason, meta, recordpb.FromStore(conflict.Record))
 	}
 	if retry, ok := errors.AsType[*RetryAfterError](err); ok {
-		return withDetails(code, msg, reason, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
+		return withDetails(class.code, msg, class.reason, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
 	}
-	return withDetails(code, msg, reason, meta)
+	return withDetails(class.code, msg, class.reason, meta)
 }
 
+// withDetails builds the status, each echoed value (the message and every
+// metadata value) cut to MaxEchoBytes and made valid UTF-8: protobuf
+// refuses to marshal a string that is not, and would then drop every
+// detail, though the reason must survive.
 func withDetails(code codes.Code, msg, reason string, meta map[string]string, extra ...protoadapt.MessageV1) *status.Status {
-	s := status.New(code, msg)
-	// Protobuf refuses to marshal a string that is not UTF-8, and would
-	// then drop every detail; a consumer or key can only be invalid here
-	// when a handler is called directly, but the reason must survive.
+	s := status.New(code, clip.String(msg, MaxEchoBytes))
 	for k, v := range meta {
-		meta[k] = strings.ToValidUTF8(v, "\uFFFD")
+		meta[k] = clip.String(v, MaxEchoBytes)
 	}
 	details := append([]protoadapt.MessageV1{&errdetails.ErrorInfo{
 		Reason:   reason,

@@ -3,11 +3,11 @@ package rpcerrors
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -39,10 +39,5 @@ func streamConflictStatus(err error, c *store.StreamConflictError, code codes.Co
 }
 
 // Capped is s cut to MaxEchoed bytes (at a character boundary), marked
-// with "…" when cut.
-func Capped(s string) string {
-	if len(s) <= MaxEchoed {
-		return s
-	}
-	return strings.ToValidUTF8(s[:MaxEchoed], "") + "…"
-}
+// with "…" when cut: internal/clip's rule, which every echo follows.
+func Capped(s string) string { return clip.String(s, MaxEchoed) }

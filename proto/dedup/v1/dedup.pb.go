@@ -148,6 +148,62 @@ func (State) EnumDescriptor() ([]byte, []int) {
 	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{1}
 }
 
+// RecordView says how much of a record a listing returns (Google's API
+// guidance, AIP-157, on partial responses).
+type RecordView int32
+
+const (
+	// FULL.
+	RecordView_RECORD_VIEW_UNSPECIFIED RecordView = 0
+	// Every field but the stored bodies: result and rejection.detail are left
+	// out (the rest of rejection stays), so a page holds many records in few
+	// bytes. Lookup returns the full record.
+	RecordView_RECORD_VIEW_BASIC RecordView = 1
+	// Every field, bodies included.
+	RecordView_RECORD_VIEW_FULL RecordView = 2
+)
+
+// Enum value maps for RecordView.
+var (
+	RecordView_name = map[int32]string{
+		0: "RECORD_VIEW_UNSPECIFIED",
+		1: "RECORD_VIEW_BASIC",
+		2: "RECORD_VIEW_FULL",
+	}
+	RecordView_value = map[string]int32{
+		"RECORD_VIEW_UNSPECIFIED": 0,
+		"RECORD_VIEW_BASIC":       1,
+		"RECORD_VIEW_FULL":        2,
+	}
+)
+
+func (x RecordView) Enum() *RecordView {
+	p := new(RecordView)
+	*p = x
+	return p
+}
+
+func (x RecordView) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RecordView) Descriptor() protoreflect.EnumDescriptor {
+	return file_dedup_v1_dedup_proto_enumTypes[2].Descriptor()
+}
+
+func (RecordView) Type() protoreflect.EnumType {
+	return &file_dedup_v1_dedup_proto_enumTypes[2]
+}
+
+func (x RecordView) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RecordView.Descriptor instead.
+func (RecordView) EnumDescriptor() ([]byte, []int) {
+	return file_dedup_v1_dedup_proto_rawDescGZIP(), []int{2}
+}
+
 // Rejection is the stored refusal of a Reject call.
 type Rejection struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1009,7 +1065,10 @@ type ListRecordsRequest struct {
 	// At most this many records per page; 100 when unset, at most 1000.
 	PageSize int32 `protobuf:"varint,9,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of the previous page, with the same filters.
-	PageToken     string `protobuf:"bytes,10,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,10,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// How much of each record to return. Unset is FULL, as before this field
+	// existed. The view may change between pages.
+	View          RecordView `protobuf:"varint,11,opt,name=view,proto3,enum=dedup.v1.RecordView" json:"view,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1114,9 +1173,20 @@ func (x *ListRecordsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListRecordsRequest) GetView() RecordView {
+	if x != nil {
+		return x.View
+	}
+	return RecordView_RECORD_VIEW_UNSPECIFIED
+}
+
 type ListRecordsResponse struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Records []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The page: at most page_size records, fewer when their encoded size
+	// reaches the server's page byte budget (4 MiB less a margin by
+	// default, so a page fits a client's default receive limit). A single
+	// record larger than the budget comes alone on its page.
+	Records []*Record `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
 	// Pass as page_token to get the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2046,7 +2116,7 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\rfencing_token\x18\x03 \x01(\x03R\ffencingToken\x126\n" +
 	"\tlease_ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\"?\n" +
 	"\x13ExtendLeaseResponse\x12(\n" +
-	"\x06record\x18\x01 \x01(\v2\x10.dedup.v1.RecordR\x06record\"\xe1\x03\n" +
+	"\x06record\x18\x01 \x01(\v2\x10.dedup.v1.RecordR\x06record\"\x8b\x04\n" +
 	"\x12ListRecordsRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12'\n" +
 	"\x06states\x18\x02 \x03(\x0e2\x0f.dedup.v1.StateR\x06states\x12\x1d\n" +
@@ -2060,7 +2130,8 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\tpage_size\x18\t \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\n" +
-	" \x01(\tR\tpageToken\"i\n" +
+	" \x01(\tR\tpageToken\x12(\n" +
+	"\x04view\x18\v \x01(\x0e2\x14.dedup.v1.RecordViewR\x04view\"i\n" +
 	"\x13ListRecordsResponse\x12*\n" +
 	"\arecords\x18\x01 \x03(\v2\x10.dedup.v1.RecordR\arecords\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x88\x01\n" +
@@ -2120,7 +2191,12 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\rSTATE_PENDING\x10\x01\x12\x13\n" +
 	"\x0fSTATE_COMPLETED\x10\x02\x12\x12\n" +
 	"\x0eSTATE_REJECTED\x10\x03\x12\x12\n" +
-	"\x0eSTATE_RELEASED\x10\x042\xd9\x05\n" +
+	"\x0eSTATE_RELEASED\x10\x04*V\n" +
+	"\n" +
+	"RecordView\x12\x1b\n" +
+	"\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n" +
+	"\x10RECORD_VIEW_FULL\x10\x022\xd9\x05\n" +
 	"\fDedupService\x128\n" +
 	"\x05Claim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12A\n" +
 	"\bComplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n" +
@@ -2146,103 +2222,105 @@ func file_dedup_v1_dedup_proto_rawDescGZIP() []byte {
 	return file_dedup_v1_dedup_proto_rawDescData
 }
 
-var file_dedup_v1_dedup_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_dedup_v1_dedup_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_dedup_v1_dedup_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_dedup_v1_dedup_proto_goTypes = []any{
 	(Outcome)(0),                     // 0: dedup.v1.Outcome
 	(State)(0),                       // 1: dedup.v1.State
-	(*Rejection)(nil),                // 2: dedup.v1.Rejection
-	(*Record)(nil),                   // 3: dedup.v1.Record
-	(*ClaimRequest)(nil),             // 4: dedup.v1.ClaimRequest
-	(*ClaimResponse)(nil),            // 5: dedup.v1.ClaimResponse
-	(*CompleteRequest)(nil),          // 6: dedup.v1.CompleteRequest
-	(*CompleteResponse)(nil),         // 7: dedup.v1.CompleteResponse
-	(*RejectRequest)(nil),            // 8: dedup.v1.RejectRequest
-	(*RejectResponse)(nil),           // 9: dedup.v1.RejectResponse
-	(*LookupRequest)(nil),            // 10: dedup.v1.LookupRequest
-	(*LookupResponse)(nil),           // 11: dedup.v1.LookupResponse
-	(*ExtendLeaseRequest)(nil),       // 12: dedup.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),      // 13: dedup.v1.ExtendLeaseResponse
-	(*ListRecordsRequest)(nil),       // 14: dedup.v1.ListRecordsRequest
-	(*ListRecordsResponse)(nil),      // 15: dedup.v1.ListRecordsResponse
-	(*ClaimBatchItem)(nil),           // 16: dedup.v1.ClaimBatchItem
-	(*ClaimBatchRequest)(nil),        // 17: dedup.v1.ClaimBatchRequest
-	(*ClaimBatchResult)(nil),         // 18: dedup.v1.ClaimBatchResult
-	(*ClaimBatchResponse)(nil),       // 19: dedup.v1.ClaimBatchResponse
-	(*FinishBatchItem)(nil),          // 20: dedup.v1.FinishBatchItem
-	(*FinishBatchRequest)(nil),       // 21: dedup.v1.FinishBatchRequest
-	(*RecordResult)(nil),             // 22: dedup.v1.RecordResult
-	(*FinishBatchResponse)(nil),      // 23: dedup.v1.FinishBatchResponse
-	(*ExtendLeaseBatchItem)(nil),     // 24: dedup.v1.ExtendLeaseBatchItem
-	(*ExtendLeaseBatchRequest)(nil),  // 25: dedup.v1.ExtendLeaseBatchRequest
-	(*ExtendLeaseBatchResponse)(nil), // 26: dedup.v1.ExtendLeaseBatchResponse
-	(*LookupBatchRequest)(nil),       // 27: dedup.v1.LookupBatchRequest
-	(*LookupBatchResponse)(nil),      // 28: dedup.v1.LookupBatchResponse
-	(*timestamppb.Timestamp)(nil),    // 29: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 30: google.protobuf.Duration
-	(*status.Status)(nil),            // 31: google.rpc.Status
+	(RecordView)(0),                  // 2: dedup.v1.RecordView
+	(*Rejection)(nil),                // 3: dedup.v1.Rejection
+	(*Record)(nil),                   // 4: dedup.v1.Record
+	(*ClaimRequest)(nil),             // 5: dedup.v1.ClaimRequest
+	(*ClaimResponse)(nil),            // 6: dedup.v1.ClaimResponse
+	(*CompleteRequest)(nil),          // 7: dedup.v1.CompleteRequest
+	(*CompleteResponse)(nil),         // 8: dedup.v1.CompleteResponse
+	(*RejectRequest)(nil),            // 9: dedup.v1.RejectRequest
+	(*RejectResponse)(nil),           // 10: dedup.v1.RejectResponse
+	(*LookupRequest)(nil),            // 11: dedup.v1.LookupRequest
+	(*LookupResponse)(nil),           // 12: dedup.v1.LookupResponse
+	(*ExtendLeaseRequest)(nil),       // 13: dedup.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),      // 14: dedup.v1.ExtendLeaseResponse
+	(*ListRecordsRequest)(nil),       // 15: dedup.v1.ListRecordsRequest
+	(*ListRecordsResponse)(nil),      // 16: dedup.v1.ListRecordsResponse
+	(*ClaimBatchItem)(nil),           // 17: dedup.v1.ClaimBatchItem
+	(*ClaimBatchRequest)(nil),        // 18: dedup.v1.ClaimBatchRequest
+	(*ClaimBatchResult)(nil),         // 19: dedup.v1.ClaimBatchResult
+	(*ClaimBatchResponse)(nil),       // 20: dedup.v1.ClaimBatchResponse
+	(*FinishBatchItem)(nil),          // 21: dedup.v1.FinishBatchItem
+	(*FinishBatchRequest)(nil),       // 22: dedup.v1.FinishBatchRequest
+	(*RecordResult)(nil),             // 23: dedup.v1.RecordResult
+	(*FinishBatchResponse)(nil),      // 24: dedup.v1.FinishBatchResponse
+	(*ExtendLeaseBatchItem)(nil),     // 25: dedup.v1.ExtendLeaseBatchItem
+	(*ExtendLeaseBatchRequest)(nil),  // 26: dedup.v1.ExtendLeaseBatchRequest
+	(*ExtendLeaseBatchResponse)(nil), // 27: dedup.v1.ExtendLeaseBatchResponse
+	(*LookupBatchRequest)(nil),       // 28: dedup.v1.LookupBatchRequest
+	(*LookupBatchResponse)(nil),      // 29: dedup.v1.LookupBatchResponse
+	(*timestamppb.Timestamp)(nil),    // 30: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 31: google.protobuf.Duration
+	(*status.Status)(nil),            // 32: google.rpc.Status
 }
 var file_dedup_v1_dedup_proto_depIdxs = []int32{
 	1,  // 0: dedup.v1.Record.state:type_name -> dedup.v1.State
-	2,  // 1: dedup.v1.Record.rejection:type_name -> dedup.v1.Rejection
-	29, // 2: dedup.v1.Record.created_at:type_name -> google.protobuf.Timestamp
-	29, // 3: dedup.v1.Record.updated_at:type_name -> google.protobuf.Timestamp
-	29, // 4: dedup.v1.Record.lease_expires_at:type_name -> google.protobuf.Timestamp
-	29, // 5: dedup.v1.Record.expires_at:type_name -> google.protobuf.Timestamp
-	30, // 6: dedup.v1.ClaimRequest.lease_ttl:type_name -> google.protobuf.Duration
+	3,  // 1: dedup.v1.Record.rejection:type_name -> dedup.v1.Rejection
+	30, // 2: dedup.v1.Record.created_at:type_name -> google.protobuf.Timestamp
+	30, // 3: dedup.v1.Record.updated_at:type_name -> google.protobuf.Timestamp
+	30, // 4: dedup.v1.Record.lease_expires_at:type_name -> google.protobuf.Timestamp
+	30, // 5: dedup.v1.Record.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 6: dedup.v1.ClaimRequest.lease_ttl:type_name -> google.protobuf.Duration
 	0,  // 7: dedup.v1.ClaimResponse.outcome:type_name -> dedup.v1.Outcome
-	3,  // 8: dedup.v1.ClaimResponse.record:type_name -> dedup.v1.Record
-	30, // 9: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
-	3,  // 10: dedup.v1.CompleteResponse.record:type_name -> dedup.v1.Record
-	3,  // 11: dedup.v1.RejectResponse.record:type_name -> dedup.v1.Record
-	3,  // 12: dedup.v1.LookupResponse.record:type_name -> dedup.v1.Record
-	30, // 13: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
-	3,  // 14: dedup.v1.ExtendLeaseResponse.record:type_name -> dedup.v1.Record
+	4,  // 8: dedup.v1.ClaimResponse.record:type_name -> dedup.v1.Record
+	31, // 9: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
+	4,  // 10: dedup.v1.CompleteResponse.record:type_name -> dedup.v1.Record
+	4,  // 11: dedup.v1.RejectResponse.record:type_name -> dedup.v1.Record
+	4,  // 12: dedup.v1.LookupResponse.record:type_name -> dedup.v1.Record
+	31, // 13: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
+	4,  // 14: dedup.v1.ExtendLeaseResponse.record:type_name -> dedup.v1.Record
 	1,  // 15: dedup.v1.ListRecordsRequest.states:type_name -> dedup.v1.State
-	29, // 16: dedup.v1.ListRecordsRequest.created_after:type_name -> google.protobuf.Timestamp
-	29, // 17: dedup.v1.ListRecordsRequest.created_before:type_name -> google.protobuf.Timestamp
-	29, // 18: dedup.v1.ListRecordsRequest.updated_after:type_name -> google.protobuf.Timestamp
-	29, // 19: dedup.v1.ListRecordsRequest.updated_before:type_name -> google.protobuf.Timestamp
-	3,  // 20: dedup.v1.ListRecordsResponse.records:type_name -> dedup.v1.Record
-	30, // 21: dedup.v1.ClaimBatchItem.lease_ttl:type_name -> google.protobuf.Duration
-	16, // 22: dedup.v1.ClaimBatchRequest.items:type_name -> dedup.v1.ClaimBatchItem
-	5,  // 23: dedup.v1.ClaimBatchResult.claim:type_name -> dedup.v1.ClaimResponse
-	31, // 24: dedup.v1.ClaimBatchResult.error:type_name -> google.rpc.Status
-	18, // 25: dedup.v1.ClaimBatchResponse.results:type_name -> dedup.v1.ClaimBatchResult
-	2,  // 26: dedup.v1.FinishBatchItem.rejection:type_name -> dedup.v1.Rejection
-	20, // 27: dedup.v1.FinishBatchRequest.items:type_name -> dedup.v1.FinishBatchItem
-	3,  // 28: dedup.v1.RecordResult.record:type_name -> dedup.v1.Record
-	31, // 29: dedup.v1.RecordResult.error:type_name -> google.rpc.Status
-	22, // 30: dedup.v1.FinishBatchResponse.results:type_name -> dedup.v1.RecordResult
-	30, // 31: dedup.v1.ExtendLeaseBatchItem.lease_ttl:type_name -> google.protobuf.Duration
-	24, // 32: dedup.v1.ExtendLeaseBatchRequest.items:type_name -> dedup.v1.ExtendLeaseBatchItem
-	22, // 33: dedup.v1.ExtendLeaseBatchResponse.results:type_name -> dedup.v1.RecordResult
-	22, // 34: dedup.v1.LookupBatchResponse.results:type_name -> dedup.v1.RecordResult
-	4,  // 35: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
-	6,  // 36: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
-	8,  // 37: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
-	10, // 38: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
-	12, // 39: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
-	14, // 40: dedup.v1.DedupService.ListRecords:input_type -> dedup.v1.ListRecordsRequest
-	17, // 41: dedup.v1.DedupService.ClaimBatch:input_type -> dedup.v1.ClaimBatchRequest
-	21, // 42: dedup.v1.DedupService.FinishBatch:input_type -> dedup.v1.FinishBatchRequest
-	25, // 43: dedup.v1.DedupService.ExtendLeaseBatch:input_type -> dedup.v1.ExtendLeaseBatchRequest
-	27, // 44: dedup.v1.DedupService.LookupBatch:input_type -> dedup.v1.LookupBatchRequest
-	5,  // 45: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
-	7,  // 46: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
-	9,  // 47: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
-	11, // 48: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
-	13, // 49: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
-	15, // 50: dedup.v1.DedupService.ListRecords:output_type -> dedup.v1.ListRecordsResponse
-	19, // 51: dedup.v1.DedupService.ClaimBatch:output_type -> dedup.v1.ClaimBatchResponse
-	23, // 52: dedup.v1.DedupService.FinishBatch:output_type -> dedup.v1.FinishBatchResponse
-	26, // 53: dedup.v1.DedupService.ExtendLeaseBatch:output_type -> dedup.v1.ExtendLeaseBatchResponse
-	28, // 54: dedup.v1.DedupService.LookupBatch:output_type -> dedup.v1.LookupBatchResponse
-	45, // [45:55] is the sub-list for method output_type
-	35, // [35:45] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	30, // 16: dedup.v1.ListRecordsRequest.created_after:type_name -> google.protobuf.Timestamp
+	30, // 17: dedup.v1.ListRecordsRequest.created_before:type_name -> google.protobuf.Timestamp
+	30, // 18: dedup.v1.ListRecordsRequest.updated_after:type_name -> google.protobuf.Timestamp
+	30, // 19: dedup.v1.ListRecordsRequest.updated_before:type_name -> google.protobuf.Timestamp
+	2,  // 20: dedup.v1.ListRecordsRequest.view:type_name -> dedup.v1.RecordView
+	4,  // 21: dedup.v1.ListRecordsResponse.records:type_name -> dedup.v1.Record
+	31, // 22: dedup.v1.ClaimBatchItem.lease_ttl:type_name -> google.protobuf.Duration
+	17, // 23: dedup.v1.ClaimBatchRequest.items:type_name -> dedup.v1.ClaimBatchItem
+	6,  // 24: dedup.v1.ClaimBatchResult.claim:type_name -> dedup.v1.ClaimResponse
+	32, // 25: dedup.v1.ClaimBatchResult.error:type_name -> google.rpc.Status
+	19, // 26: dedup.v1.ClaimBatchResponse.results:type_name -> dedup.v1.ClaimBatchResult
+	3,  // 27: dedup.v1.FinishBatchItem.rejection:type_name -> dedup.v1.Rejection
+	21, // 28: dedup.v1.FinishBatchRequest.items:type_name -> dedup.v1.FinishBatchItem
+	4,  // 29: dedup.v1.RecordResult.record:type_name -> dedup.v1.Record
+	32, // 30: dedup.v1.RecordResult.error:type_name -> google.rpc.Status
+	23, // 31: dedup.v1.FinishBatchResponse.results:type_name -> dedup.v1.RecordResult
+	31, // 32: dedup.v1.ExtendLeaseBatchItem.lease_ttl:type_name -> google.protobuf.Duration
+	25, // 33: dedup.v1.ExtendLeaseBatchRequest.items:type_name -> dedup.v1.ExtendLeaseBatchItem
+	23, // 34: dedup.v1.ExtendLeaseBatchResponse.results:type_name -> dedup.v1.RecordResult
+	23, // 35: dedup.v1.LookupBatchResponse.results:type_name -> dedup.v1.RecordResult
+	5,  // 36: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
+	7,  // 37: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
+	9,  // 38: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
+	11, // 39: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
+	13, // 40: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
+	15, // 41: dedup.v1.DedupService.ListRecords:input_type -> dedup.v1.ListRecordsRequest
+	18, // 42: dedup.v1.DedupService.ClaimBatch:input_type -> dedup.v1.ClaimBatchRequest
+	22, // 43: dedup.v1.DedupService.FinishBatch:input_type -> dedup.v1.FinishBatchRequest
+	26, // 44: dedup.v1.DedupService.ExtendLeaseBatch:input_type -> dedup.v1.ExtendLeaseBatchRequest
+	28, // 45: dedup.v1.DedupService.LookupBatch:input_type -> dedup.v1.LookupBatchRequest
+	6,  // 46: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
+	8,  // 47: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
+	10, // 48: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
+	12, // 49: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
+	14, // 50: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
+	16, // 51: dedup.v1.DedupService.ListRecords:output_type -> dedup.v1.ListRecordsResponse
+	20, // 52: dedup.v1.DedupService.ClaimBatch:output_type -> dedup.v1.ClaimBatchResponse
+	24, // 53: dedup.v1.DedupService.FinishBatch:output_type -> dedup.v1.FinishBatchResponse
+	27, // 54: dedup.v1.DedupService.ExtendLeaseBatch:output_type -> dedup.v1.ExtendLeaseBatchResponse
+	29, // 55: dedup.v1.DedupService.LookupBatch:output_type -> dedup.v1.LookupBatchResponse
+	46, // [46:56] is the sub-list for method output_type
+	36, // [36:46] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_dedup_v1_dedup_proto_init() }
@@ -2267,7 +2345,7 @@ func file_dedup_v1_dedup_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dedup_v1_dedup_proto_rawDesc), len(file_dedup_v1_dedup_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -23,7 +23,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/dedup.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"z\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\xe7\x02\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"j\n\x0e\x43laimBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\x0c\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\"N\n\x11\x43laimBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\'\n\x05items\x18\x02 \x03(\x0b\x32\x18.dedup.v1.ClaimBatchItem\"\x83\x01\n\x10\x43laimBatchResult\x12(\n\x05\x63laim\x18\x01 \x01(\x0b\x32\x17.dedup.v1.ClaimResponseH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\"A\n\x12\x43laimBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.dedup.v1.ClaimBatchResult\"|\n\x0f\x46inishBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12\x10\n\x06result\x18\x03 \x01(\x0cH\x00\x12(\n\trejection\x18\x04 \x01(\x0b\x32\x13.dedup.v1.RejectionH\x00\x42\t\n\x07outcome\"P\n\x12\x46inishBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12(\n\x05items\x18\x02 \x03(\x0b\x32\x19.dedup.v1.FinishBatchItem\"y\n\x0cRecordResult\x12\"\n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.RecordH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\">\n\x13\x46inishBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"h\n\x14\x45xtendLeaseBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"Z\n\x17\x45xtendLeaseBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\x05items\x18\x02 \x03(\x0b\x32\x1e.dedup.v1.ExtendLeaseBatchItem\"C\n\x18\x45xtendLeaseBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"4\n\x12LookupBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\">\n\x13LookupBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04\x32\xd9\x05\n\x0c\x44\x65\x64upService\x12\x38\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12\x41\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\x12G\n\nClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\x12J\n\x0b\x46inishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\x12Y\n\x10\x45xtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\x12J\n\x0bLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"z\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x8b\x03\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\x12\"\n\x04view\x18\x0b \x01(\x0e\x32\x14.dedup.v1.RecordView\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"j\n\x0e\x43laimBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\x0c\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\"N\n\x11\x43laimBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\'\n\x05items\x18\x02 \x03(\x0b\x32\x18.dedup.v1.ClaimBatchItem\"\x83\x01\n\x10\x43laimBatchResult\x12(\n\x05\x63laim\x18\x01 \x01(\x0b\x32\x17.dedup.v1.ClaimResponseH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\"A\n\x12\x43laimBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.dedup.v1.ClaimBatchResult\"|\n\x0f\x46inishBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12\x10\n\x06result\x18\x03 \x01(\x0cH\x00\x12(\n\trejection\x18\x04 \x01(\x0b\x32\x13.dedup.v1.RejectionH\x00\x42\t\n\x07outcome\"P\n\x12\x46inishBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12(\n\x05items\x18\x02 \x03(\x0b\x32\x19.dedup.v1.FinishBatchItem\"y\n\x0cRecordResult\x12\"\n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.RecordH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\">\n\x13\x46inishBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"h\n\x14\x45xtendLeaseBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"Z\n\x17\x45xtendLeaseBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\x05items\x18\x02 \x03(\x0b\x32\x1e.dedup.v1.ExtendLeaseBatchItem\"C\n\x18\x45xtendLeaseBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"4\n\x12LookupBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\">\n\x13LookupBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04*V\n\nRecordView\x12\x1b\n\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n\x10RECORD_VIEW_FULL\x10\x02\x32\xd9\x05\n\x0c\x44\x65\x64upService\x12\x38\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12\x41\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\x12G\n\nClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\x12J\n\x0b\x46inishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\x12Y\n\x10\x45xtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\x12J\n\x0bLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
   dependencies=[google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,google_dot_rpc_dot_status__pb2.DESCRIPTOR,])
 
@@ -56,8 +56,8 @@ _OUTCOME = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3116,
-  serialized_end=3242,
+  serialized_start=3152,
+  serialized_end=3278,
 )
 _sym_db.RegisterEnumDescriptor(_OUTCOME)
 
@@ -91,12 +91,39 @@ _STATE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3244,
-  serialized_end=3354,
+  serialized_start=3280,
+  serialized_end=3390,
 )
 _sym_db.RegisterEnumDescriptor(_STATE)
 
 State = enum_type_wrapper.EnumTypeWrapper(_STATE)
+_RECORDVIEW = _descriptor.EnumDescriptor(
+  name='RecordView',
+  full_name='dedup.v1.RecordView',
+  filename=None,
+  file=DESCRIPTOR,
+  values=[
+    _descriptor.EnumValueDescriptor(
+      name='RECORD_VIEW_UNSPECIFIED', index=0, number=0,
+      options=None,
+      type=None),
+    _descriptor.EnumValueDescriptor(
+      name='RECORD_VIEW_BASIC', index=1, number=1,
+      options=None,
+      type=None),
+    _descriptor.EnumValueDescriptor(
+      name='RECORD_VIEW_FULL', index=2, number=2,
+      options=None,
+      type=None),
+  ],
+  containing_type=None,
+  options=None,
+  serialized_start=3392,
+  serialized_end=3478,
+)
+_sym_db.RegisterEnumDescriptor(_RECORDVIEW)
+
+RecordView = enum_type_wrapper.EnumTypeWrapper(_RECORDVIEW)
 OUTCOME_UNSPECIFIED = 0
 OUTCOME_ACQUIRED = 1
 OUTCOME_IN_PROGRESS = 2
@@ -107,6 +134,9 @@ STATE_PENDING = 1
 STATE_COMPLETED = 2
 STATE_REJECTED = 3
 STATE_RELEASED = 4
+RECORD_VIEW_UNSPECIFIED = 0
+RECORD_VIEW_BASIC = 1
+RECORD_VIEW_FULL = 2
 
 
 
@@ -804,6 +834,13 @@ _LISTRECORDSREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='view', full_name='dedup.v1.ListRecordsRequest.view', index=10,
+      number=11, type=14, cpp_type=8, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -817,7 +854,7 @@ _LISTRECORDSREQUEST = _descriptor.Descriptor(
   oneofs=[
   ],
   serialized_start=1503,
-  serialized_end=1862,
+  serialized_end=1898,
 )
 
 
@@ -854,8 +891,8 @@ _LISTRECORDSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1864,
-  serialized_end=1945,
+  serialized_start=1900,
+  serialized_end=1981,
 )
 
 
@@ -906,8 +943,8 @@ _CLAIMBATCHITEM = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1947,
-  serialized_end=2053,
+  serialized_start=1983,
+  serialized_end=2089,
 )
 
 
@@ -944,8 +981,8 @@ _CLAIMBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2055,
-  serialized_end=2133,
+  serialized_start=2091,
+  serialized_end=2169,
 )
 
 
@@ -992,8 +1029,8 @@ _CLAIMBATCHRESULT = _descriptor.Descriptor(
       name='result', full_name='dedup.v1.ClaimBatchResult.result',
       index=0, containing_type=None, fields=[]),
   ],
-  serialized_start=2136,
-  serialized_end=2267,
+  serialized_start=2172,
+  serialized_end=2303,
 )
 
 
@@ -1023,8 +1060,8 @@ _CLAIMBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2269,
-  serialized_end=2334,
+  serialized_start=2305,
+  serialized_end=2370,
 )
 
 
@@ -1078,8 +1115,8 @@ _FINISHBATCHITEM = _descriptor.Descriptor(
       name='outcome', full_name='dedup.v1.FinishBatchItem.outcome',
       index=0, containing_type=None, fields=[]),
   ],
-  serialized_start=2336,
-  serialized_end=2460,
+  serialized_start=2372,
+  serialized_end=2496,
 )
 
 
@@ -1116,8 +1153,8 @@ _FINISHBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2462,
-  serialized_end=2542,
+  serialized_start=2498,
+  serialized_end=2578,
 )
 
 
@@ -1164,8 +1201,8 @@ _RECORDRESULT = _descriptor.Descriptor(
       name='result', full_name='dedup.v1.RecordResult.result',
       index=0, containing_type=None, fields=[]),
   ],
-  serialized_start=2544,
-  serialized_end=2665,
+  serialized_start=2580,
+  serialized_end=2701,
 )
 
 
@@ -1195,8 +1232,8 @@ _FINISHBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2667,
-  serialized_end=2729,
+  serialized_start=2703,
+  serialized_end=2765,
 )
 
 
@@ -1240,8 +1277,8 @@ _EXTENDLEASEBATCHITEM = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2731,
-  serialized_end=2835,
+  serialized_start=2767,
+  serialized_end=2871,
 )
 
 
@@ -1278,8 +1315,8 @@ _EXTENDLEASEBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2837,
-  serialized_end=2927,
+  serialized_start=2873,
+  serialized_end=2963,
 )
 
 
@@ -1309,8 +1346,8 @@ _EXTENDLEASEBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2929,
-  serialized_end=2996,
+  serialized_start=2965,
+  serialized_end=3032,
 )
 
 
@@ -1347,8 +1384,8 @@ _LOOKUPBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2998,
-  serialized_end=3050,
+  serialized_start=3034,
+  serialized_end=3086,
 )
 
 
@@ -1378,8 +1415,8 @@ _LOOKUPBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3052,
-  serialized_end=3114,
+  serialized_start=3088,
+  serialized_end=3150,
 )
 
 _RECORD.fields_by_name['state'].enum_type = _STATE
@@ -1402,6 +1439,7 @@ _LISTRECORDSREQUEST.fields_by_name['created_after'].message_type = google_dot_pr
 _LISTRECORDSREQUEST.fields_by_name['created_before'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _LISTRECORDSREQUEST.fields_by_name['updated_after'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _LISTRECORDSREQUEST.fields_by_name['updated_before'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
+_LISTRECORDSREQUEST.fields_by_name['view'].enum_type = _RECORDVIEW
 _LISTRECORDSRESPONSE.fields_by_name['records'].message_type = _RECORD
 _CLAIMBATCHITEM.fields_by_name['lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
 _CLAIMBATCHREQUEST.fields_by_name['items'].message_type = _CLAIMBATCHITEM
@@ -1464,6 +1502,7 @@ DESCRIPTOR.message_types_by_name['LookupBatchRequest'] = _LOOKUPBATCHREQUEST
 DESCRIPTOR.message_types_by_name['LookupBatchResponse'] = _LOOKUPBATCHRESPONSE
 DESCRIPTOR.enum_types_by_name['Outcome'] = _OUTCOME
 DESCRIPTOR.enum_types_by_name['State'] = _STATE
+DESCRIPTOR.enum_types_by_name['RecordView'] = _RECORDVIEW
 _sym_db.RegisterFileDescriptor(DESCRIPTOR)
 
 Rejection = _reflection.GeneratedProtocolMessageType('Rejection', (_message.Message,), dict(
@@ -1665,8 +1704,8 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=3357,
-  serialized_end=4086,
+  serialized_start=3481,
+  serialized_end=4210,
   methods=[
   _descriptor.MethodDescriptor(
     name='Claim',

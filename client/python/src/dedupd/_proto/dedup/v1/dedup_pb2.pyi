@@ -91,6 +91,44 @@ STATE_RELEASED: State.ValueType  # 4
 global___State = State
 
 
+class _RecordView:
+    ValueType = typing.NewType('ValueType', builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
+class _RecordViewEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_RecordView.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
+    RECORD_VIEW_UNSPECIFIED: _RecordView.ValueType  # 0
+    """FULL."""
+
+    RECORD_VIEW_BASIC: _RecordView.ValueType  # 1
+    """Every field but the stored bodies: result and rejection.detail are left
+    out (the rest of rejection stays), so a page holds many records in few
+    bytes. Lookup returns the full record.
+    """
+
+    RECORD_VIEW_FULL: _RecordView.ValueType  # 2
+    """Every field, bodies included."""
+
+class RecordView(_RecordView, metaclass=_RecordViewEnumTypeWrapper):
+    """RecordView says how much of a record a listing returns (Google's API
+    guidance, AIP-157, on partial responses).
+    """
+    pass
+
+RECORD_VIEW_UNSPECIFIED: RecordView.ValueType  # 0
+"""FULL."""
+
+RECORD_VIEW_BASIC: RecordView.ValueType  # 1
+"""Every field but the stored bodies: result and rejection.detail are left
+out (the rest of rejection stays), so a page holds many records in few
+bytes. Lookup returns the full record.
+"""
+
+RECORD_VIEW_FULL: RecordView.ValueType  # 2
+"""Every field, bodies included."""
+
+global___RecordView = RecordView
+
+
 class Rejection(google.protobuf.message.Message):
     """Rejection is the stored refusal of a Reject call."""
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
@@ -427,6 +465,7 @@ class ListRecordsRequest(google.protobuf.message.Message):
     LEASE_EXPIRED_FIELD_NUMBER: builtins.int
     PAGE_SIZE_FIELD_NUMBER: builtins.int
     PAGE_TOKEN_FIELD_NUMBER: builtins.int
+    VIEW_FIELD_NUMBER: builtins.int
     consumer: typing.Text
     """The consumer whose records to list; required."""
 
@@ -458,6 +497,11 @@ class ListRecordsRequest(google.protobuf.message.Message):
     page_token: typing.Text
     """The next_page_token of the previous page, with the same filters."""
 
+    view: global___RecordView.ValueType
+    """How much of each record to return. Unset is FULL, as before this field
+    existed. The view may change between pages.
+    """
+
     def __init__(self,
         *,
         consumer: typing.Text = ...,
@@ -470,9 +514,10 @@ class ListRecordsRequest(google.protobuf.message.Message):
         lease_expired: builtins.bool = ...,
         page_size: builtins.int = ...,
         page_token: typing.Text = ...,
+        view: global___RecordView.ValueType = ...,
         ) -> None: ...
     def HasField(self, field_name: typing_extensions.Literal["created_after",b"created_after","created_before",b"created_before","updated_after",b"updated_after","updated_before",b"updated_before"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","created_after",b"created_after","created_before",b"created_before","key_prefix",b"key_prefix","lease_expired",b"lease_expired","page_size",b"page_size","page_token",b"page_token","states",b"states","updated_after",b"updated_after","updated_before",b"updated_before"]) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","created_after",b"created_after","created_before",b"created_before","key_prefix",b"key_prefix","lease_expired",b"lease_expired","page_size",b"page_size","page_token",b"page_token","states",b"states","updated_after",b"updated_after","updated_before",b"updated_before","view",b"view"]) -> None: ...
 global___ListRecordsRequest = ListRecordsRequest
 
 class ListRecordsResponse(google.protobuf.message.Message):
@@ -480,7 +525,13 @@ class ListRecordsResponse(google.protobuf.message.Message):
     RECORDS_FIELD_NUMBER: builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: builtins.int
     @property
-    def records(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___Record]: ...
+    def records(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___Record]:
+        """The page: at most page_size records, fewer when their encoded size
+        reaches the server's page byte budget (4 MiB less a margin by
+        default, so a page fits a client's default receive limit). A single
+        record larger than the budget comes alone on its page.
+        """
+        pass
     next_page_token: typing.Text
     """Pass as page_token to get the next page; empty on the last page."""
 
