@@ -25,9 +25,13 @@ const (
 	// tombstoneSQL makes a live record expire now. The row stays, so that
 	// the next claim's fencing token continues from it (see DeleteRecord);
 	// row_version moves so that a compare-and-set racing it starts over and
-	// finds the key gone.
+	// finds the key gone. Liveness is judged on clock_timestamp(), not the
+	// statement's start: two deletes of one key queue on its row lock, and
+	// PostgreSQL re-checks the second's WHERE on the row the first wrote;
+	// judged at its own earlier start, that row was still live, and both
+	// deletes reported success.
 	tombstoneSQL = `UPDATE dedup_records SET expires_at = statement_timestamp(), row_version = row_version + 1
-WHERE consumer = $1 AND key = $2 AND expires_at > statement_timestamp()
+WHERE consumer = $1 AND key = $2 AND expires_at > clock_timestamp()
 RETURNING ` + recordColumns
 
 	// statsSQL counts every consumer's records in one pass over the primary
