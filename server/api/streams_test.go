@@ -3,18 +3,16 @@ package api
 import (
 	"context"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/internal/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -27,22 +25,13 @@ func newStreamClients(t *testing.T) (dedupv1.StreamServiceClient, dedupv1.Stream
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
 	log := slog.New(slog.DiscardHandler)
 	// A long cache: the policy changes in the tests go through this
 	// server, which must see them at its next call.
 	sp := NewStreamPolicies(st, NewPolicies(st, testDefaults, time.Hour), 0, time.Hour)
 	RegisterStreams(srv, NewStreamService(sp, log), NewStreamAdminService(sp, log))
-	go func() { _ = srv.Serve(lis) }() // returns once stopped
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := grpctest.ServeInMemory(t, srv)
 	return dedupv1.NewStreamServiceClient(conn), dedupv1.NewStreamAdminServiceClient(conn)
 }
 
