@@ -97,11 +97,11 @@ func lzBatchCall(c dedupv1.DedupServiceClient, ins []lzInput) []lzOutput {
 		default:
 			outs[i] = answerOutput(records[i].GetRecord(), lzOutput{outcome: outcomes[i]}, nil)
 		}
-		// The model's refusals carry the record without what the caller
-		// stored, as a unary refusal does (docs/api.md, Errors); a batch
-		// item's refusal carries it whole, which is not compared here.
+		// The model's refusals are a unary call's, which leaves out a
+		// payload over 1 KiB (docs/api.md, Errors); a batch item's refusal
+		// carries it whole, and that difference is not compared here.
 		if outs[i].reason != "" && outs[i].hasRecord {
-			outs[i].record.Result, outs[i].record.Message, outs[i].record.Detail = "", "", ""
+			outs[i] = lzRefusal(outs[i].reason, outs[i].record)
 		}
 	}
 	return outs

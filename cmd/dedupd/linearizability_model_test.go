@@ -82,11 +82,13 @@ func lzAnswer(outcome string, r lzRecord) lzOutput {
 	return lzOutput{outcome: outcome, hasRecord: true, record: r}
 }
 
-// lzRefusal: the record a refusal carries is the stored one without what
-// the caller stored: result, rejection message and detail (docs/api.md,
-// Errors).
+// lzRefusal: the record a refusal carries is the stored one, without what
+// the caller stored (result, rejection message and detail) when that is
+// over 1 KiB (docs/api.md, Errors).
 func lzRefusal(reason string, r lzRecord) lzOutput {
-	r.Result, r.Message, r.Detail = "", "", ""
+	if len(r.Result)+len(r.Message)+len(r.Detail) > 1<<10 {
+		r.Result, r.Message, r.Detail = "", "", ""
+	}
 	return lzOutput{reason: reason, hasRecord: true, record: r}
 }
 

@@ -189,13 +189,11 @@ func lzApplyCall(apply applyFunc, records map[string]*store.Record, in lzInput, 
 	}
 	d, err := apply(stored, cmd, now)
 	if err != nil {
-		out := lzOutput{reason: lzReasonOf(err)}
 		if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
-			// As the server sends it: without result, message and detail.
-			out.hasRecord, out.record = true, lzRecordOf(conflict.Record)
-			out.record.Result, out.record.Message, out.record.Detail = "", "", ""
+			// As the server sends it: a payload over 1 KiB left out.
+			return lzRefusal(lzReasonOf(err), lzRecordOf(conflict.Record))
 		}
-		return out
+		return lzOutput{reason: lzReasonOf(err)}
 	}
 	if d.Write {
 		rec := d.Record

@@ -115,6 +115,25 @@ func varintSize(n int) int {
 	return size
 }
 
+// MaxRefusalPayloadBytes is the most a unary refusal's record carries of
+// what its caller stored (result, rejection message and detail); a record
+// with more goes without all three. The record rides in the
+// grpc-status-details-bin trailer, base64-encoded, beside the status message
+// and ErrorInfo, and gRPC's C core (the Python client) refuses trailers over
+// 8 KiB by default: with every other field at its limit, 1 KiB of payload
+// keeps the trailer near 6 KiB, while the small results most callers store
+// still come back whole with the conflict.
+const MaxRefusalPayloadBytes = 1 << 10
+
+// payloadBytes is how much of r its caller stored.
+func payloadBytes(r store.Record) int {
+	n := len(r.Result)
+	if r.Rejection != nil {
+		n += len(r.Rejection.Message) + len(r.Rejection.Detail)
+	}
+	return n
+}
+
 // withoutPayload returns the record without what its caller stored: the
 // result, the rejection message and the rejection detail.
 func withoutPayload(r store.Record) store.Record {

@@ -110,7 +110,7 @@ func (s *DedupService) fail(ctx context.Context, err error, consumer, key string
 // on a record with a 20 KB result into INTERNAL: RST_STREAM. Lookup gives
 // the whole record.
 func failWith(ctx context.Context, log *slog.Logger, err error, consumer, key string) error {
-	if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
+	if conflict, ok := errors.AsType[*store.ConflictError](err); ok && payloadBytes(conflict.Record) > MaxRefusalPayloadBytes {
 		err = &store.ConflictError{Err: conflict.Err, Record: withoutPayload(conflict.Record)}
 	}
 	st := rpcerrors.Status(err, consumer, key)

@@ -65,5 +65,27 @@ func TestConflictFitsAClientsTrailer(t *testing.T) {
 		if rec.GetKey() != big.Key || rec.GetOwner() != big.Owner || rec.GetFencingToken() != 9 || rec.GetRejection().GetReason() != big.Rejection.Reason {
 			t.Errorf("%v: the record lost what identifies it: %.200v", sentinel, rec)
 		}
+		if len(rec.GetResult()) != 0 || len(rec.GetRejection().GetDetail()) != 0 {
+			t.Errorf("%v: a payload over %d bytes rode along with the refusal", sentinel, MaxRefusalPayloadBytes)
+		}
+	}
+
+	// At the payload limit, with every other field at its own, the record
+	// comes whole and the trailer still fits.
+	edge := big
+	edge.Result = make([]byte, MaxRefusalPayloadBytes-200)
+	edge.Rejection = &store.Rejection{Reason: big.Rejection.Reason, Message: strings.Repeat("m", 100), Detail: make([]byte, 100)}
+	st := status.Convert(failWith(context.Background(), log, &store.ConflictError{Err: store.ErrDigestMismatch, Record: edge}, edge.Consumer, edge.Key))
+	if n := base64.StdEncoding.EncodedLen(proto.Size(st.Proto())); n > 8<<10 {
+		t.Errorf("at the payload limit the status trailer is %d bytes, over 8 KiB", n)
+	}
+	whole := false
+	for _, d := range st.Details() {
+		if r, ok := d.(*dedupv1.Record); ok {
+			whole = len(r.GetResult()) == len(edge.Result) && len(r.GetRejection().GetDetail()) == 100 && r.GetRejection().GetMessage() == edge.Rejection.Message
+		}
+	}
+	if !whole {
+		t.Errorf("a record with %d payload bytes did not come whole with the refusal", MaxRefusalPayloadBytes)
 	}
 }
