@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/status"
 
-	"github.com/dedupd/dedupd/internal/grpctest"
+	"github.com/dedupd/dedupd/internal/testing/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"

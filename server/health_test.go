@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/dedupd/dedupd/internal/dedupdproc"
+	"github.com/dedupd/dedupd/internal/testing/dedupdproc"
 )
 
 // TestShutdownEndsHealthWatches: a health Watch open at shutdown is told

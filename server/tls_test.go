@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/dedupd/dedupd/internal/testpki"
+	"github.com/dedupd/dedupd/internal/testing/testpki"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 

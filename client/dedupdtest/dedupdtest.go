@@ -1,7 +1,7 @@
 // Package dedupdtest starts real dedupd processes for the tests of the
 // client and the examples: the binary is built once per test binary, and
 // each test gets its own server on the embedded store or on a fresh
-// PostgreSQL schema. It is a thin layer over internal/dedupdproc, the
+// PostgreSQL schema. It is a thin layer over internal/testing/dedupdproc, the
 // repository's one launcher, adding the choice of backend.
 package dedupdtest
 
@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dedupd/dedupd/internal/dedupdproc"
-	"github.com/dedupd/dedupd/internal/pgtest"
+	"github.com/dedupd/dedupd/internal/testing/dedupdproc"
+	"github.com/dedupd/dedupd/internal/testing/pgtest"
 )
 
 var binary string

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dedupd/dedupd/internal/testpki"
+	"github.com/dedupd/dedupd/internal/testing/testpki"
 )
 
 // PKI is a throwaway certificate authority made at test time, with a

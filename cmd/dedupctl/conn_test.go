@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
-	"github.com/dedupd/dedupd/internal/testpki"
+	"github.com/dedupd/dedupd/internal/testing/testpki"
 )
 
 // testPKI is a CA with a server certificate for "dedupd.test" (not for

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/dedupd/dedupd/internal/pgtest"
-	"github.com/dedupd/dedupd/internal/testfs"
+	"github.com/dedupd/dedupd/internal/testing/pgtest"
+	"github.com/dedupd/dedupd/internal/testing/testfs"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 

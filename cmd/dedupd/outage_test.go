@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/dedupd/dedupd/internal/pgtest"
+	"github.com/dedupd/dedupd/internal/testing/pgtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 

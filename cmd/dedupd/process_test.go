@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/dedupd/dedupd/internal/dedupdproc"
-	"github.com/dedupd/dedupd/internal/pgtest"
+	"github.com/dedupd/dedupd/internal/testing/dedupdproc"
+	"github.com/dedupd/dedupd/internal/testing/pgtest"
 )
 
 // dedupdBin is the real binary, built once for the end-to-end tests.
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 }
 
 // process is a running dedupd, started through the repository's one
-// launcher (internal/dedupdproc).
+// launcher (internal/testing/dedupdproc).
 type process struct{ *dedupdproc.Process }
 
 // runDedupd runs the binary to completion and returns its combined output.

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/dedupd/dedupd/internal/dedupdproc"
+	"github.com/dedupd/dedupd/internal/testing/dedupdproc"
 )
 
 // The ready file appears only once the server answers: the moment it

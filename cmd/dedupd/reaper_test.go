@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dedupd/dedupd/internal/dedupdproc"
-	"github.com/dedupd/dedupd/internal/pgtest"
+	"github.com/dedupd/dedupd/internal/testing/dedupdproc"
+	"github.com/dedupd/dedupd/internal/testing/pgtest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/dedupd/dedupd/client"
 	"github.com/dedupd/dedupd/client/dedupdtest"
 	"github.com/dedupd/dedupd/examples/inventory/stock"
-	"github.com/dedupd/dedupd/internal/pgtest"
+	"github.com/dedupd/dedupd/internal/testing/pgtest"
 )
 
 func TestMain(m *testing.M) { dedupdtest.Main(m) }

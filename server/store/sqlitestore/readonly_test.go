@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dedupd/dedupd/internal/testfs"
+	"github.com/dedupd/dedupd/internal/testing/testfs"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 

@@ -6,7 +6,7 @@ import (
 	"crypto/x509/pkix"
 	"testing"
 
-	"github.com/dedupd/dedupd/internal/testpki"
+	"github.com/dedupd/dedupd/internal/testing/testpki"
 )
 
 // TestServerCertificate: a server certificate verifies against its CA for
