@@ -21,7 +21,7 @@ import (
 // Tracing must not change an answer: the whole suite runs through the
 // decorator, on the embedded store with group commit, recording every span.
 func TestConformance(t *testing.T) {
-	storetest.RunAll(t, func(t *testing.T) store.Store {
+	storetest.RunAll(t, func(t *testing.T) store.Backend {
 		inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 		if err != nil {
 			t.Fatal(err)
