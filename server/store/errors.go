@@ -57,13 +57,17 @@ const (
 // Classify names how a store call ended, for metrics and traces, without
 // any of the call's data: "ok"; one of the refusals the contract defines
 // ("not_found", "digest_mismatch", "lease_lost", "already_finished",
-// "no_policy", "conflict"), which are answers; or, with failed set, one of
-// the Failure classes.
+// "no_policy", "sequence_gap", "mode_mismatch", "conflict"), which are
+// answers, for streams as for keys; or, with failed set, one of the
+// Failure classes.
 func Classify(err error) (outcome string, failed bool) {
 	if err == nil {
 		return "ok", false // before c, which escapes to the heap: a success allocates nothing
 	}
-	var c *ConflictError
+	var (
+		c  *ConflictError
+		sc *StreamConflictError
+	)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return "not_found", false
@@ -75,7 +79,11 @@ func Classify(err error) (outcome string, failed bool) {
 		return "already_finished", false
 	case errors.Is(err, ErrNoPolicy):
 		return "no_policy", false
-	case errors.As(err, &c):
+	case errors.Is(err, ErrSequenceGap):
+		return "sequence_gap", false
+	case errors.Is(err, ErrModeMismatch):
+		return "mode_mismatch", false
+	case errors.As(err, &c), errors.As(err, &sc):
 		return "conflict", false
 	case errors.Is(err, ErrUnavailable):
 		return FailureUnavailable, true

@@ -8,7 +8,7 @@ import (
 )
 
 // TestClassify: refusals are answers, named after the contract's errors
-// even when wrapped in a ConflictError; everything else is a failure of
+// even when wrapped in a ConflictError or a StreamConflictError; everything else is a failure of
 // the class its cause says.
 func TestClassify(t *testing.T) {
 	cases := []struct {
@@ -23,6 +23,10 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("finish: %w", ErrAlreadyFinished), "already_finished", false},
 		{ErrNoPolicy, "no_policy", false},
 		{&ConflictError{Err: errors.New("other")}, "conflict", false},
+		{&StreamConflictError{Err: ErrSequenceGap, Expected: 3}, "sequence_gap", false},
+		{&StreamConflictError{Err: ErrModeMismatch}, "mode_mismatch", false},
+		{&StreamConflictError{Err: ErrDigestMismatch}, "digest_mismatch", false},
+		{&StreamConflictError{Err: errors.New("other")}, "conflict", false},
 		{fmt.Errorf("dial: %w", ErrUnavailable), FailureUnavailable, true},
 		{fmt.Errorf("query: %w", context.DeadlineExceeded), FailureDeadline, true},
 		{context.Canceled, FailureCanceled, true},

@@ -10,7 +10,6 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-
 // The statements on dedup_streams. Like keys, every write reads the row,
 // lets store.ApplyStream decide and writes the result inside one IMMEDIATE
 // transaction on the single write connection.
