@@ -11,16 +11,20 @@ package store
 // written out and none inherited from an embedded Backend: a method added
 // here makes every decorator fail to compile until it decides what to do
 // with it (cache, observe, trace, or pass straight through), so no call can
-// slip past a decorator unnoticed, as stream calls once did. The one-line
-// experiment: add `Probe(ctx context.Context) error` to this interface and
-// run `go vet ./server/...`; each decorator's compile-time assertion
-// (`var _ store.Backend = (*X)(nil)`) reports
+// slip past a decorator unnoticed, as stream calls once did.
 //
-//	cannot use (*X)(nil) (value of type *X) as store.Backend value in
-//	variable declaration: *X does not implement store.Backend (missing
-//	method Probe)
+// The one-line experiment: add `Probe(ctx context.Context) error` to this
+// interface and run `go build ./server/...`. Each decorator's
+// compile-time assertion, `var _ store.Backend = (*X)(nil)`, fails with
+// "cannot use (*X)(nil) (value of type *X) as store.Backend value in
+// variable declaration" and:
 //
-// and so does every backend's.
+//	storetrace:  *tracedStore does not implement store.Backend (missing method Probe)
+//	replaycache: *Store does not implement store.Backend (missing method Probe)
+//	metrics:     *observedStore does not implement store.Backend (missing method Probe)
+//
+// and so, once those compile, do the backends' own assertions in pgstore
+// and sqlitestore.
 type Backend interface {
 	Store
 	StreamStore
