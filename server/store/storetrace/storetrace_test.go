@@ -164,7 +164,7 @@ func TestStreamSpans(t *testing.T) {
 	for _, span := range spans.Ended() {
 		attrs := map[attribute.Key]string{}
 		for _, kv := range span.Attributes() {
-			attrs[kv.Key] = kv.Value.Emit()
+			attrs[kv.Key] = kv.Value.String()
 		}
 		if !strings.HasPrefix(span.Name(), "store.") {
 			continue // the store's own group-commit spans
