@@ -50,4 +50,3 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 func conflict(err error, stored *Record) error {
 	return &ConflictError{Err: err, Record: *stored}
 }
-
