@@ -1,11 +1,3 @@
-// Package api serves dedup.v1's two gRPC services, DedupService (claims and
-// their outcomes) and AdminService (policies, records, purges, stats): it
-// validates each request before any store work, resolves the policy in
-// force, calls the store, and turns every outcome into its wire form. Every
-// handler's errors take one path (failWith, fail.go): the store's errors are
-// mapped to statuses here (status.go), over the store's one list of
-// refusals, and the rest by server/rpcerrors, the vocabulary this package
-// shares with the interceptors.
 package api
 
 import (
