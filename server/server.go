@@ -256,7 +256,7 @@ func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, 
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
 	if streams != nil {
 		sp := api.NewStreamPolicies(streams, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
-		api.RegisterStreams(grpcSrv, api.NewStreamService(sp, log), api.NewStreamAdminService(sp, log))
+		api.RegisterStreams(grpcSrv, api.NewStreamService(streams, sp, log), api.NewStreamAdminService(streams, sp, log))
 	}
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv

@@ -281,3 +281,47 @@ func TestLoadTimeoutBoundsASharedRead(t *testing.T) {
 		t.Fatalf("Get = %v, want the shared read's deadline", err)
 	}
 }
+
+// TestJoinedSlowReadIsNotStalerThanTheTTL: a call that joins a shared read
+// started more than ttl before it does not take that read's answer, which
+// may predate a change made more than ttl before the call.
+func TestJoinedSlowReadIsNotStalerThanTheTTL(t *testing.T) {
+	src, clk := newSource(), &clock{now: time.Unix(1000, 0)}
+	src.set("k", 1)
+	var once sync.Once
+	started, release := make(chan struct{}), make(chan struct{})
+	load := func(ctx context.Context, key string) (int, error) {
+		v, err := src.load(ctx, key)
+		first := false
+		once.Do(func() { first = true })
+		if first { // the first read has taken its snapshot and runs long
+			close(started)
+			<-release
+		}
+		return v, err
+	}
+	c := New(load, Config{TTL: ttl, Now: clk.Now})
+	first := make(chan int, 1)
+	go func() {
+		v, _ := c.Get(context.Background(), "k")
+		first <- v
+	}()
+	<-started
+	src.set("k", 2)
+	clk.advance(ttl + time.Second)
+	var joined sync.WaitGroup
+	joined.Add(1)
+	second := make(chan int, 1)
+	go func() {
+		v, _ := c.Get(&doneSignal{Context: context.Background(), waiting: &joined}, "k")
+		second <- v
+	}()
+	joined.Wait()
+	close(release)
+	if got := <-first; got != 1 {
+		t.Fatalf("the call that started the read: %d, want 1", got)
+	}
+	if got := <-second; got != 2 {
+		t.Fatalf("a call joining a read older than the ttl: %d, want the value stored since, 2", got)
+	}
+}

@@ -119,8 +119,7 @@ func completedTTL(t *testing.T, p *Policies, consumer string) time.Duration {
 func TestPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
 	st := newCountingStore()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
-	p := NewPolicies(st, testDefaults, 5*time.Second)
-	p.now = clock.Now
+	p := newPolicies(st, testDefaults, 5*time.Second, clock.Now)
 
 	if got := completedTTL(t, p, "inv"); got != testPolicy.CompletedTTL {
 		t.Fatalf("no policy: completed ttl %s, want the default %s", got, testPolicy.CompletedTTL)
@@ -324,8 +323,7 @@ func (c *joinSignal) Done() <-chan struct{} {
 func TestPolicyCacheJoinedSlowReadIsNotStalerThanTheBound(t *testing.T) {
 	st := &snapshotStore{policyCountingStore: newCountingStore(), started: make(chan struct{}), release: make(chan struct{})}
 	clock := &fakeClock{now: time.Unix(1000, 0)}
-	p := NewPolicies(st, testDefaults, 5*time.Second)
-	p.now = clock.Now
+	p := newPolicies(st, testDefaults, 5*time.Second, clock.Now)
 
 	forInv := func(ctx context.Context, out chan<- time.Duration) {
 		e, err := p.For(ctx, "inv")

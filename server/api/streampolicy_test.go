@@ -1,0 +1,126 @@
+package api
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// streamPolicyStore serves stored stream policies and counts the reads;
+// when gate is set, each read waits for it.
+type streamPolicyStore struct {
+	store.StreamStore
+	mu       sync.Mutex
+	policies map[string]store.ConsumerStreamPolicy
+	reads    atomic.Int64
+	gate     chan struct{}
+}
+
+func (s *streamPolicyStore) GetStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+	s.reads.Add(1)
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return store.ConsumerStreamPolicy{}, ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.policies[consumer]
+	if !ok {
+		return store.ConsumerStreamPolicy{}, store.ErrNoPolicy
+	}
+	return p, nil
+}
+
+func (s *streamPolicyStore) set(p store.ConsumerStreamPolicy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policies[p.Consumer] = p
+}
+
+func streamTTL(t *testing.T, p *StreamPolicies, consumer string) time.Duration {
+	t.Helper()
+	r, err := p.For(context.Background(), consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Policy.StreamTTL
+}
+
+func TestStreamPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
+	st := &streamPolicyStore{policies: map[string]store.ConsumerStreamPolicy{}}
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	keys := newPolicies(newCountingStore(), testDefaults, 5*time.Second, clock.Now)
+	p := newStreamPolicies(st, keys, 0, 5*time.Second, clock.Now)
+
+	if got := streamTTL(t, p, "inv"); got != store.DefaultStreamTTL {
+		t.Fatalf("no policy: stream ttl %s, want the default %s", got, store.DefaultStreamTTL)
+	}
+	// Another replica stores a policy: within the bound this one keeps the
+	// cached answer, and reads the store no more.
+	st.set(store.ConsumerStreamPolicy{Consumer: "inv", StreamTTL: time.Hour})
+	clock.advance(4 * time.Second)
+	if got := streamTTL(t, p, "inv"); got != store.DefaultStreamTTL {
+		t.Fatalf("within the bound: %s, want the cached default", got)
+	}
+	if n := st.reads.Load(); n != 1 {
+		t.Fatalf("store read %d times within the bound, want 1", n)
+	}
+	clock.advance(time.Second)
+	if got := streamTTL(t, p, "inv"); got != time.Hour {
+		t.Fatalf("at the bound: %s, want the stored 1h", got)
+	}
+	// A change through this server is seen at once.
+	st.set(store.ConsumerStreamPolicy{Consumer: "inv", StreamTTL: 2 * time.Hour})
+	p.Invalidate("inv")
+	if got := streamTTL(t, p, "inv"); got != 2*time.Hour {
+		t.Fatalf("after Invalidate: %s, want 2h", got)
+	}
+}
+
+// TestStreamPolicyCacheSharesOneReadPerExpiry: 100 calls that miss one
+// consumer's stream policy together, the store held until every one has
+// missed, read it once.
+func TestStreamPolicyCacheSharesOneReadPerExpiry(t *testing.T) {
+	st := &streamPolicyStore{policies: map[string]store.ConsumerStreamPolicy{}, gate: make(chan struct{})}
+	keys := NewPolicies(newCountingStore(), testDefaults, time.Hour)
+	// The key policy is cached first, so that the calls below wait on
+	// their contexts only for the stream policy.
+	if _, err := keys.For(context.Background(), "inv"); err != nil {
+		t.Fatal(err)
+	}
+	p := NewStreamPolicies(st, keys, 0, time.Hour)
+	const callers = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	ctxs := make([]*joinSignal, callers)
+	for i := range callers {
+		ctxs[i] = &joinSignal{Context: context.Background(), waiting: make(chan struct{})}
+		wg.Go(func() {
+			_, err := p.For(ctxs[i], "inv")
+			errs <- err
+		})
+	}
+	// Each call waits on its context once it has joined a shared read, or,
+	// without one, inside its own read of the store.
+	for _, ctx := range ctxs {
+		<-ctx.waiting
+	}
+	close(st.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := st.reads.Load(); n != 1 {
+		t.Fatalf("%d concurrent misses read the store %d times, want 1", callers, n)
+	}
+}
