@@ -44,9 +44,10 @@ func (s *streamPolicyStore) set(p store.ConsumerStreamPolicy) {
 	s.policies[p.Consumer] = p
 }
 
-func streamTTL(t *testing.T, p *StreamPolicies, consumer string) time.Duration {
+// streamTTL is the stream TTL in force for consumer inv.
+func streamTTL(t *testing.T, p *StreamPolicies) time.Duration {
 	t.Helper()
-	r, err := p.For(context.Background(), consumer)
+	r, err := p.For(context.Background(), "inv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,27 +60,27 @@ func TestStreamPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
 	keys := newPolicies(newCountingStore(), testDefaults, 5*time.Second, clock.Now)
 	p := newStreamPolicies(st, keys, 0, 5*time.Second, clock.Now)
 
-	if got := streamTTL(t, p, "inv"); got != store.DefaultStreamTTL {
+	if got := streamTTL(t, p); got != store.DefaultStreamTTL {
 		t.Fatalf("no policy: stream ttl %s, want the default %s", got, store.DefaultStreamTTL)
 	}
 	// Another replica stores a policy: within the bound this one keeps the
 	// cached answer, and reads the store no more.
 	st.set(store.ConsumerStreamPolicy{Consumer: "inv", StreamTTL: time.Hour})
 	clock.advance(4 * time.Second)
-	if got := streamTTL(t, p, "inv"); got != store.DefaultStreamTTL {
+	if got := streamTTL(t, p); got != store.DefaultStreamTTL {
 		t.Fatalf("within the bound: %s, want the cached default", got)
 	}
 	if n := st.reads.Load(); n != 1 {
 		t.Fatalf("store read %d times within the bound, want 1", n)
 	}
 	clock.advance(time.Second)
-	if got := streamTTL(t, p, "inv"); got != time.Hour {
+	if got := streamTTL(t, p); got != time.Hour {
 		t.Fatalf("at the bound: %s, want the stored 1h", got)
 	}
 	// A change through this server is seen at once.
 	st.set(store.ConsumerStreamPolicy{Consumer: "inv", StreamTTL: 2 * time.Hour})
 	p.Invalidate("inv")
-	if got := streamTTL(t, p, "inv"); got != 2*time.Hour {
+	if got := streamTTL(t, p); got != 2*time.Hour {
 		t.Fatalf("after Invalidate: %s, want 2h", got)
 	}
 }
