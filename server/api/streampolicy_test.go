@@ -3,46 +3,27 @@ package api
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// streamPolicyStore serves stored stream policies and counts the reads;
-// when gate is set, each read waits for it.
+// streamPolicyStore serves stored stream policies through countingReads.
 type streamPolicyStore struct {
 	store.StreamStore
-	mu       sync.Mutex
-	policies map[string]store.ConsumerStreamPolicy
-	reads    atomic.Int64
-	gate     chan struct{}
+	countingReads[store.ConsumerStreamPolicy]
+}
+
+func newStreamPolicyStore() *streamPolicyStore {
+	return &streamPolicyStore{countingReads: countingReads[store.ConsumerStreamPolicy]{policies: map[string]store.ConsumerStreamPolicy{}}}
 }
 
 func (s *streamPolicyStore) GetStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
-	s.reads.Add(1)
-	if s.gate != nil {
-		select {
-		case <-s.gate:
-		case <-ctx.Done():
-			return store.ConsumerStreamPolicy{}, ctx.Err()
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.policies[consumer]
-	if !ok {
-		return store.ConsumerStreamPolicy{}, store.ErrNoPolicy
-	}
-	return p, nil
+	return s.read(ctx, consumer, store.ErrNoPolicy)
 }
 
-func (s *streamPolicyStore) set(p store.ConsumerStreamPolicy) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.policies[p.Consumer] = p
-}
+func (s *streamPolicyStore) set(p store.ConsumerStreamPolicy) { s.put(p.Consumer, p) }
 
 // streamTTL is the stream TTL in force for consumer inv.
 func streamTTL(t *testing.T, p *StreamPolicies) time.Duration {
@@ -55,7 +36,7 @@ func streamTTL(t *testing.T, p *StreamPolicies) time.Duration {
 }
 
 func TestStreamPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
-	st := &streamPolicyStore{policies: map[string]store.ConsumerStreamPolicy{}}
+	st := newStreamPolicyStore()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	keys := newPolicies(newCountingStore(), testDefaults, 5*time.Second, clock.Now)
 	p := newStreamPolicies(st, keys, 0, 5*time.Second, clock.Now)
@@ -89,7 +70,8 @@ func TestStreamPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
 // consumer's stream policy together, the store held until every one has
 // missed, read it once.
 func TestStreamPolicyCacheSharesOneReadPerExpiry(t *testing.T) {
-	st := &streamPolicyStore{policies: map[string]store.ConsumerStreamPolicy{}, gate: make(chan struct{})}
+	st := newStreamPolicyStore()
+	st.gate = make(chan struct{})
 	keys := NewPolicies(newCountingStore(), testDefaults, time.Hour)
 	// The key policy is cached first, so that the calls below wait on
 	// their contexts only for the stream policy.
