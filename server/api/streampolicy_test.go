@@ -81,14 +81,12 @@ func TestStreamPolicyCacheSharesOneReadPerExpiry(t *testing.T) {
 	p := NewStreamPolicies(st, keys, 0, time.Hour)
 	const callers = 100
 	var wg sync.WaitGroup
-	errs := make(chan error, callers)
+	answers := make([]resolvedStreamPolicy, callers)
+	errs := make([]error, callers)
 	ctxs := make([]*joinSignal, callers)
 	for i := range callers {
 		ctxs[i] = &joinSignal{Context: context.Background(), waiting: make(chan struct{})}
-		wg.Go(func() {
-			_, err := p.For(ctxs[i], "inv")
-			errs <- err
-		})
+		wg.Go(func() { answers[i], errs[i] = p.For(ctxs[i], "inv") })
 	}
 	// Each call waits on its context once it has joined a shared read, or,
 	// without one, inside its own read of the store.
@@ -97,10 +95,9 @@ func TestStreamPolicyCacheSharesOneReadPerExpiry(t *testing.T) {
 	}
 	close(st.gate)
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
+	for i, err := range errs {
+		if err != nil || answers[i].Policy.StreamTTL != store.DefaultStreamTTL {
+			t.Fatalf("call %d: %+v, %v; want the default stream ttl", i, answers[i], err)
 		}
 	}
 	if n := st.reads.Load(); n != 1 {
