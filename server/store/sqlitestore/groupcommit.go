@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -219,10 +218,11 @@ func (w *writer) runCommands(group []queued) {
 	}
 }
 
-// isRefusal reports the errors store.Apply and store.ApplyStream decide;
-// anything else from decide is the database failing.
+// isRefusal reports the errors store.Apply and store.ApplyStream decide
+// (store.Refused, the contract's one list): answers that write nothing, so
+// the rest of the group goes on. Anything else from decide is the database
+// failing.
 func isRefusal(err error) bool {
-	var conflict *store.ConflictError
-	var streamConflict *store.StreamConflictError
-	return errors.As(err, &conflict) || errors.As(err, &streamConflict) || errors.Is(err, store.ErrLeaseLost)
+	_, refused := store.Refused(err)
+	return refused
 }
