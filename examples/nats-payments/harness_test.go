@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -128,16 +129,6 @@ type figures struct {
 	stderr                strings.Builder
 }
 
-func (f *figures) totalKills() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, k := range f.kills {
-		n += k
-	}
-	return n
-}
-
 // read parses one consumer's stdout: the lines hooks and handle print.
 func (f *figures) read(r io.Reader) {
 	sc := bufio.NewScanner(r)
@@ -235,11 +226,7 @@ func (s *supervisor) loop(t *testing.T, slot int) {
 	}
 }
 
-func asExit(err error, target **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	*target = e
-	return ok
-}
+func asExit(err error, target **exec.ExitError) bool { return errors.As(err, target) }
 
 // stop kills every consumer and waits for the loops to end.
 func (s *supervisor) stop() {

@@ -53,8 +53,9 @@ func main() {
 	flag.BoolVar(&cfg.noSettle, "no-settle", false, "run without Settle, to see double charges (demonstration only)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg); err != nil && !errors.Is(err, context.Canceled) {
+	err := run(ctx, cfg)
+	stop()
+	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Fatal(err)
 	}
 }
