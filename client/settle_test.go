@@ -190,3 +190,30 @@ func TestReconcilerTakesTheSettleFunc(t *testing.T) {
 		}
 	})
 }
+
+// TestSettlePanicLeavesThePendingClaim: a panicking Settle is a crash too:
+// nothing is recorded, fn does not run, and the key stays PENDING under the
+// new holder's lease.
+func TestSettlePanicLeavesThePendingClaim(t *testing.T) {
+	addr := dedupdtest.Start(t, dedupdtest.Embedded)
+	c, ctx := newClient(t, addr), testContext(t)
+	crashedClaim(t, ctx, c, "pay", "k")
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not reach the caller")
+			}
+		}()
+		_, _ = c.Do(ctx, "pay", "k", nil, client.DoOptions{LeaseTTL: time.Hour,
+			Settle: func(context.Context, client.Attempt) ([]byte, bool, error) { panic("crash in settle") }},
+			func(context.Context, client.Attempt) ([]byte, error) {
+				t.Error("fn ran after settle panicked")
+				return nil, nil
+			})
+	}()
+	rec, err := c.Lookup(ctx, "pay", "k")
+	if err != nil || rec.GetState() != dedupv1.State_STATE_PENDING || rec.GetFencingToken() != 2 ||
+		!rec.GetLeaseExpiresAt().AsTime().After(time.Now().Add(time.Minute)) {
+		t.Fatalf("after settle panicked: %v, %v; want PENDING under token 2 with the hour's lease", rec, err)
+	}
+}
