@@ -18,7 +18,7 @@ func TestDoBatchSettle(t *testing.T) {
 	dedupdtest.ForEach(t, nil, func(t *testing.T, addr string) {
 		c, ctx := newClient(t, addr), testContext(t)
 		for _, key := range []string{"found", "missing", "broken", "failing"} {
-			crashedClaim(t, ctx, c, "pay", key)
+			crashedClaim(t, ctx, c, key)
 		}
 		settle := func(_ context.Context, a client.Attempt) ([]byte, bool, error) {
 			if a.Number == 1 {

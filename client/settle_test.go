@@ -15,16 +15,16 @@ import (
 
 var errGatewayDown = errors.New("gateway lookup failed")
 
-// crashedClaim leaves key as a crashed holder would: claimed under token 1
+// crashedClaim leaves key of consumer "pay" as a crashed holder would: claimed under token 1
 // and never finished, with a lease that has run out. The next acquisition
 // is attempt 2.
-func crashedClaim(t *testing.T, ctx context.Context, c *client.Client, consumer, key string) {
+func crashedClaim(t *testing.T, ctx context.Context, c *client.Client, key string) {
 	t.Helper()
-	if _, err := c.Claim(ctx, consumer, key, nil, client.ClaimOptions{LeaseTTL: 100 * time.Millisecond, Owner: "crashed"}); err != nil {
+	if _, err := c.Claim(ctx, "pay", key, nil, client.ClaimOptions{LeaseTTL: 100 * time.Millisecond, Owner: "crashed"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the crashed holder's lease to run out", func() bool {
-		r, err := c.Lookup(ctx, consumer, key)
+		r, err := c.Lookup(ctx, "pay", key)
 		return err == nil && time.Now().After(r.GetLeaseExpiresAt().AsTime().Add(20*time.Millisecond))
 	})
 }
@@ -60,7 +60,7 @@ func TestDoSettle(t *testing.T) {
 		c, ctx := newClient(t, addr), testContext(t)
 		for i, tc := range cases {
 			key := fmt.Sprintf("k%d", i)
-			crashedClaim(t, ctx, c, "pay", key)
+			crashedClaim(t, ctx, c, key)
 			var ran bool
 			var seen client.Attempt
 			res, err := c.Do(ctx, "pay", key, nil, client.DoOptions{LeaseTTL: time.Hour,
@@ -172,7 +172,7 @@ func TestReconcilerTakesTheSettleFunc(t *testing.T) {
 			return nil, false, nil
 		}
 		for _, key := range []string{"paid", "unpaid", "broken"} {
-			crashedClaim(t, ctx, c, "pay", key)
+			crashedClaim(t, ctx, c, key)
 		}
 		report, err := (&client.Reconciler{Client: c, Consumer: "pay", Settle: settle}).Run(ctx)
 		if want := (client.ReconcileReport{Completed: 1, Rejected: 1, Released: 1}); err != nil || report != want {
@@ -197,7 +197,7 @@ func TestReconcilerTakesTheSettleFunc(t *testing.T) {
 func TestSettlePanicLeavesThePendingClaim(t *testing.T) {
 	addr := dedupdtest.Start(t, dedupdtest.Embedded)
 	c, ctx := newClient(t, addr), testContext(t)
-	crashedClaim(t, ctx, c, "pay", "k")
+	crashedClaim(t, ctx, c, "k")
 	func() {
 		defer func() {
 			if recover() == nil {
