@@ -27,6 +27,11 @@ const (
 	// crashEvery: about one event in crashEvery crashes at each crash
 	// point, so about 4 x 300/25 = 48 crashes a run.
 	crashEvery = 25
+	// externalKills: besides the chosen crash points, the test kill -9s a
+	// consumer at an arbitrary moment this many times, one every
+	// externalKillEvery.
+	externalKills     = 8
+	externalKillEvery = 700 * time.Millisecond
 	// runLimit turns a run that never settles into a failure; it judges
 	// nothing (the answers below do).
 	runLimit = 100 * time.Second
@@ -127,7 +132,22 @@ func runPayments(t *testing.T, settle bool) *paymentsRun {
 	sup := &supervisor{args: args, env: []string{"PAYMENTS_CRASH_EVERY=" + strconv.Itoa(crashEvery)}, fig: r.fig}
 	start := time.Now()
 	sup.start(t, consumers)
+	stopKilling := make(chan struct{})
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		for i := range externalKills {
+			select {
+			case <-stopKilling:
+				return
+			case <-time.After(externalKillEvery):
+			}
+			sup.killOne(i % consumers)
+		}
+	}()
 	err = r.waitDone(ctx, js, streamName, start)
+	close(stopKilling)
+	<-killed
 	sup.stop()
 	r.took = time.Since(start)
 	if err != nil {
@@ -238,8 +258,9 @@ func (r *paymentsRun) report(t *testing.T) {
 	for _, k := range f.kills {
 		kills += k
 	}
-	t.Logf("events %d (messages %d, %d consumers, AckWait 3s, lease 2s) in %s: kills %d %v (drops without ack %d), "+
+	t.Logf("events %d (messages %d, %d consumers, AckWait 3s, lease 2s) in %s: kills at chosen points %d %v "+
+		"(of them drops without ack %d), kill -9 at arbitrary moments %d, "+
 		"takeovers %d, settle hits %d (gateway lookups %d), double charges %d; outcomes: %d completed, %d replayed, %d errors",
-		events, r.msgs, consumers, r.took.Round(time.Millisecond), kills, f.kills, f.drops,
+		events, r.msgs, consumers, r.took.Round(time.Millisecond), kills, f.kills, f.drops, f.externalKills,
 		f.takeovers, f.settleHits, r.gw.lookupCount(), r.doubles(), f.completed, f.replayed, f.errors)
 }

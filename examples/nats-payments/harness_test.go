@@ -123,6 +123,7 @@ type figures struct {
 	mu                    sync.Mutex
 	kills                 map[string]int // crash point → SIGKILLs there
 	drops, otherExits     int
+	externalKills         int // kill -9 from the test, at no chosen point
 	takeovers, settleHits int
 	completed, replayed   int
 	errors                int
@@ -227,6 +228,18 @@ func (s *supervisor) loop(t *testing.T, slot int) {
 }
 
 func asExit(err error, target **exec.ExitError) bool { return errors.As(err, target) }
+
+// killOne sends SIGKILL to the consumer in slot, wherever it is, as an
+// operator's kill -9 would: mid-charge, mid-Complete or idle.
+func (s *supervisor) killOne(slot int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cmd := s.cur[slot]; cmd != nil && !s.done && cmd.Process.Signal(syscall.SIGKILL) == nil {
+		s.fig.mu.Lock()
+		s.fig.externalKills++
+		s.fig.mu.Unlock()
+	}
+}
 
 // stop kills every consumer and waits for the loops to end.
 func (s *supervisor) stop() {
