@@ -19,7 +19,8 @@ import time
 from typing import Callable, Optional, Union
 
 from ._proto.dedup.v1 import dedup_pb2
-from .client import Client, seconds
+from ._durations import seconds
+from .client import Client
 from .errors import (AlreadyFinished, DedupError, InProgressTimeout, LeaseLost,
                      Rejected)
 
