@@ -23,16 +23,17 @@ from .batch import (ClaimItem, ExtendItem, FinishItem, ItemResult, claim_batch_r
                     record_results)
 from .errors import from_rpc_error
 
-_SERVICE = "dedup.v1.DedupService"
-
 # UNAVAILABLE means nothing was done (the server never saw the call, or the
-# store refused it before writing), so gRPC retries it. Every DedupService
-# call is safe to repeat: Complete, Reject and ExtendLease repeat to the same
-# record, and a repeated Claim whose first answer was lost at worst reports
-# the caller's own claim as IN_PROGRESS until its lease runs out.
+# store refused it before writing), so gRPC retries it, for both services
+# (as the Go and Node clients do). Every call is safe to repeat: Complete,
+# Reject, ExtendLease and their stream forms repeat to the same record, and
+# a repeated Claim or ClaimStream whose first answer was lost reports the
+# caller's own claim as IN_PROGRESS, which do() and do_in_order() recognise
+# by their unique owner.
+_RETRIED_SERVICES = ("dedup.v1.DedupService", "dedup.v1.StreamService")
 _RETRY_SERVICE_CONFIG = json.dumps({
     "methodConfig": [{
-        "name": [{"service": _SERVICE}],
+        "name": [{"service": service} for service in _RETRIED_SERVICES],
         "retryPolicy": {
             "maxAttempts": 4,
             "initialBackoff": "0.05s",

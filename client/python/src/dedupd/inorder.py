@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import secrets
 import time
 from typing import Callable
 
 from ._proto.dedup.v1 import stream_pb2
 from .client import Client
-from .do import Terminal
+from .do import Terminal, _truncate
 from .errors import DedupError, InProgressTimeout
 
 
@@ -46,12 +47,18 @@ def do_in_order(client: Client, consumer: str, stream: str, sequence: int,
     doc. Choose lease_ttl longer than fn takes: it is not extended."""
     deadline = time.monotonic() + max_wait
     backoff = 0.05
+    # A unique owner recognises our own claim whose ACQUIRED reply was lost
+    # and retried into IN_PROGRESS, as do() does.
+    owner = f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
     while True:
         resp = client.claim_stream(consumer, stream, sequence, lease_ttl=lease_ttl, owner=owner,
                                    mode=mode, digest=digest)
         if resp.outcome == stream_pb2.STREAM_OUTCOME_DUPLICATE:
             return InOrderResult(duplicate=True, stream=resp.stream)
         if resp.outcome == stream_pb2.STREAM_OUTCOME_ACQUIRED:
+            break
+        if resp.stream.owner == owner and resp.stream.in_flight == sequence:
+            resp.fencing_token = resp.stream.fencing_token
             break
         wait = min(backoff * random.uniform(0.5, 1.0),
                    resp.retry_after.seconds + resp.retry_after.nanos / 1e9)
