@@ -29,8 +29,8 @@ import urllib.request
 from typing import Any, Optional
 
 import pika
-import pika.adapters.blocking_connection
 import pika.spec
+from pika.adapters.blocking_connection import BlockingChannel
 
 import dedupd
 
@@ -38,9 +38,6 @@ CONSUMER = os.environ.get("DEDUPD_CONSUMER", "payments")
 # Longer than a charge takes; do() extends it while fn runs. A consumer that
 # dies holding it blocks the event's redelivery for at most this long.
 LEASE_TTL = float(os.environ.get("LEASE_TTL", "30"))
-
-Channel = pika.adapters.blocking_connection.BlockingChannel
-
 
 class Gateway:
     """The payment gateway's HTTP API: charge (not idempotent) and the
@@ -83,7 +80,7 @@ def process(client: dedupd.Client, gateway: Gateway, event: dict[str, Any]) -> d
                      digest=dedupd.digest_json(event), lease_ttl=LEASE_TTL)
 
 
-def on_message(client: dedupd.Client, gateway: Gateway, channel: Channel,
+def on_message(client: dedupd.Client, gateway: Gateway, channel: BlockingChannel,
                method: pika.spec.Basic.Deliver, body: bytes) -> None:
     tag = method.delivery_tag
     try:

@@ -124,10 +124,10 @@ def basic_ack(self: Any, delivery_tag: int = 0, multiple: bool = False) -> None:
     log(acked=event_id)
 
 
-consumer.Gateway.charge = charge  # type: ignore[method-assign]
+consumer.Gateway.charge = charge  # type: ignore[assignment]
 dedupd.do = do  # type: ignore[assignment]
 consumer.on_message = on_message
-blocking.BlockingChannel.basic_ack = basic_ack  # type: ignore[method-assign]
+blocking.BlockingChannel.basic_ack = basic_ack
 
 if __name__ == "__main__":
     if os.environ.get("WAIT_FOR_GO") == "1":

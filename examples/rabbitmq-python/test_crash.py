@@ -91,7 +91,7 @@ class Run:
         self.name = f"payments-{uuid.uuid4().hex[:12]}"  # dedupd consumer and queue
         self.gateway = FakeGateway()
         rng = random.Random(18)
-        self.events = [{"event_id": f"evt-{i:04d}", "amount": rng.randint(1, 500)}
+        self.events: list[dict[str, Any]] = [{"event_id": f"evt-{i:04d}", "amount": rng.randint(1, 500)}
                        for i in range(EVENTS)]
         self.messages = self.events + rng.sample(self.events, DUPLICATES)
         rng.shuffle(self.messages)
@@ -180,7 +180,7 @@ class Run:
     def check(self, client: dedupd.Client) -> tuple[dict[str, int], list[str]]:
         """The run's figures, and every way it broke the promise."""
         charges = self.gateway.snapshot()
-        ids = [e["event_id"] for e in self.events]
+        ids: list[str] = [e["event_id"] for e in self.events]
         records = {}
         for i in range(0, len(ids), 100):
             for key, res in zip(ids[i:i + 100], client.lookup_batch(self.name, ids[i:i + 100])):
@@ -213,21 +213,25 @@ class Run:
 
 
 class CrashTest(unittest.TestCase):
+    dir: str
+    server: Dedupd
+    client: dedupd.Client
+
     @classmethod
     def setUpClass(cls) -> None:
         cls.dir = tempfile.mkdtemp(prefix="dedupd-rabbitmq-")
-        cls.dedupd = Dedupd(cls.dir)
-        cls.client = dedupd.Client(cls.dedupd.addr)
+        cls.server = Dedupd(cls.dir)
+        cls.client = dedupd.Client(cls.server.addr)
 
     @classmethod
     def tearDownClass(cls) -> None:
         cls.client.close()
-        cls.dedupd.stop()
+        cls.server.stop()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def crash_run(self, use_settle: bool) -> tuple[dict[str, int], list[str]]:
         workdir = tempfile.mkdtemp(prefix="run-", dir=self.dir)
-        run = Run(workdir, self.dedupd.addr, use_settle)
+        run = Run(workdir, self.server.addr, use_settle)
         run.run()
         figures, wrong = run.check(self.client)
         label = "with settle" if use_settle else "without settle"
