@@ -37,8 +37,9 @@ from .do import _truncate
 from .errors import DedupError, InProgressTimeout
 from .lease import Lease, lease_span
 
-# fn(fencing_token[, stream=][, lease=]): apply the event.
-StreamWork = StreamCall[None]
+# fn(fencing_token[, stream=][, lease=]): apply the event (what it returns
+# is ignored: a stream stores no result).
+StreamWork = StreamCall[object]
 
 # settle(fencing_token[, stream=][, lease=]): did the event's effect happen?
 StreamSettle = StreamCall[Optional[bool]]
