@@ -1,9 +1,3 @@
-// Package api serves dedup.v1's two gRPC services, DedupService (claims and
-// their outcomes) and AdminService (policies, records, purges, stats): it
-// validates each request before any store work, resolves the policy in
-// force, calls the store, and turns every outcome into its wire form. Errors
-// go to the wire through server/rpcerrors, the vocabulary this package
-// shares with the interceptors.
 package api
 
 import (
