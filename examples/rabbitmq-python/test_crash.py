@@ -46,7 +46,7 @@ DUPLICATES = 30
 PER_POINT = 8
 CONSUMERS = 4
 SPARES = 2
-LEASE_TTL = 2.0  # seconds a takeover waits after a consumer died holding a key
+LEASE_TTL = 3.0  # seconds a takeover waits after a consumer died holding a key
 KILL_POINTS = ("after_claim", "after_effect", "after_complete")
 CLOSE_POINTS = ("close_on_delivery", "close_before_ack")
 # A run that is not done by then is stuck (a bug, not a slow machine): it

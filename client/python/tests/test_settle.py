@@ -4,6 +4,7 @@ key without fn, None runs fn, Terminal rejects, an exception leaves the
 claim PENDING. A process-ending BaseException in fn leaves it PENDING too.
 fn gets the record and the lease when it asks for them."""
 
+import asyncio
 import time
 import unittest
 
@@ -135,6 +136,9 @@ class AmbiguousFailureTest(ClientTestCase):
 
     def test_system_exit_leaves_the_claim_pending(self):
         self.assert_left_pending(SystemExit(3))
+
+    def test_cancellation_leaves_the_claim_pending(self):
+        self.assert_left_pending(asyncio.CancelledError())
 
     def test_an_exception_still_releases(self):
         key = unique_key()

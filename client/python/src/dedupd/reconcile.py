@@ -93,9 +93,11 @@ def reconcile(client: Client, consumer: str, decide: Optional[Decide] = None, *,
             continue
         if settle is not None:
             lease = Lease(claim.fencing_token, sent + lease_span(claim.record, lease_ttl))
-            decide = _deciding(settle, lease)
-        assert decide is not None
-        settled.append(_settle(client, consumer, claim, decide, leave_pending=settle is not None))
+            settled.append(_settle(client, consumer, claim, _deciding(settle, lease),
+                                   leave_pending=True))
+        else:
+            assert decide is not None
+            settled.append(_settle(client, consumer, claim, decide, leave_pending=False))
     return settled
 
 
