@@ -15,14 +15,15 @@
 //
 // How each failure ends: Terminal from fn or settle stores a rejection;
 // any other error from fn releases the key (a retryable Reject), which is
-// safe because the next acquisition runs settle. An error after the
-// caller's own AbortSignal (options.signal) aborted is not released: a
-// cancellation is an unknown outcome, kept PENDING as a crash would be.
+// safe because the next acquisition runs settle. An unknown outcome is not
+// released but kept PENDING, as a crash would be: an error after the
+// caller's own AbortSignal (options.signal) aborted, or a timeout or abort
+// (TimeoutError, AbortError), whose request may still have done its work.
 
 const crypto = require('node:crypto');
 const { seconds, toBuffer } = require('./client');
 const { AlreadyFinished, DedupError, InProgressTimeout, LeaseLost, Rejected } = require('./errors');
-const { runSettle, linkSignal, sleepUnlessAborted } = require('./settle');
+const { runSettle, linkSignal, sleepUnlessAborted, unknownOutcome } = require('./settle');
 const { Terminal } = require('./terminal');
 
 // The reason of the release after fn threw anything but Terminal; the
@@ -106,14 +107,14 @@ async function runClaimed(client, consumer, key, claim, fn, { leaseTtl, every, s
 
 /**
  * Runs fn(...args); on an error, onError(err) records it, unless the
- * caller's signal aborted: a cancelled fn may have done its effect, so the
- * claim stays PENDING (no release) and the error goes up as it is.
+ * outcome is unknown (a cancellation, a timeout: see unknownOutcome): then
+ * the claim stays PENDING (no release) and the error goes up as it is.
  */
 async function runFn(fn, args, callerSignal, onError) {
   try {
     return await fn(...args);
   } catch (err) {
-    if (callerSignal && callerSignal.aborted && !(err instanceof Terminal)) throw err;
+    if (unknownOutcome(err, callerSignal)) throw err;
     return onError(err);
   }
 }

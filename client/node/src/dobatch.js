@@ -8,8 +8,9 @@
 // fn runs unless settle found the effect, while one timer extends all their
 // leases with extendLeaseBatch; one finishBatch then records every outcome
 // as doOnce records one: Complete, Reject for Terminal, a release for any
-// other error of fn. A key whose settle threw, or whose fn threw after the
-// caller's signal aborted, is left PENDING (no finish item). A key named
+// other error of fn. A key whose settle threw, or whose fn's error leaves
+// the outcome unknown (a cancellation, a timeout), is left PENDING (no
+// finish item). A key named
 // twice runs once; the later one gets the first's outcome. signal aborts
 // when that key's lease is lost.
 
@@ -17,7 +18,7 @@ const crypto = require('node:crypto');
 const { toBuffer } = require('./client');
 const { AlreadyFinished, InProgressTimeout, LeaseLost, RecordNotFound, Rejected } = require('./errors');
 const { RETRYABLE_REASON, errorText, truncate } = require('./do');
-const { linkSignal, runSettle } = require('./settle');
+const { linkSignal, runSettle, unknownOutcome } = require('./settle');
 const { Terminal } = require('./terminal');
 
 /**
@@ -105,7 +106,7 @@ async function runAll(client, consumer, run, fn, { leaseTtl, parallelism, every,
 /**
  * Settles, then runs fn for one acquired key. Sets r.result (and r.settled),
  * or r.err; r.pending marks an unknown outcome that must stay PENDING:
- * settle threw, or fn threw after the caller's signal aborted.
+ * settle threw, or fn's error leaves the outcome unknown (unknownOutcome).
  */
 async function runOne(r, fn, settle, callerSignal) {
   const args = [r.key, r.record.fencingToken, r.record.attempts, r.controller.signal, r.record];
@@ -127,7 +128,7 @@ async function runOne(r, fn, settle, callerSignal) {
       r.result = await fn(...args);
     } catch (err) {
       r.err = err;
-      r.pending = Boolean(callerSignal && callerSignal.aborted && !(err instanceof Terminal));
+      r.pending = unknownOutcome(err, callerSignal);
     }
   }
 }

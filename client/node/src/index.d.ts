@@ -367,7 +367,8 @@ export interface DoOptions {
   /**
    * The caller's cancellation: stops the wait and aborts fn's signal. An
    * error from fn after it aborted leaves the claim PENDING (no release),
-   * as a crash would: the effect may have happened.
+   * as a crash would: the effect may have happened. So does an error named
+   * TimeoutError or AbortError (AbortSignal.timeout(), fetch()).
    */
   signal?: AbortSignal | null;
 }

@@ -15,11 +15,11 @@
 // fn), null means run fn, Terminal rejects the event, any other error
 // leaves the claim in flight. The lease is not extended: signal aborts
 // when it runs out, or when the caller's signal aborts (then an error from
-// fn leaves the claim in flight too, as a crash would).
+// fn leaves the claim in flight too, as a crash would; so does a timeout).
 
 const { seconds } = require('./client');
 const { DedupError, InProgressTimeout } = require('./errors');
-const { linkSignal, runSettle, sleepUnlessAborted } = require('./settle');
+const { linkSignal, runSettle, sleepUnlessAborted, unknownOutcome } = require('./settle');
 const { Terminal } = require('./terminal');
 
 /** fn threw Terminal: the event was recorded as poison; err.stream is the stream afterwards. */
@@ -64,9 +64,10 @@ async function doInOrder(client, consumer, stream, sequence, fn, {
   } catch (err) {
     if (err instanceof StreamRejected) throw err;
     if (err instanceof Terminal) return poison(err);
-    // settle's own error, or fn's after the caller aborted: the outcome is
-    // unknown, so the claim stays in flight until its lease runs out.
-    if (settled === undefined || (signal && signal.aborted)) throw err;
+    // settle's own error, or fn's that leaves the outcome unknown (a
+    // cancellation, a timeout): the claim stays in flight until its lease
+    // runs out.
+    if (settled === undefined || unknownOutcome(err, signal)) throw err;
     await client.releaseStream(consumer, stream, sequence, token);
     throw err;
   } finally {

@@ -58,4 +58,18 @@ async function sleepUnlessAborted(ms, signal) {
   }
 }
 
-module.exports = { runSettle, linkSignal, sleepUnlessAborted };
+/**
+ * Whether fn's error leaves the outcome unknown, so that the claim must
+ * stay PENDING as after a crash: the caller's signal aborted (a
+ * cancellation), or the error is a timeout or an abort (name TimeoutError
+ * or AbortError, as AbortSignal.timeout() and fetch() give): the request
+ * may have done its work after the caller stopped waiting. Terminal is
+ * never unknown.
+ */
+function unknownOutcome(err, callerSignal) {
+  if (err instanceof Terminal) return false;
+  if (callerSignal && callerSignal.aborted) return true;
+  return Boolean(err) && (err.name === 'TimeoutError' || err.name === 'AbortError');
+}
+
+module.exports = { runSettle, linkSignal, sleepUnlessAborted, unknownOutcome };

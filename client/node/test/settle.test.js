@@ -148,6 +148,15 @@ describe('do with settle', () => {
     await assert.rejects(dedupd.do(c, CONSUMER, other, fn, { signal: ac.signal }), /shutting down/);
     await assert.rejects(c.lookup(CONSUMER, other), dedupd.RecordNotFound);
   });
+  it('keeps the claim PENDING after a timeout (the request may have done its work); releases a plain error', async () => {
+    const key = uniqueKey();
+    const timedOut = () => { throw new DOMException('The operation was aborted due to timeout', 'TimeoutError'); };
+    await assert.rejects(dedupd.do(c, CONSUMER, key, timedOut), (err) => err.name === 'TimeoutError');
+    assert.equal((await c.lookup(CONSUMER, key)).state, 'STATE_PENDING');
+    const plain = uniqueKey();
+    await assert.rejects(dedupd.do(c, CONSUMER, plain, () => { throw new TypeError('bug before the effect'); }), TypeError);
+    assert.equal((await c.lookup(CONSUMER, plain)).state, 'STATE_RELEASED');
+  });
 });
 
 describe('reconcile with settle', () => {
