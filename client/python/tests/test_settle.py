@@ -140,13 +140,18 @@ class AmbiguousFailureTest(ClientTestCase):
     def test_cancellation_leaves_the_claim_pending(self):
         self.assert_left_pending(asyncio.CancelledError())
 
+    def test_a_timeout_leaves_the_claim_pending(self):
+        # The request may have done its work after the caller stopped
+        # waiting: the classic unknown outcome (docs/guarantees.md).
+        self.assert_left_pending(TimeoutError("gateway slow"))
+
     def test_an_exception_still_releases(self):
         key = unique_key()
 
         def fn(token, attempt):
-            raise TimeoutError("gateway slow")
+            raise ConnectionRefusedError("gateway down")
 
-        with self.assertRaises(TimeoutError):
+        with self.assertRaises(ConnectionRefusedError):
             dedupd.do(self.client, CONSUMER, key, fn)
         self.assertEqual(self.client.lookup(CONSUMER, key).state, dedupd.STATE_RELEASED)
 

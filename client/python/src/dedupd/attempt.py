@@ -22,10 +22,13 @@ fn's outcome is recorded as:
     raise Terminal(...)        Reject, stored for good
     raise an Exception         a retryable release (safe: the next
                                acquisition runs settle first)
-    raise a BaseException that is not an Exception (KeyboardInterrupt,
+    raise TimeoutError (socket and asyncio timeouts included), or a
+    BaseException that is not an Exception (KeyboardInterrupt,
     SystemExit, GeneratorExit, asyncio.CancelledError)
                                nothing, as a crash would: the claim stays
-                               PENDING until its lease runs out
+                               PENDING until its lease runs out. A
+                               timed-out request may have done its work
+                               after the caller stopped waiting.
 """
 
 from __future__ import annotations
@@ -107,6 +110,8 @@ def run_attempt(fn: Any, settle: Any, args: tuple[Any, ...], keywords: Mapping[s
         result = call(fn, args, keywords)
     except Terminal as t:
         return Step(terminal=t)
+    except TimeoutError as e:  # the classic unknown outcome: left pending
+        return Step(pending=e)
     except Exception as e:
         return Step(release=e)
     except BaseException as e:  # noqa: B036  (process-ending: left pending, as a crash)
