@@ -161,10 +161,10 @@ class Client {
    * anything is sent).
    */
   call(method, request, stub = this.stub, { deadline, signal } = {}) {
-    checkSignal(signal);
-    const options = { deadline: callDeadline(deadline, this.timeout) };
-    if (options.deadline === undefined) delete options.deadline;
-    return new Promise((resolve, reject) => {
+    return new Promise((resolve, reject) => { // a TypeError thrown here rejects
+      checkSignal(signal);
+      const options = { deadline: callDeadline(deadline, this.timeout) };
+      if (options.deadline === undefined) delete options.deadline;
       if (signal && signal.aborted) {
         reject(new AbortError(signal.reason));
         return;
