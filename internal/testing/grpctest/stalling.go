@@ -30,7 +30,7 @@ type StallingCaller struct {
 // SETTINGS; the connection closes when the test ends or on Close.
 func DialStalling(t testing.TB, addr string) *StallingCaller {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
+	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
