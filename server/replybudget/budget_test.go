@@ -20,7 +20,9 @@ import (
 )
 
 // payloads answers UnaryCall with a payload of the size asked for.
-type payloads struct{ testgrpc.UnimplementedTestServiceServer }
+type payloads struct {
+	testgrpc.UnimplementedTestServiceServer
+}
 
 func (payloads) UnaryCall(_ context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
 	return &testgrpc.SimpleResponse{Payload: &testgrpc.Payload{Body: make([]byte, req.GetResponseSize())}}, nil
