@@ -96,10 +96,9 @@ type Config struct {
 	MaxInFlight int
 	// MaxConnections bounds the client connections open at once; one more
 	// waits to be accepted until one closes. MaxConcurrentStreams bounds
-	// the calls open at once on one connection; a client queues more. With
-	// the reply cap (maxMessageBytes) and the page budget
-	// (Limits.MaxPageBytes) they bound what replies that callers do not
-	// read can hold (docs/operations.md). Zero takes the default.
+	// the calls open at once on one connection; a client queues more.
+	// MaxReplyBytesInFlight bounds what replies that callers do not read
+	// can hold (docs/operations.md). Zero takes the default.
 	MaxConnections       int
 	MaxConcurrentStreams int
 	// MaxReplyBytesInFlight bounds the bytes of replies encoded and not

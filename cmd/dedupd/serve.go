@@ -117,7 +117,7 @@ see docs/operations.md).`,
 	f.BoolVar(&cfg.LogAllCalls, "log-all-calls", false, "log every call at INFO (as --log-level debug does); otherwise only failed calls, rate-limited per method and code, and slow ones")
 	f.DurationVar(&cfg.LogSlowCalls, "log-slow-calls", 250*time.Millisecond, "log calls that take at least this long, at WARN; 0 logs none for being slow")
 	f.IntVar(&cfg.MaxInFlight, "max-inflight", 1024, "calls running at once; more are refused at once with RESOURCE_EXHAUSTED (OVERLOADED)")
-	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "client connections open at once; one more waits to be accepted until one closes (with --max-concurrent-streams and --max-page-bytes it bounds the memory unread replies can hold; docs/operations.md)")
+	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "client connections open at once; one more waits to be accepted until one closes")
 	f.IntVar(&cfg.MaxReplyBytesInFlight, "max-reply-bytes-in-flight", server.DefaultMaxReplyBytesInFlight, "most bytes of replies encoded and not yet read by their callers, all calls together (docs/operations.md); a reply that finds no room within 500ms fails RESOURCE_EXHAUSTED (OVERLOADED)")
 	f.IntVar(&cfg.MaxConcurrentStreams, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "calls open at once on one connection; a client queues more")
 	f.IntVar(&cfg.Limits.MaxPageBytes, "max-page-bytes", api.PageBytesCeiling, "most bytes of records in one ListRecords page (a larger record comes alone); at most 4 MiB less 64 KiB, so that a client left at its defaults accepts every page")
