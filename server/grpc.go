@@ -133,7 +133,7 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 		stream = append(stream, selector.StreamServerInterceptor(g.inflight.StreamServerInterceptor(), notDiagnostic))
 	}
 	if g.replies != nil {
-		unary = append(unary, selector.UnaryServerInterceptor(g.replies.UnaryServerInterceptor(), notDiagnostic))
+		unary = append(unary, selector.UnaryServerInterceptor(g.replies.UnaryServerInterceptor(replyPlan), notDiagnostic))
 	}
 	if g.auth != nil {
 		unary = append(unary, selector.UnaryServerInterceptor(grpcauth.UnaryServerInterceptor(g.auth.AuthFunc), notHealth))

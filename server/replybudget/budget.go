@@ -102,6 +102,18 @@ func (b *Budget) grow(ctx context.Context, r *reservation, n int64) error {
 	}
 }
 
+// force adds n bytes to r without waiting, over the budget if need be: the
+// reply of a call that may already have written (see Plan).
+func (b *Budget) force(r *reservation, n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used += n
+	r.n += n
+	if r.conn != nil {
+		r.conn.held += n
+	}
+}
+
 // fits reports whether n more bytes for r fit the budget and r's
 // connection's share of it, which they always do when r's reply is the
 // only one held (there, or in the whole budget); b.mu is held.

@@ -3,6 +3,7 @@ package replybudget_test
 import (
 	"context"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,26 +20,43 @@ import (
 	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
-// payloads answers UnaryCall with a payload of the size asked for.
+// payloads answers UnaryCall with a payload of the size asked for, and
+// counts the calls its handler ran.
 type payloads struct {
 	testgrpc.UnimplementedTestServiceServer
+	ran *atomic.Int64
 }
 
-func (payloads) UnaryCall(_ context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+func (p payloads) UnaryCall(_ context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	p.ran.Add(1)
 	return &testgrpc.SimpleResponse{Payload: &testgrpc.Payload{Body: make([]byte, req.GetResponseSize())}}, nil
 }
 
+// reads plans every call as one that changes nothing.
+func reads(string) replybudget.Plan { return replybudget.Plan{ReadOnly: true} }
+
+// writes plans every call as one that may have written once its handler ran.
+func writes(string) replybudget.Plan { return replybudget.Plan{} }
+
 func serve(t *testing.T, b *replybudget.Budget) string {
 	t.Helper()
-	srv := grpc.NewServer(grpc.UnaryInterceptor(b.UnaryServerInterceptor()), grpc.StatsHandler(replybudget.StatsHandler()))
-	testgrpc.RegisterTestServiceServer(srv, payloads{})
+	addr, _ := servePlanned(t, b, reads)
+	return addr
+}
+
+// servePlanned serves with plan and returns the count of handler runs.
+func servePlanned(t *testing.T, b *replybudget.Budget, plan replybudget.Planner) (string, *atomic.Int64) {
+	t.Helper()
+	ran := new(atomic.Int64)
+	srv := grpc.NewServer(grpc.UnaryInterceptor(b.UnaryServerInterceptor(plan)), grpc.StatsHandler(replybudget.StatsHandler()))
+	testgrpc.RegisterTestServiceServer(srv, payloads{ran: ran})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
+	return lis.Addr().String(), ran
 }
 
 func client(t *testing.T, addr string) testgrpc.TestServiceClient {
@@ -143,4 +161,49 @@ func reason(st *status.Status) string {
 		}
 	}
 	return ""
+}
+
+// TestWritesAreNeverRefusedAfterTheyRan: with room for Floor but not for
+// the whole reply, a call that changes nothing is refused once its reply
+// is built, while a call that may have written gets its reply over the
+// budget (a failed call must change nothing); and with no room even for
+// Floor, a write is refused before its handler runs.
+func TestWritesAreNeverRefusedAfterTheyRan(t *testing.T) {
+	request, err := proto.Marshal(&testgrpc.SimpleRequest{ResponseSize: replyBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := func(t *testing.T, b *replybudget.Budget, addr string) {
+		t.Helper()
+		for i := range 2 {
+			grpctest.DialStalling(t, addr).Send("/grpc.testing.TestService/UnaryCall", request, 1)
+			eventually(t, "a stalled reply to hold the budget", func() bool { return b.InUse() == int64(i+1)*replySize })
+		}
+	}
+	tests := []struct {
+		name     string
+		room     int64 // what the budget has past the two stalled replies
+		plan     replybudget.Planner
+		wantCode codes.Code
+		wantRuns int64 // handler runs of the third call
+	}{
+		{"a read past the budget is refused after it ran", 2 * replybudget.Floor, reads, codes.ResourceExhausted, 1},
+		{"a write past the budget is answered", 2 * replybudget.Floor, writes, codes.OK, 1},
+		{"a write with no room for Floor is refused before it runs", 1 << 10, writes, codes.ResourceExhausted, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := replybudget.New(2*replySize + tt.room)
+			addr, ran := servePlanned(t, b, tt.plan)
+			fill(t, b, addr)
+			before := ran.Load()
+			_, err := client(t, addr).UnaryCall(context.Background(), &testgrpc.SimpleRequest{ResponseSize: replyBytes})
+			if got := status.Code(err); got != tt.wantCode {
+				t.Fatalf("third call: %v, want %v", err, tt.wantCode)
+			}
+			if got := ran.Load() - before; got != tt.wantRuns {
+				t.Errorf("the third call ran its handler %d times, want %d", got, tt.wantRuns)
+			}
+		})
+	}
 }

@@ -9,23 +9,40 @@ import (
 	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
-// Floor is what every call takes from the budget before its handler runs,
-// and keeps for its reply: a call whose reply is no larger (every call
-// that changes one key: Claim, Complete, the stream calls...) is refused,
-// when there is no room, before it changes anything. A larger reply (a
-// replay of a large record, a page, a batch) takes the rest once it is
-// built, and it is then that it may be refused.
+// Floor is the least every call takes from the budget before its handler
+// runs, and keeps for its reply: most replies are no larger, so most calls
+// are refused, when there is no room, before they change anything.
 const Floor = 64 << 10
 
+// Plan is what one method's calls take from the budget.
+type Plan struct {
+	// UpFront is reserved before the handler runs (Floor when less): where
+	// there is no room for it, the call is refused before it changes
+	// anything.
+	UpFront int64
+	// ReadOnly marks calls that change nothing: a reply larger than UpFront
+	// may still be refused once it is built. Any other call may have
+	// written by then, and a failed call must change nothing, so its reply
+	// is never refused after its handler ran: what it takes past UpFront
+	// goes over the budget (docs/operations.md states that bound).
+	ReadOnly bool
+}
+
+// Planner gives the plan of a method (its full gRPC name).
+type Planner func(fullMethod string) Plan
+
 // UnaryServerInterceptor makes every reply take its bytes from b before it
-// is encoded: Floor before the handler runs, the rest after. A call that
-// finds no room within MaxWait fails RESOURCE_EXHAUSTED, reason
-// OVERLOADED. Install it after the in-flight bound, so that a call waits
-// for room inside its in-flight slot, and with StatsHandler on the server.
-func (b *Budget) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// is encoded: the plan's UpFront before the handler runs, the rest after.
+// A call that finds no room within MaxWait fails RESOURCE_EXHAUSTED,
+// reason OVERLOADED. Install it after the in-flight bound, so that a call
+// waits for room inside its in-flight slot, and with StatsHandler on the
+// server.
+func (b *Budget) UnaryServerInterceptor(plan Planner) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		p := plan(info.FullMethod)
+		upFront := max(p.UpFront, Floor)
 		conn := connOf(ctx)
-		r, err := b.take(ctx, Floor, conn)
+		r, err := b.take(ctx, upFront, conn)
 		if err != nil {
 			return nil, rpcerrors.Status(err, "", "").Err()
 		}
@@ -35,11 +52,16 @@ func (b *Budget) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 			r.release()
 			return resp, err
 		}
-		if n := int64(max(proto.Size(m), minCharge)); n <= Floor {
-			b.shrink(r, Floor-n)
-		} else if err := b.grow(ctx, r, n-Floor); err != nil {
-			r.release()
-			return nil, rpcerrors.Status(err, "", "").Err()
+		switch n := int64(max(proto.Size(m), minCharge)); {
+		case n <= upFront:
+			b.shrink(r, upFront-n)
+		case !p.ReadOnly:
+			b.force(r, n-upFront)
+		default:
+			if err := b.grow(ctx, r, n-upFront); err != nil {
+				r.release()
+				return nil, rpcerrors.Status(err, "", "").Err()
+			}
 		}
 		if _, taken := pending.LoadOrStore(resp, r); taken {
 			// The same message answers two calls at once (a shared
