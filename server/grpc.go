@@ -125,7 +125,7 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 	unary = append(unary, recovery.UnaryServerInterceptor(recoverWith))
 	stream = append(stream, recovery.StreamServerInterceptor(recoverWith))
 
-	opts := []grpc.ServerOption{
+	opts := append(connectionOptions(cfg),
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(maxMessageBytes(cfg)),
 		// A reply is held whole until the client reads it, so every reply
@@ -135,7 +135,7 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 		grpc.MaxConcurrentStreams(uint32(cmp.Or(cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams))),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
-	}
+	)
 	if g.creds != nil {
 		opts = append(opts, grpc.Creds(g.creds))
 	}

@@ -4,7 +4,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -101,6 +99,15 @@ type Config struct {
 	// read can hold (docs/operations.md). Zero takes the default.
 	MaxConnections       int
 	MaxConcurrentStreams int
+	// MaxConnectionsPerPeer is the share of MaxConnections one address
+	// (one IPv6 /64) may hold; one more is closed at once. At or above
+	// MaxConnections it is off. HandshakeTimeout bounds how long a new
+	// connection may take to send the HTTP/2 preface and SETTINGS (after
+	// TLS), MaxConnectionIdle how long one may stay open with no call.
+	// Zero takes the default (docs/operations.md, "Connections").
+	MaxConnectionsPerPeer int
+	HandshakeTimeout      time.Duration
+	MaxConnectionIdle     time.Duration
 	// LogAllCalls logs every call, as a DEBUG logger does; otherwise only
 	// failed calls (rate-limited) and calls slower than LogSlowCalls are
 	// (0: none for being slow).
@@ -148,6 +155,9 @@ func (c Config) Validate() error {
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
 		{c.MaxConnections >= 0, "--max-connections must be positive"},
+		{c.MaxConnectionsPerPeer >= 0, "--max-connections-per-peer must be positive"},
+		{c.HandshakeTimeout >= 0, "--handshake-timeout must be positive"},
+		{c.MaxConnectionIdle >= 0, "--max-connection-idle must be positive"},
 		{c.MaxConcurrentStreams >= 0 && c.MaxConcurrentStreams <= math.MaxUint32, "--max-concurrent-streams must be positive"},
 		{c.Limits.MaxPageBytes >= 0 && c.Limits.MaxPageBytes <= api.PageBytesCeiling,
 			fmt.Sprintf("--max-page-bytes must be positive and at most %d, so that a client left at its defaults accepts every page", api.PageBytesCeiling)},
@@ -194,7 +204,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	lis = netutil.LimitListener(lis, cmp.Or(cfg.MaxConnections, DefaultMaxConnections))
+	lis = limitConnections(lis, cfg, m, log)
 	healthSrv := newHealthService()
 	setHealth(healthSrv.Server, false)        // until the first ping answers
 	streams, _ := backend.(store.StreamStore) // nil: a store without streams
