@@ -25,7 +25,9 @@ import (
 // runServer runs Run with cfg until the test ends and returns its address.
 func runServer(t *testing.T, cfg Config) string {
 	t.Helper()
-	cfg.DataDir = t.TempDir()
+	if cfg.DataDir == "" || cfg.DataDir == testConfig().DataDir {
+		cfg.DataDir = t.TempDir()
+	}
 	cfg.ReadyFile = filepath.Join(t.TempDir(), "ready")
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)

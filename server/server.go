@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -194,20 +195,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	st := withReplayCache(backend, cfg)
-	defer st.Close() // closes backend too
-	observed := m.ObserveStore(st)
+	defer st.Close()                          // closes backend too
+	streams, _ := backend.(store.StreamStore) // nil: a store without streams
+	healthSrv := newHealthService()
+	watcher := newHealthWatcher(healthSrv.Server, healthNames(streams != nil), cfg, m, log)
+	observed := m.ObserveStoreOutcomes(st, watcher.observe)
 	if cfg.TracerProvider != nil {
 		observed = storetrace.Store(observed, cfg.TracerProvider)
 	}
+	watcher.st = observed
 
 	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	lis = limitConnections(lis, cfg, m, log)
-	healthSrv := newHealthService()
-	setHealth(healthSrv.Server, false)        // until the first ping answers
-	streams, _ := backend.(store.StreamStore) // nil: a store without streams
 	grpcSrv := newServices(cfg, log, healthSrv, g, observed, streams)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
 	if err != nil {
@@ -218,7 +220,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// The first ping decides the status the server starts with; a store
 	// that does not answer yet leaves it NOT_SERVING until it does.
-	watcher := &healthWatcher{st: observed, hs: healthSrv.Server, interval: cfg.HealthInterval, m: m, log: log}
 	watcher.check(ctx)
 
 	// The background work outlives ctx until the in-flight calls have
@@ -270,6 +271,14 @@ func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, 
 	}
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv
+}
+
+// healthNames are the health services a server reports on.
+func healthNames(withStreams bool) []string {
+	if !withStreams {
+		return healthServices
+	}
+	return append(slices.Clone(healthServices), streamHealthServices...)
 }
 
 func storeName(cfg Config) string {

@@ -10,18 +10,31 @@ import (
 // and class. Methods it does not know pass through the embedded interface
 // unobserved, so a store that grows stays a valid store.Store here.
 func (m *Metrics) ObserveStore(s store.Store) store.Store {
-	return &observedStore{Store: s, m: m}
+	return m.ObserveStoreOutcomes(s, nil)
+}
+
+// ObserveStoreOutcomes is ObserveStore that also tells onOutcome, when not
+// nil, of every operation's outcome (each batch item's included), as the
+// op label and the error (nil for a success): the health watcher judges
+// the store by its real writes. onOutcome runs on the caller's goroutine,
+// on every call, so it must be cheap.
+func (m *Metrics) ObserveStoreOutcomes(s store.Store, onOutcome func(op string, err error)) store.Store {
+	return &observedStore{Store: s, m: m, onOutcome: onOutcome}
 }
 
 type observedStore struct {
 	store.Store
-	m *Metrics
+	m         *Metrics
+	onOutcome func(op string, err error)
 }
 
 func (o *observedStore) observe(op string, err error) {
 	// Refusals the contract defines are answers, not failures.
 	if class, failed := store.Classify(err); failed {
 		o.m.storeErrors.WithLabelValues(op, class).Inc()
+	}
+	if o.onOutcome != nil {
+		o.onOutcome(op, err)
 	}
 }
 
@@ -67,25 +80,21 @@ func (o *observedStore) Ping(ctx context.Context) error {
 	return err
 }
 
-// ApplyBatch counts each failed item under its command's operation, as
-// the lone call would be counted.
+// ApplyBatch observes each item under its command's operation, as the
+// lone call would be observed.
 func (o *observedStore) ApplyBatch(ctx context.Context, p store.BatchParams) []store.ItemResult {
 	results := o.Store.ApplyBatch(ctx, p)
 	for i, r := range results {
-		if r.Err != nil {
-			o.observe(opOf(p.Commands[i]), r.Err)
-		}
+		o.observe(opOf(p.Commands[i]), r.Err)
 	}
 	return results
 }
 
-// LookupBatch counts each failed key as a lookup.
+// LookupBatch observes each key as a lookup.
 func (o *observedStore) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
 	results := o.Store.LookupBatch(ctx, p)
 	for _, r := range results {
-		if r.Err != nil {
-			o.observe("lookup", r.Err)
-		}
+		o.observe("lookup", r.Err)
 	}
 	return results
 }
