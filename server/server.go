@@ -90,8 +90,11 @@ type Config struct {
 	// limit), RateBurst how many at once (0: ceil(RateLimit)).
 	RateLimit float64
 	RateBurst int
-	// MaxInFlight bounds the calls running at once.
+	// MaxInFlight bounds the calls running at once, MaxWaiting the calls
+	// arrived behind them; a call past both is refused OVERLOADED as its
+	// stream opens (throttle.InFlight).
 	MaxInFlight int
+	MaxWaiting  int
 	// MaxConnections bounds the client connections open at once; one more
 	// waits to be accepted until one closes. MaxConcurrentStreams bounds
 	// the calls open at once on one connection; a client queues more. With
@@ -155,6 +158,7 @@ func (c Config) Validate() error {
 			"--max-message-bytes must be at least --max-result-bytes + 65536"},
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
+		{c.MaxWaiting >= 0, "--max-waiting must not be negative"},
 		{c.MaxConnections >= 0, "--max-connections must be positive"},
 		{c.MaxConnectionsPerPeer >= 0, "--max-connections-per-peer must be positive"},
 		{c.HandshakeTimeout >= 0, "--handshake-timeout must be positive"},

@@ -117,6 +117,7 @@ see docs/operations.md).`,
 	f.BoolVar(&cfg.LogAllCalls, "log-all-calls", false, "log every call at INFO (as --log-level debug does); otherwise only failed calls, rate-limited per method and code, and slow ones")
 	f.DurationVar(&cfg.LogSlowCalls, "log-slow-calls", 250*time.Millisecond, "log calls that take at least this long, at WARN; 0 logs none for being slow")
 	f.IntVar(&cfg.MaxInFlight, "max-inflight", 1024, "calls running at once; more are refused at once with RESOURCE_EXHAUSTED (OVERLOADED)")
+	f.IntVar(&cfg.MaxWaiting, "max-waiting", server.DefaultMaxWaiting, "calls arrived behind --max-inflight (their request being read and checked); a call past both is refused OVERLOADED as it arrives, before its request is read")
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "client connections open at once; one more waits to be accepted until one closes (with --max-concurrent-streams and --max-page-bytes it bounds the memory unread replies can hold; docs/operations.md)")
 	f.IntVar(&cfg.MaxConnectionsPerPeer, "max-connections-per-peer", server.DefaultMaxConnectionsPerPeer, "client connections one address (IPv6: one /64) may hold open; one more is closed at once; at or above --max-connections it is off")
 	f.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "time a new connection has to finish TLS and send the HTTP/2 preface and SETTINGS before it is closed")

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -194,6 +195,10 @@ func (m *Metrics) Panic() { m.panics.Inc() }
 
 // ConnectionRefused counts a connection closed for its address's share.
 func (m *Metrics) ConnectionRefused() { m.connRefused.Inc() }
+
+// Shed counts a call refused OVERLOADED as it arrived, before the
+// interceptors that count the other refusals saw it.
+func (m *Metrics) Shed() { m.refused.WithLabelValues(rpcerrors.ReasonOverloaded).Inc() }
 
 // Serving records the health status.
 func (m *Metrics) Serving(ok bool) {
