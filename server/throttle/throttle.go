@@ -242,9 +242,6 @@ func (f *InFlight) release() { f.running.Add(-1) }
 // Running is the number of calls in flight now.
 func (f *InFlight) Running() int64 { return f.running.Load() }
 
-// Arrived is the number of calls counted from their arrival now.
-func (f *InFlight) Arrived() int64 { return f.arrived.Load() }
-
 func (f *InFlight) refusal(ctx context.Context) error {
 	name, _ := consumer.FromContext(ctx)
 	return f.overloaded(name, "no slot free")
