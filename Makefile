@@ -4,8 +4,10 @@ GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v
 
 .PHONY: build test generate lint fmt-check breaking alerts-check ci
 
+# -buildvcs=true stamps the commit into --version and dedupd_build_info
+# (this machine's GOFLAGS turn it off by default).
 build:
-	go build -o bin/ ./cmd/...
+	go build -buildvcs=true -o bin/ ./cmd/...
 
 test:
 	go test -race -count=1 ./...

@@ -116,6 +116,15 @@ func diagnosticMethod(fullMethod string) bool {
 //  6. the per-consumer rate limit, after auth so that a caller without a
 //     credential cannot use up a consumer's rate;
 //  7. recovery, innermost: a panic in a handler becomes INTERNAL.
+//
+// The streaming chain is shorter on purpose: it has no consumer
+// interceptor, no domain metrics and no per-consumer rate limit. The only
+// streaming calls are operators' (AdminService.Purge), which auth admits
+// for admin grants alone whatever the consumer, which the rate limit
+// exempts as it does every admin call (throttle's limited), and which have
+// no claims or refusals for domain metrics to count. A streaming call on a
+// consumer-facing service would need all three first; TestStreamingCallsAreAdminOnly
+// fails when one appears.
 func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards) *grpc.Server {
 	calls := accesslog.New(log, accesslog.Options{All: cfg.LogAllCalls, Slow: cfg.LogSlowCalls,
 		Failed: loglimit.New(failedCallLinesPerSecond, failedCallLinesBurst)})
@@ -186,8 +195,8 @@ func recoverPanic(log *slog.Logger, m *metrics.Metrics) recovery.RecoveryHandler
 	}
 }
 
-// errPanic is what a caller is told of a panic: api.Status turns any error
-// it does not know into INTERNAL, without the cause.
+// errPanic is what a caller is told of a panic: rpcerrors.Status turns any
+// error it does not know into INTERNAL, without the cause.
 var errPanic = errors.New("panic in handler")
 
 // stopGracefully lets in-flight calls finish, then cuts off whatever is

@@ -20,6 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/dedupd/dedupd/internal/loopback"
+	"github.com/dedupd/dedupd/internal/version"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
@@ -190,6 +191,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m := metrics.New()
+	build := version.Get()
+	m.ExportBuild(build)
 	g, reload, err := newGuards(cfg, m, log)
 	if err != nil {
 		return err
@@ -237,7 +240,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- grpcSrv.Serve(lis) }()
-	log.Info("dedupd serving", "listen", lis.Addr().String(), "store", storeName(cfg),
+	log.Info("dedupd serving", "version", build.String(), "listen", lis.Addr().String(), "store", storeName(cfg),
 		"metrics", metricsAddr, "auth", g.auth != nil, "tls", g.creds != nil)
 	if err = writeReadyFile(cfg.ReadyFile, lis.Addr().String(), metricsAddr); err != nil {
 		grpcSrv.Stop()

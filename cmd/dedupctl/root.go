@@ -19,6 +19,7 @@ import (
 	"github.com/dedupd/dedupd/client"
 	"github.com/dedupd/dedupd/cmd/dedupctl/internal/loadtest"
 	"github.com/dedupd/dedupd/internal/envflags"
+	"github.com/dedupd/dedupd/internal/version"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -74,7 +75,6 @@ Exit status: 0 success, 1 the server refused or could not be reached,
 		Example: `  dedupctl policy set payments --completed-ttl 7d --dry-run
   dedupctl records list payments --state pending
   DEDUPCTL_SERVER=dedupd.internal:7070 dedupctl --tls stats`,
-		Version:           version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.prepare(cmd) },
@@ -83,6 +83,14 @@ Exit status: 0 success, 1 the server refused or could not be reached,
 	a.conn.register(flags)
 	flags.StringVarP(&a.output, "output", "o", "table", "output format: table or json (protojson, one document per command)")
 	flags.DurationVar(&a.timeout, "timeout", 30*time.Second, "deadline of each call to dedupd; 0 for none")
+	var showVersion bool
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version (with -o json, as JSON) and exit")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if showVersion {
+			return version.Print(cmd.OutOrStdout(), "dedupctl", a.output)
+		}
+		return cmd.Help()
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newPolicyCommand(a), newRecordsCommand(a), newStreamsCommand(a), newPurgeCommand(a),
 		newStatsCommand(a), newReconcileCommand(a), newCompletionCommand(),

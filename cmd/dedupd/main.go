@@ -15,10 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dedupd/dedupd/internal/envflags"
+	"github.com/dedupd/dedupd/internal/version"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
@@ -39,11 +37,24 @@ func newRootCommand() *cobra.Command {
 			return envflags.Apply(cmd.Flags(), "DEDUPD")
 		},
 	}
-	root.AddCommand(newServeCommand(), newMigrateCommand(), &cobra.Command{
+	var showVersion bool
+	var output string
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version and exit")
+	root.Flags().StringVarP(&output, "output", "o", "text", "format of --version: text or json")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if showVersion {
+			return version.Print(cmd.OutOrStdout(), "dedupd", output)
+		}
+		return cmd.Help()
+	}
+	versionCmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version) },
-	})
+		Short: "Print the version (module version, VCS revision, Go toolchain)",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return version.Print(cmd.OutOrStdout(), "dedupd", output) },
+	}
+	versionCmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	root.AddCommand(newServeCommand(), newMigrateCommand(), newProbeCommand(), versionCmd)
 	return root
 }
 

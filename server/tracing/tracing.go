@@ -1,7 +1,8 @@
 // Package tracing is dedupd's OpenTelemetry tracing: a tracer provider
 // configured by the standard OTEL_* environment variables that exports over
-// OTLP/gRPC, the gRPC stats handlers that start and propagate call spans,
-// and a Store decorator that gives each store call a span of its own.
+// OTLP/gRPC, and the gRPC stats handlers that start and propagate call
+// spans. The store decorator that gives each store call a span of its own
+// is server/store/storetrace.
 //
 // Tracing is off unless the environment asks for it; off, nothing here is
 // installed at all, so it costs nothing. Spans carry the consumer and the
