@@ -108,8 +108,11 @@ func TestHandshakeDeadlineClosesSilentConnections(t *testing.T) {
 	cfg := testConfig()
 	cfg.HandshakeTimeout = time.Second
 	addr := runServer(t, cfg)
+	conns := map[bool]net.Conn{} // both wait out the deadline at once
 	for _, preface := range []bool{false, true} {
-		c := silentConn(t, "127.0.0.1", addr, preface)
+		conns[preface] = silentConn(t, "127.0.0.1", addr, preface)
+	}
+	for preface, c := range conns {
 		if err := c.SetReadDeadline(time.Now().Add(answerDeadline)); err != nil {
 			t.Fatal(err)
 		}
