@@ -93,7 +93,8 @@ type Config struct {
 	RateBurst int
 	// MaxInFlight bounds the calls running at once, MaxWaiting the calls
 	// arrived behind them; a call past both is refused OVERLOADED as its
-	// stream opens (throttle.InFlight).
+	// stream opens (throttle.InFlight). Zero lets none wait: a call past
+	// MaxInFlight is refused as it arrives.
 	MaxInFlight int
 	MaxWaiting  int
 	// MaxConnections bounds the client connections open at once; one more
