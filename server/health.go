@@ -11,19 +11,14 @@ import (
 )
 
 // healthServices are the names whose status the watcher sets: the server
-// as a whole ("") and each service it serves; streamHealthServices are
-// added when the store serves streams.
-var (
-	healthServices = []string{
-		"",
-		dedupv1.DedupService_ServiceDesc.ServiceName,
-		dedupv1.AdminService_ServiceDesc.ServiceName,
-	}
-	streamHealthServices = []string{
-		dedupv1.StreamService_ServiceDesc.ServiceName,
-		dedupv1.StreamAdminService_ServiceDesc.ServiceName,
-	}
-)
+// as a whole ("") and each service it serves.
+var healthServices = []string{
+	"",
+	dedupv1.DedupService_ServiceDesc.ServiceName,
+	dedupv1.AdminService_ServiceDesc.ServiceName,
+	dedupv1.StreamService_ServiceDesc.ServiceName,
+	dedupv1.StreamAdminService_ServiceDesc.ServiceName,
+}
 
 // healthService is grpc-go's health server, whose Watch streams end at
 // shutdown. Left to itself a Watch stream stays open for as long as its

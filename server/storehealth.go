@@ -65,8 +65,13 @@ func newHealthWatcher(hs *health.Server, names []string, cfg Config, m *metrics.
 	return &healthWatcher{hs: hs, names: names, interval: cfg.HealthInterval, policy: cfg.Policy, m: m, log: log, pingDown: true}
 }
 
-// writeOps are the store operations whose outcome is a write's.
-var writeOps = map[string]bool{"claim": true, "complete": true, "reject": true, "extend_lease": true, "delete_expired": true}
+// writeOps are the store operations (metrics' op labels) whose outcome is
+// a write's, of keys and of streams.
+var writeOps = map[string]bool{
+	"claim": true, "complete": true, "reject": true, "extend_lease": true, "delete_expired": true,
+	"claim_stream": true, "complete_stream": true, "reject_stream": true, "release_stream": true,
+	"extend_stream_lease": true, "delete_expired_streams": true,
+}
 
 // observe is told of every store operation's outcome (metrics.ObserveStoreOutcomes).
 func (w *healthWatcher) observe(op string, err error) {

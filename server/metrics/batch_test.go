@@ -75,7 +75,7 @@ dedupd_batch_items_count{method="ClaimBatch"} 1
 
 // batchFailingStore answers every batch item with its error.
 type batchFailingStore struct {
-	store.Store
+	store.Backend
 	errs []error
 }
 
