@@ -273,7 +273,7 @@ func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, 
 	api.Register(grpcSrv, newDedupService(st, policies, log, g))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
 	sp := api.NewStreamPolicies(st, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
-	api.RegisterStreams(grpcSrv, api.NewStreamService(sp, log), api.NewStreamAdminService(sp, log))
+	api.RegisterStreams(grpcSrv, api.NewStreamService(st, sp, log), api.NewStreamAdminService(st, sp, log))
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv
 }
