@@ -76,16 +76,7 @@ func (s *StreamAdminService) SetStreamPolicy(ctx context.Context, req *dedupv1.S
 	v.consumer(pp.GetConsumer())
 	p := store.ConsumerStreamPolicy{Consumer: pp.GetConsumer(),
 		Mode: v.streamMode("policy.mode", pp.GetMode()), Start: v.streamStart("policy.start", pp.GetStart())}
-	if d := pp.GetStreamTtl(); d != nil {
-		switch err := d.CheckValid(); {
-		case err != nil:
-			v.fail("policy.stream_ttl", "is not a valid duration: %v", err)
-		case d.AsDuration() < 0 || d.AsDuration() > MaxTTLCeiling:
-			v.fail("policy.stream_ttl", "must be between 0 and %s", MaxTTLCeiling)
-		default:
-			p.StreamTTL = d.AsDuration()
-		}
-	}
+	p.StreamTTL = v.policyTTL("policy.stream_ttl", pp.GetStreamTtl())
 	if err := v.result(); err != nil {
 		return nil, s.fail(ctx, err, pp.GetConsumer(), "")
 	}

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"strings"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/replybudget"
+)
+
+// replyPlan is what each method takes from the reply budget
+// (server/replybudget.Plan):
+//   - the batch writes (ClaimBatch, FinishBatch, ExtendLeaseBatch) reserve
+//     the largest batch reply before they run, so that a full budget
+//     refuses them before they claim or finish anything;
+//   - the calls that only read (Lookup*, List*, Get*, Stats) may be
+//     refused once their reply is built, since they changed nothing;
+//   - a Claim that answered with the stored outcome wrote nothing, and its
+//     reply (a replay of a large result) may be refused as a read's;
+//   - every other call may have written by the time its reply exists, so
+//     it is never refused after its handler ran; its reply is Floor or
+//     less except when it echoes a stored result, and whatever it takes
+//     past Floor goes over the budget (docs/operations.md, Memory).
+func replyPlan(fullMethod string) replybudget.Plan {
+	method := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
+	switch {
+	case method == "ClaimBatch" || method == "FinishBatch" || method == "ExtendLeaseBatch":
+		return replybudget.Plan{UpFront: api.MaxReplyBytes}
+	case readOnlyMethod(method):
+		return replybudget.Plan{ReadOnly: true}
+	case method == "Claim":
+		return replybudget.Plan{Unchanged: claimReplayed}
+	}
+	return replybudget.Plan{}
+}
+
+// claimReplayed reports a Claim that acquired nothing: it answered with the
+// stored outcome (the large replies of Claim) or IN_PROGRESS, and wrote
+// nothing.
+func claimReplayed(reply any) bool {
+	c, ok := reply.(*dedupv1.ClaimResponse)
+	return ok && c.GetOutcome() != dedupv1.Outcome_OUTCOME_ACQUIRED
+}
+
+// readOnlyMethod reports the dedup.v1 methods that change nothing stored.
+func readOnlyMethod(method string) bool {
+	for _, prefix := range []string{"Lookup", "List", "Get"} {
+		if strings.HasPrefix(method, prefix) {
+			return true
+		}
+	}
+	return method == "Stats"
+}
