@@ -49,8 +49,8 @@ func jsonLines(t *testing.T, log string) []map[string]any {
 func TestOpenTelemetryErrorsGoThroughTheLog(t *testing.T) {
 	t.Setenv("OTEL_TRACES_EXPORTER", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:secret@127.0.0.1:1") // nothing listens
-	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "100")                           // ms: give up soon
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")                               // ms: export soon
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "100")                             // ms: give up soon
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")                                 // ms: export soon
 	var out syncBuffer
 	log := slog.New(slog.NewJSONHandler(&out, nil))
 	tp, err := FromEnv(context.Background(), log)

@@ -30,9 +30,9 @@ type baseline struct {
 	pool *pgxpool.Pool
 	// statements are this run's texts of the baseline statements.
 	statements map[string]string
-	consumer string
-	digest   []byte
-	result   []byte
+	consumer   string
+	digest     []byte
+	result     []byte
 	*scenarios
 }
 

@@ -21,7 +21,7 @@ type service struct {
 	// keyPrefix is the run's id: runs share the consumer, not keys.
 	keyPrefix string
 	digest    []byte
-	result   []byte
+	result    []byte
 	*scenarios
 }
 
