@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	"github.com/dedupd/dedupd/internal/testing/dedupdproc"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/rpcerrors"
@@ -19,7 +20,7 @@ import (
 
 // TestHugeValuesAreNotEchoed: a consumer of 16 MB and a key of 10 KiB,
 // with and without a token, come back in no answer and no log line beyond
-// a few hundred bytes. The bounds are the documented ones: MaxEchoBytes per
+// a few hundred bytes. The bounds are the documented ones: clip.MaxEchoed per
 // echoed value on the wire, 128 bytes per logged value.
 func TestHugeValuesAreNotEchoed(t *testing.T) {
 	logs := &dedupdproc.LogBuffer{}
@@ -70,8 +71,8 @@ func TestHugeValuesAreNotEchoed(t *testing.T) {
 				t.Fatal("the answer lost its ErrorInfo")
 			}
 			// 4 echoed values at most (message, consumer, key, field) of
-			// MaxEchoBytes each, plus framing.
-			if n := proto.Size(st.Proto()); n > 4*rpcerrors.MaxEchoBytes+512 {
+			// clip.MaxEchoed each, plus framing.
+			if n := proto.Size(st.Proto()); n > 4*clip.MaxEchoed+512 {
 				t.Fatalf("the answer is %d bytes", n)
 			}
 			line := logs.String()[before:]

@@ -43,7 +43,7 @@ func BenchmarkHotPath(b *testing.B) {
 		b.Fatal(err)
 	}
 	hs := health.NewServer()
-	srv := newServices(cfg, log, hs, g, m.ObserveStore(st), nil)
+	srv := newServices(cfg, log, hs, g, m.ObserveStore(st))
 	conn := grpctest.ServeInMemory(b, srv)
 	c := dedupv1.NewDedupServiceClient(conn)
 	ctx := context.Background()

@@ -12,7 +12,7 @@ import (
 )
 
 // withReplayCache puts the replay cache in front of st when it is on.
-func withReplayCache(st store.Store, cfg Config) store.Store {
+func withReplayCache(st store.Backend, cfg Config) store.Backend {
 	if cfg.ReplayCacheBytes <= 0 {
 		return st
 	}
@@ -24,7 +24,7 @@ func withReplayCache(st store.Store, cfg Config) store.Store {
 // migrations (`dedupd migrate`), because several servers may share it and
 // schema changes there are an operator's decision. onRetry, when not nil,
 // is told of every retried attempt on a shared database (for metrics).
-func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, onRetry func(op string)) (store.Store, error) {
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, onRetry func(op string)) (store.Backend, error) {
 	if cfg.DatabaseURL == "" {
 		opts := cfg.Embedded
 		if !cfg.GroupCommit {

@@ -13,9 +13,10 @@ import (
 // unless the configuration turns it off. Each pass deletes in batches of at
 // most cfg.ReapBatch rows, so no transaction grows with the backlog; expired
 // records are already invisible to callers, so the reaper only reclaims
-// space and can fall behind without harm.
-// Expired streams (when streams is not nil) go in the same passes.
-func runReaper(ctx context.Context, st store.Store, streams store.StreamStore, cfg Config, m *metrics.Metrics, log *slog.Logger) {
+// space and can fall behind without harm. Expired streams go in the same
+// passes. st is the decorated store, so the reaper's deletes are counted
+// in the store metrics like every other call.
+func runReaper(ctx context.Context, st store.Backend, cfg Config, m *metrics.Metrics, log *slog.Logger) {
 	switch {
 	case cfg.ReaperOff:
 		log.Info("reaper off (--reaper=off): expired records stay stored until something else deletes them, such as CockroachDB row-level TTL")
@@ -34,9 +35,9 @@ func runReaper(ctx context.Context, st store.Store, streams store.StreamStore, c
 		case <-ticker.C:
 		}
 		deleted, err := reapOnce(ctx, st.DeleteExpired, cfg.ReapBatch)
-		if streams != nil && err == nil {
+		if err == nil {
 			var n int
-			n, err = reapOnce(ctx, streams.DeleteExpiredStreams, cfg.ReapBatch)
+			n, err = reapOnce(ctx, st.DeleteExpiredStreams, cfg.ReapBatch)
 			deleted += n
 		}
 		if ctx.Err() != nil {

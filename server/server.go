@@ -199,9 +199,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	lis = netutil.LimitListener(lis, cmp.Or(cfg.MaxConnections, DefaultMaxConnections))
 	healthSrv := newHealthService()
-	setHealth(healthSrv.Server, false)        // until the first ping answers
-	streams, _ := backend.(store.StreamStore) // nil: a store without streams
-	grpcSrv := newServices(cfg, log, healthSrv, g, observed, streams)
+	setHealth(healthSrv.Server, false) // until the first ping answers
+	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
 	if err != nil {
 		lis.Close()
@@ -219,7 +218,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// started.
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
-	bg.Go(func() { runReaper(bgCtx, observed, streams, cfg, m, log) })
+	bg.Go(func() { runReaper(bgCtx, observed, cfg, m, log) })
 	bg.Go(func() { watcher.run(bgCtx) })
 	bg.Go(func() { handleReloads(bgCtx, cfg.Reload, reload, log) })
 
@@ -248,19 +247,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return err
 }
 
-// newServices builds the gRPC server with both services on st, which the
-// caller has wrapped in the replay cache and the store metrics.
-func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Store, streams store.StreamStore) *grpc.Server {
+// newServices builds the gRPC server with every service on st, which the
+// caller has wrapped in the replay cache, the store metrics and tracing:
+// key and stream calls alike go through them.
+func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Backend) *grpc.Server {
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
 	// One resolver for every service, so that a policy changed through
 	// AdminService applies to this server's next call.
 	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
 	api.Register(grpcSrv, newDedupService(st, policies, log, g))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
-	if streams != nil {
-		sp := api.NewStreamPolicies(streams, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
-		api.RegisterStreams(grpcSrv, api.NewStreamService(sp, log), api.NewStreamAdminService(sp, log))
-	}
+	sp := api.NewStreamPolicies(st, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
+	api.RegisterStreams(grpcSrv, api.NewStreamService(sp, log), api.NewStreamAdminService(sp, log))
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv
 }

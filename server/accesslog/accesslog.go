@@ -12,7 +12,9 @@
 // A line's fields are those of go-grpc-middleware's logging interceptor,
 // which dedupd used before: grpc.service, grpc.method, grpc.method_type,
 // grpc.code, grpc.error, grpc.time_ms, grpc.start_time, peer.address and
-// the consumer. Every value a caller chose is capped at MaxValueBytes.
+// the consumer. Every value a caller chose is cut to clip.MaxLogged (the
+// consumer is logged before validation, for refused calls too, and a request
+// may name one of many megabytes).
 // Keys, results, digests and credentials are never logged.
 package accesslog
 
@@ -33,11 +35,6 @@ import (
 	"github.com/dedupd/dedupd/server/loglimit"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 )
-
-// MaxValueBytes bounds every caller-chosen value in a line (the consumer,
-// the error text). The consumer is logged before validation, for refused
-// calls too, and a request may name one of many megabytes.
-const MaxValueBytes = clip.MaxLogged
 
 // Options say which calls are logged.
 type Options struct {
@@ -131,7 +128,7 @@ func (l *Log) fields(ctx context.Context, method, kind string, start time.Time, 
 	code codes.Code, err error, dropped int64) []slog.Attr {
 	attrs := make([]slog.Attr, 0, 13)
 	if name, named := consumer.FromContext(ctx); named {
-		attrs = append(attrs, slog.String("consumer", Cap(name)))
+		attrs = append(attrs, slog.String("consumer", clip.String(name, clip.MaxLogged)))
 	}
 	service, name := splitMethod(method)
 	attrs = append(attrs, slog.String("protocol", "grpc"), slog.String("grpc.component", "server"),
@@ -145,7 +142,7 @@ func (l *Log) fields(ctx context.Context, method, kind string, start time.Time, 
 	}
 	attrs = append(attrs, slog.String("grpc.code", code.String()))
 	if err != nil {
-		attrs = append(attrs, slog.String("grpc.error", Cap(err.Error())))
+		attrs = append(attrs, slog.String("grpc.error", clip.String(err.Error(), clip.MaxLogged)))
 	}
 	attrs = append(attrs, slog.String("grpc.time_ms", strconv.FormatFloat(float64(took.Microseconds())/1000, 'f', -1, 32)))
 	if dropped > 0 {
@@ -195,7 +192,3 @@ func splitMethod(full string) (service, method string) {
 	}
 	return "unknown", full
 }
-
-// Cap cuts a value to MaxValueBytes (on a UTF-8 boundary) and marks the
-// cut, by the repository's one rule for echoed values (internal/clip).
-func Cap(s string) string { return clip.String(s, MaxValueBytes) }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/loglimit"
@@ -163,7 +164,7 @@ func TestLoggedValuesAreBounded(t *testing.T) {
 		if got["consumer"] != tc.want {
 			t.Errorf("consumer of %d bytes logged as %d bytes, want %d", len(tc.name), len(got["consumer"]), len(tc.want))
 		}
-		if n := len(got["grpc.error"]); n > MaxValueBytes+len("…") {
+		if n := len(got["grpc.error"]); n > clip.MaxLogged+len(clip.Marker) {
 			t.Errorf("error text logged as %d bytes", n)
 		}
 	}

@@ -27,7 +27,7 @@ func NewAdminService(s store.Store, policies *Policies, log *slog.Logger) *Admin
 }
 
 func (s *AdminService) fail(ctx context.Context, err error, consumer, key string) error {
-	return failWith(ctx, s.log, err, consumer, key)
+	return failWith(ctx, s.log, err, keyCall(consumer, key))
 }
 
 // storedPolicy returns a consumer's stored policy, nil when it has none.

@@ -4,7 +4,9 @@
 // high-water mark per entity) and StreamAdminService (marks set by hand,
 // stream listings and stream policies). Each handler validates its request
 // before any store work, resolves the policy in force, calls the store, and
-// turns every outcome into its wire form. Errors go to the wire through
+// turns every outcome into its wire form. Every handler's errors take one
+// path (failWith, fail.go): the store's errors are mapped to statuses here
+// (status.go), over the store's one list of refusals, and the rest by
 // server/rpcerrors, the vocabulary this package shares with the
 // interceptors.
 package api

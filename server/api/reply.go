@@ -10,7 +10,6 @@ import (
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/recordpb"
-	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -147,17 +146,20 @@ func withoutPayload(r store.Record) store.Record {
 }
 
 // itemError is an item's error as its lone call would have failed, lean
-// or whole. Internal errors are logged, the first of a batch only, so
-// that one failing batch cannot flood the log.
+// or whole, through the same answer and log line as a lone call. Internal
+// errors are logged for the first item of a batch only, so that one failing
+// batch cannot flood the log; a store outage's lines are rate-limited
+// across all calls anyway.
 func (s *DedupService) itemError(ctx context.Context, err error, consumer, key string, lean bool, logged *bool) *spb.Status {
 	var conflict *store.ConflictError
 	if lean && errors.As(err, &conflict) {
 		err = &store.ConflictError{Err: conflict.Err, Record: withoutPayload(conflict.Record)}
 	}
-	st := rpcerrors.Status(err, consumer, key)
-	if st.Code() == codes.Internal && !*logged {
-		*logged = true
-		s.log.ErrorContext(ctx, "internal error in a batch item", "consumer", consumer, "key", key, "err", err)
+	t := keyCall(consumer, key)
+	st := callStatus(err, t)
+	if st.Code() != codes.Internal || !*logged {
+		*logged = *logged || st.Code() == codes.Internal
+		logCause(ctx, s.log, st.Code(), err, t)
 	}
 	return st.Proto()
 }

@@ -2,17 +2,11 @@ package api
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
-	"github.com/dedupd/dedupd/internal/clip"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/loglimit"
 	"github.com/dedupd/dedupd/server/recordpb"
-	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -89,55 +83,7 @@ func (s *DedupService) policy(ctx context.Context, v *validator, consumer string
 // fail turns err into the status the caller sees, logging the causes that
 // the caller is not told.
 func (s *DedupService) fail(ctx context.Context, err error, consumer, key string) error {
-	return failWith(ctx, s.log, err, consumer, key)
-}
-
-// failWith is the error a handler returns for err: its status, and a log
-// line with the cause the caller is not told, for an internal error (a bug)
-// at ERROR and for a store that does not answer at WARN. Keys are never
-// logged (docs/operations.md), and the cause is cut to maxLoggedCause.
-//
-// A refusal's stored record leaves out what the caller stored (result,
-// rejection message and detail, as a lean batch item does): a unary
-// error's details travel in a trailer, and gRPC's C core (the Python
-// client) refuses one past 8 KiB by default, which turned DIGEST_MISMATCH
-// on a record with a 20 KB result into INTERNAL: RST_STREAM. Lookup gives
-// the whole record.
-func failWith(ctx context.Context, log *slog.Logger, err error, consumer, key string) error {
-	if conflict, ok := errors.AsType[*store.ConflictError](err); ok && payloadBytes(conflict.Record) > MaxRefusalPayloadBytes {
-		err = &store.ConflictError{Err: conflict.Err, Record: withoutPayload(conflict.Record)}
-	}
-	st := rpcerrors.Status(err, consumer, key)
-	switch st.Code() {
-	case codes.Internal:
-		log.ErrorContext(ctx, "internal error", "consumer", clip.String(consumer, clip.MaxLogged), "err", loggedCause(err))
-	case codes.Unavailable:
-		logStoreUnavailable(ctx, log, consumer, err)
-	}
-	return st.Err()
-}
-
-// maxLoggedCause bounds the error text of a cause in a log line: enough for
-// a driver's message, never as much as a request can hold.
-const maxLoggedCause = 512
-
-func loggedCause(err error) string { return clip.String(err.Error(), maxLoggedCause) }
-
-// unavailableLines rate-limits the lines of logStoreUnavailable as the
-// access log limits failed calls: an outage fails every call, and one line
-// a second (after 10 at once) says as much as thousands.
-var unavailableLines = loglimit.New(1, 10)
-
-// logStoreUnavailable logs why the store did not answer; the caller was
-// told only rpcerrors.UnavailableMessage. A line after a gap counts the
-// lines left out since the last one (dropped).
-func logStoreUnavailable(ctx context.Context, log *slog.Logger, consumer string, err error) {
-	ok, dropped := unavailableLines.Allow(loglimit.Key{What: "store unavailable", Code: codes.Unavailable})
-	if !ok {
-		return
-	}
-	log.WarnContext(ctx, "store unavailable", "consumer", clip.String(consumer, clip.MaxLogged), "err", loggedCause(err),
-		"dropped", dropped)
+	return failWith(ctx, s.log, err, keyCall(consumer, key))
 }
 
 func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*dedupv1.ClaimResponse, error) {

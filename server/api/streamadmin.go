@@ -7,9 +7,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/recordpb"
-	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -28,7 +28,7 @@ func NewStreamAdminService(streams *StreamPolicies, log *slog.Logger) *StreamAdm
 }
 
 func (s *StreamAdminService) fail(ctx context.Context, err error, consumer, stream string) error {
-	return streamFail(ctx, s.log, err, consumer, stream)
+	return failWith(ctx, s.log, err, streamCall(consumer, stream))
 }
 
 // ResetStream sets a stream's mark. The previous stream is read first, not
@@ -61,7 +61,7 @@ func (s *StreamAdminService) ResetStream(ctx context.Context, req *dedupv1.Reset
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
 	if !req.GetDryRun() {
-		s.log.InfoContext(ctx, "stream reset", "consumer", req.GetConsumer(), "stream", rpcerrors.Capped(req.GetStream()),
+		s.log.InfoContext(ctx, "stream reset", "consumer", req.GetConsumer(), "stream", clip.String(req.GetStream(), clip.MaxLogged),
 			"high_water", st.HighWater, "previous", prev.HighWater)
 	}
 	resp.Stream = StreamToProto(st)

@@ -1,35 +1,16 @@
 package api
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
-	"fmt"
-	"log/slog"
 	"strconv"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/recordpb"
-	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
-
-// streamFail is the status a stream handler returns for err: rpcerrors'
-// one mapping, with a missing stream told apart from a missing key.
-func streamFail(ctx context.Context, log *slog.Logger, err error, consumer, stream string) error {
-	if errors.Is(err, store.ErrNotFound) {
-		err = fmt.Errorf("stream %q: %w", rpcerrors.Capped(stream), rpcerrors.ErrStreamNotFound)
-	}
-	st := rpcerrors.Status(err, consumer, "")
-	if st.Code() == codes.Internal {
-		log.ErrorContext(ctx, "internal error", "consumer", consumer, "stream", rpcerrors.Capped(stream), "err", err)
-	}
-	return st.Err()
-}
 
 // StreamToProto converts a stored stream to its API form.
 func StreamToProto(st store.Stream) *dedupv1.Stream { return recordpb.StreamFromStore(st) }

@@ -34,7 +34,7 @@ func RegisterStreams(s grpc.ServiceRegistrar, svc dedupv1.StreamServiceServer, a
 }
 
 func (s *StreamService) fail(ctx context.Context, err error, consumer, stream string) error {
-	return streamFail(ctx, s.log, err, consumer, stream)
+	return failWith(ctx, s.log, err, streamCall(consumer, stream))
 }
 
 // policy checks the fields that do not depend on the policy, then resolves

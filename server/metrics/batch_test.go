@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/consumer"
@@ -19,16 +21,18 @@ import (
 func TestBatchCountsEachItem(t *testing.T) {
 	m := New()
 	req := &dedupv1.ClaimBatchRequest{Consumer: "orders", Items: make([]*dedupv1.ClaimBatchItem, 4)}
-	itemErr := func(err error) *dedupv1.ClaimBatchResult {
-		return &dedupv1.ClaimBatchResult{Result: &dedupv1.ClaimBatchResult_Error{Error: rpcerrors.Status(err, "orders", "k").Proto()}}
+	itemErr := func(st *status.Status) *dedupv1.ClaimBatchResult {
+		return &dedupv1.ClaimBatchResult{Result: &dedupv1.ClaimBatchResult_Error{Error: st.Proto()}}
 	}
 	claim := func(o dedupv1.Outcome) *dedupv1.ClaimBatchResult {
 		return &dedupv1.ClaimBatchResult{Result: &dedupv1.ClaimBatchResult_Claim{Claim: &dedupv1.ClaimResponse{Outcome: o}}}
 	}
 	resp := &dedupv1.ClaimBatchResponse{Results: []*dedupv1.ClaimBatchResult{
 		claim(dedupv1.Outcome_OUTCOME_ACQUIRED), claim(dedupv1.Outcome_OUTCOME_ACQUIRED),
-		itemErr(&store.ConflictError{Err: store.ErrDigestMismatch, Record: store.Record{State: store.Completed}}),
-		itemErr(&rpcerrors.RetryAfterError{Err: rpcerrors.ErrRateLimited}),
+		// What server/api answers a store's digest conflict with; the
+		// interceptor reads the wire, not the store's error.
+		itemErr(rpcerrors.New(codes.FailedPrecondition, rpcerrors.ReasonDigestMismatch, "digest differs", rpcerrors.Metadata("orders", "k"))),
+		itemErr(rpcerrors.Status(&rpcerrors.RetryAfterError{Err: rpcerrors.ErrRateLimited}, "orders", "k")),
 	}}
 	handler := func(context.Context, any) (any, error) { return resp, nil }
 	ctx := consumer.NewContext(context.Background(), req)
@@ -71,7 +75,7 @@ dedupd_batch_items_count{method="ClaimBatch"} 1
 
 // batchFailingStore answers every batch item with its error.
 type batchFailingStore struct {
-	store.Store
+	store.Backend
 	errs []error
 }
 

@@ -85,7 +85,7 @@ func TestObservedStoreCountsFailuresNotRefusals(t *testing.T) {
 }
 
 type failingStore struct {
-	store.Store
+	store.Backend
 	err error
 }
 
@@ -99,10 +99,10 @@ func (f failingStore) Lookup(context.Context, string, string) (store.Record, err
 func TestKnownSeriesStartAtZero(t *testing.T) {
 	m := New()
 	want := map[string]int{
-		"dedupd_refused_calls_total": 4,     // UNAUTHENTICATED, PERMISSION_DENIED, RATE_LIMITED, OVERLOADED
-		"dedupd_store_errors_total":  7 * 4, // ops x classes
-		"dedupd_store_retries_total": 7,     // ops
-		"dedupd_reaper_passes_total": 2,     // ok, error
+		"dedupd_refused_calls_total": 4,      // UNAUTHENTICATED, PERMISSION_DENIED, RATE_LIMITED, OVERLOADED
+		"dedupd_store_errors_total":  14 * 4, // ops (7 of keys, 7 of streams) x classes
+		"dedupd_store_retries_total": 14,     // ops
+		"dedupd_reaper_passes_total": 2,      // ok, error
 	}
 	families, err := m.Registry.Gather()
 	if err != nil {

@@ -6,18 +6,26 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// ObserveStore wraps a store so that its failures are counted by operation
-// and class. Methods it does not know pass through the embedded interface
-// unobserved, so a store that grows stays a valid store.Store here.
-func (m *Metrics) ObserveStore(s store.Store) store.Store {
-	return &observedStore{Store: s, m: m}
+// ObserveStore wraps a store so that the failures of its hot-path calls,
+// of keys and of streams, are counted by operation and class in
+// dedupd_store_errors_total. The operators' calls pass through unobserved
+// (see storeadmin.go): their errors go back to the operator who made them.
+func (m *Metrics) ObserveStore(s store.Backend) store.Backend {
+	return &observedStore{inner: s, m: m}
 }
 
+// observedStore implements every method itself, without embedding the
+// wrapped store, so that a method added to store.Backend must be decided
+// here (observed or passed through) before the server compiles.
 type observedStore struct {
-	store.Store
-	m *Metrics
+	inner store.Backend
+	m     *Metrics
 }
 
+var _ store.Backend = (*observedStore)(nil)
+
+// observe is the one place a store call's end is counted: every observed
+// method, lone or batched, key or stream, reports here.
 func (o *observedStore) observe(op string, err error) {
 	// Refusals the contract defines are answers, not failures.
 	if class, failed := store.Classify(err); failed {
@@ -26,43 +34,43 @@ func (o *observedStore) observe(op string, err error) {
 }
 
 func (o *observedStore) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
-	r, err := o.Store.Claim(ctx, p)
+	r, err := o.inner.Claim(ctx, p)
 	o.observe("claim", err)
 	return r, err
 }
 
 func (o *observedStore) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
-	r, err := o.Store.Complete(ctx, p)
+	r, err := o.inner.Complete(ctx, p)
 	o.observe("complete", err)
 	return r, err
 }
 
 func (o *observedStore) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
-	r, err := o.Store.Reject(ctx, p)
+	r, err := o.inner.Reject(ctx, p)
 	o.observe("reject", err)
 	return r, err
 }
 
 func (o *observedStore) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
-	r, err := o.Store.ExtendLease(ctx, p)
+	r, err := o.inner.ExtendLease(ctx, p)
 	o.observe("extend_lease", err)
 	return r, err
 }
 
 func (o *observedStore) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
-	r, err := o.Store.Lookup(ctx, consumer, key)
+	r, err := o.inner.Lookup(ctx, consumer, key)
 	o.observe("lookup", err)
 	return r, err
 }
 
 func (o *observedStore) DeleteExpired(ctx context.Context, limit int) (int, error) {
-	n, err := o.Store.DeleteExpired(ctx, limit)
+	n, err := o.inner.DeleteExpired(ctx, limit)
 	o.observe("delete_expired", err)
 	return n, err
 }
 
 func (o *observedStore) Ping(ctx context.Context) error {
-	err := o.Store.Ping(ctx)
+	err := o.inner.Ping(ctx)
 	o.observe("ping", err)
 	return err
 }
@@ -70,7 +78,7 @@ func (o *observedStore) Ping(ctx context.Context) error {
 // ApplyBatch counts each failed item under its command's operation, as
 // the lone call would be counted.
 func (o *observedStore) ApplyBatch(ctx context.Context, p store.BatchParams) []store.ItemResult {
-	results := o.Store.ApplyBatch(ctx, p)
+	results := o.inner.ApplyBatch(ctx, p)
 	for i, r := range results {
 		if r.Err != nil {
 			o.observe(opOf(p.Commands[i]), r.Err)
@@ -81,7 +89,7 @@ func (o *observedStore) ApplyBatch(ctx context.Context, p store.BatchParams) []s
 
 // LookupBatch counts each failed key as a lookup.
 func (o *observedStore) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
-	results := o.Store.LookupBatch(ctx, p)
+	results := o.inner.LookupBatch(ctx, p)
 	for _, r := range results {
 		if r.Err != nil {
 			o.observe("lookup", r.Err)

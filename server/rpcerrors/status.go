@@ -1,9 +1,14 @@
 // Package rpcerrors is dedupd's error vocabulary on the wire: the ErrorInfo
 // domain and reasons, the sentinels the server's interceptors refuse calls
-// with, RetryAfterError, FieldError, and Status, the one mapping from an
-// error to a gRPC status. It is a leaf: handlers (server/api) and
-// interceptors (server/auth, server/throttle, server/metrics) both import
-// it, and it imports neither.
+// with, RetryAfterError, FieldError, New (the one builder of a status with
+// its ErrorInfo, every echoed value cut once) and Status, the mapping of
+// those errors to gRPC statuses.
+//
+// It is a leaf: it imports nothing of this module but internal/clip, so
+// that handlers (server/api) and interceptors (server/auth, server/throttle,
+// server/metrics) can all import it. The map from the store's errors to
+// statuses is the handlers' (server/api), which know the store; a depguard
+// rule (.golangci.yaml) keeps it so.
 //
 // The reasons are listed once for every language, as the enum ErrorReason
 // in proto/dedup/v1/error_reason.proto; a value's name is its wire string.
@@ -14,8 +19,6 @@ package rpcerrors
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -25,8 +28,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/internal/clip"
-	"github.com/dedupd/dedupd/server/recordpb"
-	"github.com/dedupd/dedupd/server/store"
 )
 
 // ErrorDomain is the ErrorInfo domain of every error dedupd returns.
@@ -107,17 +108,9 @@ type RetryAfterError struct {
 func (e *RetryAfterError) Error() string { return e.Err.Error() }
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
-// MaxEchoBytes bounds each value an error repeats back to the caller: each
-// ErrorInfo metadata value (consumer, key, field) and the message. It is the
-// longest key a request may carry, so a valid value is echoed whole, while a
-// value of megabytes cannot make the answer as large as the request (the
-// details travel in a trailer, which clients refuse beyond 8 KiB or so).
-const MaxEchoBytes = 512
-
-// UnavailableMessage is all a caller is told of a store that does not
-// answer: the cause (a driver's error, naming the database user, name and
-// address) is logged, never sent.
-const UnavailableMessage = "store unavailable; retry"
+// MetaExpectedSequence is the ErrorInfo metadata key of a SEQUENCE_GAP: the
+// sequence the stream expects next.
+const MetaExpectedSequence = "expected_sequence"
 
 // errorClass is how one kind of error appears on the wire. A class with a
 // message sends that fixed text instead of the error's own, which may carry
@@ -129,19 +122,10 @@ type errorClass struct {
 	message  string
 }
 
-// errorClasses is the one table from domain errors to gRPC codes. Order
-// matters only in that the first match wins.
+// errorClasses maps the errors of this vocabulary, and a context's, to
+// gRPC codes. The first match wins.
 var errorClasses = []errorClass{
 	{ErrMalformedRequest, codes.InvalidArgument, ReasonMalformedRequest, ""},
-	{ErrStreamNotFound, codes.NotFound, ReasonStreamNotFound, ErrStreamNotFound.Error()},
-	{store.ErrNotFound, codes.NotFound, ReasonNotFound, store.ErrNotFound.Error()},
-	{store.ErrSequenceGap, codes.FailedPrecondition, ReasonSequenceGap, store.ErrSequenceGap.Error()},
-	{store.ErrModeMismatch, codes.FailedPrecondition, ReasonStreamModeMismatch, store.ErrModeMismatch.Error()},
-	{store.ErrNoPolicy, codes.NotFound, ReasonPolicyNotFound, store.ErrNoPolicy.Error()},
-	{store.ErrDigestMismatch, codes.FailedPrecondition, ReasonDigestMismatch, store.ErrDigestMismatch.Error()},
-	{store.ErrAlreadyFinished, codes.FailedPrecondition, ReasonAlreadyFinished, store.ErrAlreadyFinished.Error()},
-	{store.ErrLeaseLost, codes.Aborted, ReasonLeaseLost, store.ErrLeaseLost.Error()},
-	{store.ErrUnavailable, codes.Unavailable, ReasonStoreUnavailable, UnavailableMessage},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, ReasonDeadlineExceeded, context.DeadlineExceeded.Error()},
 	{context.Canceled, codes.Canceled, ReasonCanceled, context.Canceled.Error()},
 	// The interceptors' refusals say what to do in their own words, which
@@ -152,31 +136,22 @@ var errorClasses = []errorClass{
 	{ErrOverloaded, codes.ResourceExhausted, ReasonOverloaded, ""},
 }
 
-// Status converts any error from a handler into a gRPC status carrying a
-// google.rpc.ErrorInfo, plus a BadRequest for invalid fields and the stored
-// record for conflicts. consumer and key, when known, go into the metadata.
-// Errors it does not know become INTERNAL: only bugs should end up there.
-//
-// Nothing a caller sent is repeated beyond MaxEchoBytes, and a store's
-// errors reach the caller only as their class's fixed message: the cause,
-// such as a driver's connect error, is for the log (see failWith in
-// server/api).
+// Status converts an error of this vocabulary into a gRPC status carrying a
+// google.rpc.ErrorInfo, plus a BadRequest for an invalid field and a
+// RetryInfo for a RetryAfterError. consumer and key, when known, go into
+// the metadata. Errors it does not know become INTERNAL, without their
+// text: only bugs should end up there, and their cause is for the log.
+// (The store's errors are mapped by server/api, which falls back on this.)
 func Status(err error, consumer, key string) *status.Status {
 	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
 		return s // already a status, e.g. from an interceptor
 	}
-	meta := map[string]string{}
-	if consumer != "" {
-		meta["consumer"] = consumer
-	}
-	if key != "" {
-		meta["key"] = key
-	}
+	meta := Metadata(consumer, key)
 	if fieldErr, ok := errors.AsType[*FieldError](err); ok {
 		meta["field"] = fieldErr.Field
-		return withDetails(codes.InvalidArgument, err.Error(), ReasonInvalidField, meta,
+		return New(codes.InvalidArgument, ReasonInvalidField, err.Error(), meta,
 			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
-				{Field: clip.String(fieldErr.Field, MaxEchoBytes), Description: clip.String(fieldErr.Problem, MaxEchoBytes)},
+				{Field: clip.String(fieldErr.Field, clip.MaxEchoed), Description: clip.String(fieldErr.Problem, clip.MaxEchoed)},
 			}})
 	}
 	class := errorClass{code: codes.Internal, reason: ReasonInternal, message: "internal error"} // the cause is logged, not sent
@@ -186,36 +161,39 @@ func Status(err error, consumer, key string) *status.Status {
 			break
 		}
 	}
-	if streamConflict, ok := errors.AsType[*store.StreamConflictError](err); ok {
-		return streamConflictStatus(err, streamConflict, class.code, class.reason, meta)
-	}
 	msg := class.message
 	if msg == "" {
 		msg = err.Error()
 	}
-	if conflict, ok := errors.AsType[*store.ConflictError](err); ok {
-		// The consumer and key are in the metadata and the record; the
-		// message leaves them out, since it is also what the call's log
-		// line says, and keys are never logged.
-		meta["state"] = string(conflict.Record.State)
-		meta["fencing_token"] = strconv.FormatInt(conflict.Record.FencingToken, 10)
-		msg = fmt.Sprintf("%s (state %s, fencing token %d)", msg, conflict.Record.State, conflict.Record.FencingToken)
-		return withDetails(class.code, msg, class.reason, meta, recordpb.FromStore(conflict.Record))
-	}
 	if retry, ok := errors.AsType[*RetryAfterError](err); ok {
-		return withDetails(class.code, msg, class.reason, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
+		return New(class.code, class.reason, msg, meta, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry.After)})
 	}
-	return withDetails(class.code, msg, class.reason, meta)
+	return New(class.code, class.reason, msg, meta)
 }
 
-// withDetails builds the status, each echoed value (the message and every
-// metadata value) cut to MaxEchoBytes and made valid UTF-8: protobuf
-// refuses to marshal a string that is not, and would then drop every
-// detail, though the reason must survive.
-func withDetails(code codes.Code, msg, reason string, meta map[string]string, extra ...protoadapt.MessageV1) *status.Status {
-	s := status.New(code, clip.String(msg, MaxEchoBytes))
+// Metadata is the ErrorInfo metadata naming the consumer and key of a call,
+// each when known.
+func Metadata(consumer, key string) map[string]string {
+	meta := map[string]string{}
+	if consumer != "" {
+		meta["consumer"] = consumer
+	}
+	if key != "" {
+		meta["key"] = key
+	}
+	return meta
+}
+
+// New builds a status with an ErrorInfo of reason, the domain and meta,
+// then extra details. It is where every echoed value (the message and each
+// metadata value) is cut, once, to clip.MaxEchoed and made valid UTF-8:
+// protobuf refuses to marshal a string that is not, and would then drop
+// every detail, though the reason must survive. Callers put values in
+// whole.
+func New(code codes.Code, reason, msg string, meta map[string]string, extra ...protoadapt.MessageV1) *status.Status {
+	s := status.New(code, clip.String(msg, clip.MaxEchoed))
 	for k, v := range meta {
-		meta[k] = clip.String(v, MaxEchoBytes)
+		meta[k] = clip.String(v, clip.MaxEchoed)
 	}
 	details := append([]protoadapt.MessageV1{&errdetails.ErrorInfo{
 		Reason:   reason,

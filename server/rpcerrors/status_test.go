@@ -13,8 +13,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dedupd/dedupd/internal/clip"
-	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
-	"github.com/dedupd/dedupd/server/store"
 )
 
 // errorInfo returns the ErrorInfo of a status, failing the test if absent.
@@ -27,51 +25,30 @@ func errorInfo(t *testing.T, st *status.Status) *errdetails.ErrorInfo {
 	return info
 }
 
-func TestStatusMapsEveryDomainError(t *testing.T) {
-	stored := store.Record{Consumer: "c", Key: "k", State: store.Completed, FencingToken: 7, Result: []byte("r")}
+// TestStatusMapsTheVocabulary: this package's own errors, and a context's,
+// keep their codes and reasons; what it does not know is INTERNAL.
+func TestStatusMapsTheVocabulary(t *testing.T) {
 	cases := []struct {
-		name       string
-		err        error
-		code       codes.Code
-		reason     string
-		withRecord bool
+		name   string
+		err    error
+		code   codes.Code
+		reason string
 	}{
-		{"not found", fmt.Errorf("lookup: %w", store.ErrNotFound), codes.NotFound, ReasonNotFound, false},
-		{"no policy", fmt.Errorf("delete policy: %w", store.ErrNoPolicy), codes.NotFound, ReasonPolicyNotFound, false},
-		{"digest mismatch", &store.ConflictError{Err: store.ErrDigestMismatch, Record: stored}, codes.FailedPrecondition, ReasonDigestMismatch, true},
-		{"already finished", &store.ConflictError{Err: store.ErrAlreadyFinished, Record: stored}, codes.FailedPrecondition, ReasonAlreadyFinished, true},
-		{"lease lost with record", &store.ConflictError{Err: store.ErrLeaseLost, Record: stored}, codes.Aborted, ReasonLeaseLost, true},
-		{"lease lost without record", store.ErrLeaseLost, codes.Aborted, ReasonLeaseLost, false},
-		{"unavailable", fmt.Errorf("dial: %w", store.ErrUnavailable), codes.Unavailable, ReasonStoreUnavailable, false},
-		{"deadline", fmt.Errorf("q: %w", context.DeadlineExceeded), codes.DeadlineExceeded, ReasonDeadlineExceeded, false},
-		{"canceled", context.Canceled, codes.Canceled, ReasonCanceled, false},
-		{"field", &FieldError{Field: "key", Problem: "is required"}, codes.InvalidArgument, ReasonInvalidField, false},
-		{"bug", errors.New("boom"), codes.Internal, ReasonInternal, false},
+		{"malformed", fmt.Errorf("%w: unexpected EOF", ErrMalformedRequest), codes.InvalidArgument, ReasonMalformedRequest},
+		{"field", &FieldError{Field: "key", Problem: "is required"}, codes.InvalidArgument, ReasonInvalidField},
+		{"deadline", fmt.Errorf("q: %w", context.DeadlineExceeded), codes.DeadlineExceeded, ReasonDeadlineExceeded},
+		{"canceled", context.Canceled, codes.Canceled, ReasonCanceled},
+		{"bug", errors.New("boom"), codes.Internal, ReasonInternal},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := Status(tc.err, "c", "k")
-			if st.Code() != tc.code {
-				t.Fatalf("code = %v, want %v", st.Code(), tc.code)
-			}
 			info := errorInfo(t, st)
-			if info.GetReason() != tc.reason || info.GetDomain() != ErrorDomain {
-				t.Fatalf("ErrorInfo = %s/%s, want %s/%s", info.GetDomain(), info.GetReason(), ErrorDomain, tc.reason)
+			if st.Code() != tc.code || info.GetReason() != tc.reason || info.GetDomain() != ErrorDomain {
+				t.Fatalf("status = %v %s/%s, want %v %s/%s", st.Code(), info.GetDomain(), info.GetReason(), tc.code, ErrorDomain, tc.reason)
 			}
 			if info.GetMetadata()["consumer"] != "c" || info.GetMetadata()["key"] != "k" {
 				t.Fatalf("metadata = %v, want consumer and key", info.GetMetadata())
-			}
-			var rec *dedupv1.Record
-			for _, d := range st.Details() {
-				if r, ok := d.(*dedupv1.Record); ok {
-					rec = r
-				}
-			}
-			if tc.withRecord != (rec != nil) {
-				t.Fatalf("record detail present = %v, want %v", rec != nil, tc.withRecord)
-			}
-			if rec != nil && (rec.GetFencingToken() != 7 || string(rec.GetResult()) != "r") {
-				t.Fatalf("record detail = %v, want the stored record", rec)
 			}
 		})
 	}
@@ -91,68 +68,30 @@ func TestStatusKeepsExistingStatus(t *testing.T) {
 	}
 }
 
-// TestStatusEchoesBoundedValues: a consumer of 16 MB, a key of 10 KiB and a
-// refusal whose text repeats them come back cut to MaxEchoBytes each, so
-// the whole answer stays far below the trailer size clients accept.
-func TestStatusEchoesBoundedValues(t *testing.T) {
+// TestNewCutsEveryEchoedValueOnce: a consumer of 16 MB, a key of 10 KiB
+// and a refusal whose text repeats them come back as their first
+// clip.MaxEchoed bytes and one marker each, so the whole answer stays far
+// below the trailer size clients accept.
+func TestNewCutsEveryEchoedValueOnce(t *testing.T) {
 	huge := strings.Repeat("C", 16<<20)
 	longKey := strings.Repeat("k", 10<<10)
-	cases := []struct {
-		name string
-		err  error
-	}{
-		{"permission denied naming the consumer", fmt.Errorf("tok may not act for consumer %q: %w", huge, ErrPermissionDenied)},
-		{"invalid field", &FieldError{Field: "key", Problem: "is " + longKey}},
-		{"conflict", &store.ConflictError{Err: store.ErrLeaseLost, Record: store.Record{Consumer: huge, Key: longKey, State: store.Pending}}},
-		{"not found", store.ErrNotFound},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			st := Status(tc.err, huge, longKey)
-			if n := len(st.Message()); n > MaxEchoBytes+len(clip.Marker) {
-				t.Fatalf("message is %d bytes, want at most %d", n, MaxEchoBytes+len(clip.Marker))
-			}
-			info := errorInfo(t, st)
-			for k, v := range info.GetMetadata() {
-				if len(v) > MaxEchoBytes+len(clip.Marker) {
-					t.Fatalf("metadata %s is %d bytes, want at most %d", k, len(v), MaxEchoBytes+len(clip.Marker))
-				}
-			}
-			if info.GetMetadata()["consumer"] != strings.Repeat("C", MaxEchoBytes)+clip.Marker {
-				t.Fatalf("consumer metadata is not the cut name: %.40q", info.GetMetadata()["consumer"])
-			}
-			// Only the conflict carries the stored record, which is the
-			// store's (its key is at most 512 bytes in practice); what
-			// the caller sent is bounded.
-			if tc.name != "conflict" {
-				if n := proto.Size(st.Proto()); n > 5*MaxEchoBytes {
-					t.Fatalf("status is %d bytes, want at most %d", n, 5*MaxEchoBytes)
-				}
-			}
-		})
-	}
-}
-
-// TestStatusTellsCallersNoStoreDetails: a store's error text (a driver's
-// connect error names the database user, name and address) never reaches
-// the caller; each class has its fixed message, and a conflict's message
-// leaves out the key, since the message is also logged.
-func TestStatusTellsCallersNoStoreDetails(t *testing.T) {
-	const secret = "failed to connect to `user=dedupd database=prod`: 10.1.2.3:5432"
-	cases := []struct {
-		err  error
-		want string
-	}{
-		{fmt.Errorf("%w: pgstore: claim: %s", store.ErrUnavailable, secret), UnavailableMessage},
-		{fmt.Errorf("pgstore: claim: %s: %w", secret, context.DeadlineExceeded), context.DeadlineExceeded.Error()},
-		{fmt.Errorf("pgstore: %s: %w", secret, context.Canceled), context.Canceled.Error()},
-		{fmt.Errorf("pgstore: %s: %w", secret, store.ErrNotFound), store.ErrNotFound.Error()},
-		{&store.ConflictError{Err: store.ErrDigestMismatch, Record: store.Record{Consumer: "c", Key: "key-9f2c", State: store.Completed, FencingToken: 3}},
-			store.ErrDigestMismatch.Error() + " (state COMPLETED, fencing token 3)"},
-	}
-	for _, tc := range cases {
-		if got := Status(tc.err, "c", "key-9f2c").Message(); got != tc.want {
-			t.Errorf("Status(%q).Message() = %q, want %q", tc.err, got, tc.want)
+	for _, err := range []error{
+		fmt.Errorf("tok may not act for consumer %q: %w", huge, ErrPermissionDenied),
+		&FieldError{Field: "key", Problem: "is " + longKey},
+	} {
+		st := Status(err, huge, longKey)
+		if n := len(st.Message()); n > clip.MaxEchoed+len(clip.Marker) {
+			t.Fatalf("message is %d bytes, want at most %d", n, clip.MaxEchoed+len(clip.Marker))
+		}
+		info := errorInfo(t, st)
+		if got := info.GetMetadata()["consumer"]; got != strings.Repeat("C", clip.MaxEchoed)+clip.Marker {
+			t.Fatalf("consumer metadata is not the name cut once: %d bytes", len(got))
+		}
+		if got := info.GetMetadata()["key"]; got != strings.Repeat("k", clip.MaxEchoed)+clip.Marker {
+			t.Fatalf("key metadata is not the key cut once: %d bytes", len(got))
+		}
+		if n := proto.Size(st.Proto()); n > 5*clip.MaxEchoed {
+			t.Fatalf("status is %d bytes, want at most %d", n, 5*clip.MaxEchoed)
 		}
 	}
 }

@@ -1,13 +1,13 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
 
-// The errors a Store returns, matched with errors.Is. The gRPC layer maps
-// each to one status code and ErrorInfo reason, in one place.
+// The errors a Store returns, matched with errors.Is. Which of them are
+// refusals (answers, not failures) is said once, in classify.go; the gRPC
+// layer maps each refusal to one status code and ErrorInfo reason.
 var (
 	// ErrNotFound: the key has no live record.
 	ErrNotFound = errors.New("no record for this key")
@@ -26,6 +26,11 @@ var (
 	ErrUnavailable = errors.New("store unavailable")
 	// ErrNoPolicy: the consumer has no stored policy.
 	ErrNoPolicy = errors.New("no policy for this consumer")
+	// ErrStreamNotFound: the stream has no live record. A StreamStore
+	// reports a missing stream as ErrNotFound, as it does a missing key;
+	// the stream handlers answer with this one so that the caller can tell
+	// the two apart.
+	ErrStreamNotFound = errors.New("no live stream")
 )
 
 // ConflictError is a refusal caused by the stored record, which it carries so
@@ -44,45 +49,4 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 
 func conflict(err error, stored *Record) error {
 	return &ConflictError{Err: err, Record: *stored}
-}
-
-// Failure classes: how a store call failed, as metrics and traces name it.
-const (
-	FailureUnavailable = "unavailable"
-	FailureDeadline    = "deadline"
-	FailureCanceled    = "canceled"
-	FailureInternal    = "internal"
-)
-
-// Classify names how a store call ended, for metrics and traces, without
-// any of the call's data: "ok"; one of the refusals the contract defines
-// ("not_found", "digest_mismatch", "lease_lost", "already_finished",
-// "no_policy", "conflict"), which are answers; or, with failed set, one of
-// the Failure classes.
-func Classify(err error) (outcome string, failed bool) {
-	if err == nil {
-		return "ok", false // before c, which escapes to the heap: a success allocates nothing
-	}
-	var c *ConflictError
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return "not_found", false
-	case errors.Is(err, ErrDigestMismatch):
-		return "digest_mismatch", false
-	case errors.Is(err, ErrLeaseLost):
-		return "lease_lost", false
-	case errors.Is(err, ErrAlreadyFinished):
-		return "already_finished", false
-	case errors.Is(err, ErrNoPolicy):
-		return "no_policy", false
-	case errors.As(err, &c):
-		return "conflict", false
-	case errors.Is(err, ErrUnavailable):
-		return FailureUnavailable, true
-	case errors.Is(err, context.DeadlineExceeded):
-		return FailureDeadline, true
-	case errors.Is(err, context.Canceled):
-		return FailureCanceled, true
-	}
-	return FailureInternal, true
 }

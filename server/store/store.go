@@ -145,7 +145,8 @@ type ClaimResult struct {
 	RetryAfter time.Duration
 }
 
-// Store is the durable home of dedup records. Every method is safe for
+// Store is the durable home of dedup records: the key half of Backend,
+// which every backend implements whole. Every method is safe for
 // concurrent use, including from several server processes sharing one
 // database, and is atomic: it either applies its whole effect or none.
 //

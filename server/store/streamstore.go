@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// StreamStore is the durable home of streams. The rules of Store hold
-// here too: every method is safe for concurrent use, also from several
-// servers sharing one database; every write is atomic on the stream's one
-// row and decided by ApplyStream on the store's clock; a refusal changes
-// nothing; ErrUnavailable and the context's error after the write was sent
-// mean an unknown outcome, and every write is safe to repeat.
+// StreamStore is the durable home of streams: the stream half of Backend.
+// The rules of Store hold here too: every method is safe for concurrent
+// use, also from several servers sharing one database; every write is
+// atomic on the stream's one row and decided by ApplyStream on the store's
+// clock; a refusal changes nothing; ErrUnavailable and the context's error
+// after the write was sent mean an unknown outcome, and every write is
+// safe to repeat.
 type StreamStore interface {
 	StreamAdmin
 

@@ -8,8 +8,8 @@ import (
 	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
-// The suite runs with group commit on (the default) and off: batching must
-// never change an answer.
+// The whole suite, keys and streams, runs with group commit on (the
+// default) and off: batching must never change an answer.
 func TestConformance(t *testing.T) {
 	for _, mode := range []struct {
 		name string
@@ -19,11 +19,7 @@ func TestConformance(t *testing.T) {
 		{"NoGroupCommit", pgstore.Options{MaxBatch: 1}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			storetest.RunAll(t, func(t *testing.T) store.Store { return newStoreWith(t, mode.opts) })
+			storetest.RunAll(t, func(t *testing.T) store.Backend { return newStoreWith(t, mode.opts) })
 		})
 	}
-}
-
-func TestStreamConformance(t *testing.T) {
-	storetest.RunStreams(t, func(t *testing.T) store.StreamStore { return newStoreWith(t, pgstore.Options{}) })
 }

@@ -94,7 +94,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 // classify turns the error of an operation into one of the errors the Store
 // contract allows. The cases, in order:
 //
-//  1. refusals decided by store.Apply (and ErrNotFound, ErrNoPolicy): returned unchanged;
+//  1. the contract's refusals (store.Refused: those decided by store.Apply,
+//     ErrNotFound, ErrNoPolicy and the stream refusals): returned unchanged;
 //  2. the caller's context is done: its error, unchanged;
 //  3. the database is unreachable, overloaded, shutting down, stayed too
 //     contended to commit, or cannot tell whether the commit happened
@@ -121,15 +122,11 @@ func classify(ctx context.Context, op string, err error) error {
 	}
 }
 
+// isRefusal: the contract's refusals (store.Refused, the one list) are
+// answers, returned unchanged.
 func isRefusal(err error) bool {
-	var conflict *store.ConflictError
-	var streamConflict *store.StreamConflictError
-	return errors.As(err, &conflict) || errors.As(err, &streamConflict) ||
-		errors.Is(err, store.ErrNotFound) ||
-		errors.Is(err, store.ErrNoPolicy) ||
-		errors.Is(err, store.ErrDigestMismatch) ||
-		errors.Is(err, store.ErrLeaseLost) ||
-		errors.Is(err, store.ErrAlreadyFinished)
+	_, refused := store.Refused(err)
+	return refused
 }
 
 func isUnavailable(err error) bool {

@@ -32,6 +32,10 @@ func TestClassify(t *testing.T) {
 	}{
 		{"refusal", conflict, unchanged},
 		{"not found", store.ErrNotFound, unchanged},
+		{"sequence gap", &store.StreamConflictError{Err: store.ErrSequenceGap, Expected: 2}, unchanged},
+		{"bare sequence gap", store.ErrSequenceGap, unchanged},
+		{"bare mode mismatch", fmt.Errorf("claim: %w", store.ErrModeMismatch), unchanged},
+		{"no policy", store.ErrNoPolicy, unchanged},
 		{"connection exception", pgErr("08006"), unavailable},
 		{"too many connections", pgErr("53300"), unavailable},
 		{"admin shutdown", pgErr("57P01"), unavailable},

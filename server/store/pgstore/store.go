@@ -59,7 +59,7 @@ type Store struct {
 	finish *finishBatcher
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Backend = (*Store)(nil)
 
 // Open returns a store on the database at databaseURL (a postgres:// URL or
 // a key=value connection string; pgxpool's pool_* settings apply), tuned by

@@ -11,8 +11,6 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-var _ store.StreamStore = (*Store)(nil)
-
 // The SQL of streams: the same single-row discipline as keys. A write reads
 // the row with its version and the database's clock, lets
 // store.ApplyStream decide, and writes the decision as a compare-and-set

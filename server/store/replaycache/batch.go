@@ -34,7 +34,7 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 		return results
 	}
 	since := s.deletions.Load()
-	for j, r := range s.Store.ApplyBatch(ctx, store.BatchParams{Commands: rest}) {
+	for j, r := range s.inner.ApplyBatch(ctx, store.BatchParams{Commands: rest}) {
 		if r.Err == nil {
 			s.remember(r.Record, since)
 		}
@@ -67,7 +67,7 @@ func (s *Store) LookupBatch(ctx context.Context, p store.LookupBatchParams) []st
 		return results
 	}
 	since := s.deletions.Load()
-	for j, r := range s.Store.LookupBatch(ctx, store.LookupBatchParams{Consumer: p.Consumer, Keys: rest}) {
+	for j, r := range s.inner.LookupBatch(ctx, store.LookupBatchParams{Consumer: p.Consumer, Keys: rest}) {
 		if r.Err == nil {
 			s.remember(r.Record, since)
 		}

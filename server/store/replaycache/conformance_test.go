@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestConformance(t *testing.T) {
 	opts := replaycache.Options{MaxBytes: 64 << 10}
 	t.Run("sqlite", func(t *testing.T) {
-		storetest.RunAll(t, func(t *testing.T) store.Store {
+		storetest.RunAll(t, func(t *testing.T) store.Backend {
 			inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 		})
 	})
 	t.Run("postgres", func(t *testing.T) {
-		storetest.RunAll(t, func(t *testing.T) store.Store {
+		storetest.RunAll(t, func(t *testing.T) store.Backend {
 			inner, err := pgstore.Open(context.Background(), pgtest.URL(t), pgstore.Options{})
 			if err != nil {
 				t.Fatal(err)

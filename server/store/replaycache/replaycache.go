@@ -6,7 +6,7 @@
 // process and answer such claims without asking the database, which is
 // most of the traffic of a consumer whose messages are redelivered.
 //
-// Store wraps any store.Store. It caches the terminal records that calls
+// Store wraps any store.Backend. It caches the terminal records that calls
 // return, bounded by bytes (least recently used first out), and answers
 // Claim and Lookup from them while they are fresh:
 //
@@ -19,7 +19,8 @@
 //     than this server's clock says, and a record that close to expiry is
 //     not cached at all.
 //
-// Everything else goes to the wrapped store unchanged. Records handed out
+// Everything else, streams included, goes to the wrapped store unchanged
+// (see passthrough.go for why streams are not cached). Records handed out
 // from the cache share their byte slices between callers, which must not
 // modify them (no caller in dedupd does).
 package replaycache
@@ -51,9 +52,12 @@ type Options struct {
 	ClockSkew time.Duration
 }
 
-// Store is a store.Store that answers claims of finished keys from memory.
+// Store is a store.Backend that answers claims of finished keys from
+// memory. It implements every method itself, without embedding the
+// wrapped store, so that a method added to store.Backend must be decided
+// here before the server compiles.
 type Store struct {
-	store.Store
+	inner store.Backend
 	cache *lru
 	// deletions counts the invalidations so far. A record read from the
 	// store is cached only if no invalidation happened since the read began,
@@ -64,17 +68,17 @@ type Store struct {
 	now       func() time.Time
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Backend = (*Store)(nil)
 
 // New wraps inner. Closing the Store closes inner.
-func New(inner store.Store, opts Options) *Store {
+func New(inner store.Backend, opts Options) *Store {
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultTTL
 	}
 	if opts.ClockSkew <= 0 {
 		opts.ClockSkew = DefaultClockSkew
 	}
-	return &Store{Store: inner, cache: newLRU(opts.MaxBytes), ttl: opts.TTL, skew: opts.ClockSkew, now: time.Now}
+	return &Store{inner: inner, cache: newLRU(opts.MaxBytes), ttl: opts.TTL, skew: opts.ClockSkew, now: time.Now}
 }
 
 // Claim answers a claim of a cached finished key as the store would: the
@@ -85,7 +89,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResu
 		return store.ClaimResult{Outcome: d.Outcome, Record: d.Record}, err
 	}
 	since := s.deletions.Load()
-	res, err := s.Store.Claim(ctx, p)
+	res, err := s.inner.Claim(ctx, p)
 	if err == nil {
 		s.remember(res.Record, since)
 	}
@@ -111,7 +115,7 @@ func (s *Store) replay(ctx context.Context, rec store.Record, p store.ClaimParam
 // Complete stores a result and caches the completed record.
 func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
 	since := s.deletions.Load()
-	rec, err := s.Store.Complete(ctx, p)
+	rec, err := s.inner.Complete(ctx, p)
 	if err == nil {
 		s.remember(rec, since)
 	}
@@ -121,7 +125,7 @@ func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Rec
 // Reject stores a rejection and caches it when it is terminal.
 func (s *Store) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
 	since := s.deletions.Load()
-	rec, err := s.Store.Reject(ctx, p)
+	rec, err := s.inner.Reject(ctx, p)
 	if err == nil {
 		s.remember(rec, since)
 	}
@@ -137,7 +141,7 @@ func (s *Store) Lookup(ctx context.Context, consumer, key string) (store.Record,
 		return rec, nil
 	}
 	since := s.deletions.Load()
-	rec, err := s.Store.Lookup(ctx, consumer, key)
+	rec, err := s.inner.Lookup(ctx, consumer, key)
 	if err == nil {
 		s.remember(rec, since)
 	}
@@ -147,7 +151,7 @@ func (s *Store) Lookup(ctx context.Context, consumer, key string) (store.Record,
 // DeleteRecord deletes the record in the store, then forgets it here, so
 // that this server's next claim of the key runs the work again.
 func (s *Store) DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error) {
-	rec, err := s.Store.DeleteRecord(ctx, consumer, key)
+	rec, err := s.inner.DeleteRecord(ctx, consumer, key)
 	s.Invalidate(consumer, key) // even on error: the delete may have landed
 	return rec, err
 }
@@ -155,7 +159,7 @@ func (s *Store) DeleteRecord(ctx context.Context, consumer, key string) (store.R
 // PurgeBatch deletes a batch in the store, then forgets every cached record:
 // which keys went is not known here, and purges are rare.
 func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
-	n, err := s.Store.PurgeBatch(ctx, p)
+	n, err := s.inner.PurgeBatch(ctx, p)
 	if n > 0 || err != nil {
 		s.InvalidateAll()
 	}
@@ -178,7 +182,7 @@ func (s *Store) InvalidateAll() {
 
 // Unwrap returns the wrapped store. Deleting records through it bypasses
 // the cache: call Invalidate or InvalidateAll afterwards.
-func (s *Store) Unwrap() store.Store { return s.Store }
+func (s *Store) Unwrap() store.Backend { return s.inner }
 
 // CacheStats reports the cache's hits and misses so far, and its size.
 func (s *Store) CacheStats() Stats { return s.cache.stats() }

@@ -17,18 +17,18 @@ import (
 
 // counting counts the reads that reach the wrapped store.
 type counting struct {
-	store.Store
+	store.Backend
 	claims, lookups atomic.Int64
 }
 
 func (c *counting) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
 	c.claims.Add(1)
-	return c.Store.Claim(ctx, p)
+	return c.Backend.Claim(ctx, p)
 }
 
 func (c *counting) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
 	c.lookups.Add(1)
-	return c.Store.Lookup(ctx, consumer, key)
+	return c.Backend.Lookup(ctx, consumer, key)
 }
 
 var policy = store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
@@ -52,7 +52,7 @@ func newCached(t testing.TB, opts replaycache.Options) (*replaycache.Store, *cou
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &counting{Store: inner}
+	c := &counting{Backend: inner}
 	s := replaycache.New(c, opts)
 	t.Cleanup(func() { s.Close() })
 	clk := newClock()
@@ -112,14 +112,14 @@ func TestClaimsOfFinishedKeysAreAnsweredFromMemory(t *testing.T) {
 			t.Errorf("%s: %d claims reached the store, want 0", tc.key, n)
 		}
 		// The store itself agrees with what the cache answered.
-		if _, err := inner.Store.Claim(ctx, other); !errors.Is(err, store.ErrDigestMismatch) {
+		if _, err := inner.Backend.Claim(ctx, other); !errors.Is(err, store.ErrDigestMismatch) {
 			t.Errorf("%s: the store answers the other digest with %v", tc.key, err)
 		}
 		if rec, err := s.Lookup(ctx, "c", tc.key); err != nil || !reflect.DeepEqual(rec, stored) || inner.lookups.Load() != 0 {
 			t.Errorf("%s: Lookup = %+v, %v after %d store lookups", tc.key, rec, err, inner.lookups.Load())
 		}
 	}
-	if s.Unwrap() != store.Store(inner) {
+	if s.Unwrap() != store.Backend(inner) {
 		t.Error("Unwrap does not return the wrapped store")
 	}
 	if st := s.CacheStats(); st.Hits < 12 || st.Entries != 2 {
@@ -263,12 +263,12 @@ func TestRaceReplaysAndInvalidations(t *testing.T) {
 // the test lets it go: the moment a replay has read a record the cache is
 // about to remember.
 type gated struct {
-	store.Store
+	store.Backend
 	read, release chan struct{}
 }
 
 func (g *gated) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
-	res, err := g.Store.Claim(ctx, p)
+	res, err := g.Backend.Claim(ctx, p)
 	g.read <- struct{}{}
 	<-g.release
 	return res, err
@@ -284,7 +284,7 @@ func TestDeleteRacingAReadIsNotUndone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := &gated{Store: inner, read: make(chan struct{}), release: make(chan struct{})}
+			g := &gated{Backend: inner, read: make(chan struct{}), release: make(chan struct{})}
 			s := replaycache.New(g, replaycache.Options{MaxBytes: 1 << 20})
 			t.Cleanup(func() { s.Close() })
 			ctx := context.Background()

@@ -8,8 +8,8 @@ import (
 	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
-// The suites run with group commit on (the default) and off: batching must
-// never change an answer.
+// The whole suite, keys and streams, runs with group commit on (the
+// default) and off: batching must never change an answer.
 func forEachMode(t *testing.T, run func(t *testing.T, open func(t *testing.T) *sqlitestore.Store)) {
 	for _, mode := range []struct {
 		name string
@@ -30,12 +30,6 @@ func forEachMode(t *testing.T, run func(t *testing.T, open func(t *testing.T) *s
 
 func TestConformance(t *testing.T) {
 	forEachMode(t, func(t *testing.T, open func(t *testing.T) *sqlitestore.Store) {
-		storetest.RunAll(t, func(t *testing.T) store.Store { return open(t) })
-	})
-}
-
-func TestStreamConformance(t *testing.T) {
-	forEachMode(t, func(t *testing.T, open func(t *testing.T) *sqlitestore.Store) {
-		storetest.RunStreams(t, func(t *testing.T) store.StreamStore { return open(t) })
+		storetest.RunAll(t, func(t *testing.T) store.Backend { return open(t) })
 	})
 }

@@ -120,7 +120,7 @@ type Store struct {
 	applied []migrations.Migration
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Backend = (*Store)(nil)
 
 // Open opens, creating it if needed, the store in dataDir and brings its
 // schema up to date. It fails at once with an error matching ErrLocked when

@@ -10,8 +10,6 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-var _ store.StreamStore = (*Store)(nil)
-
 // The statements on dedup_streams. Like keys, every write reads the row,
 // lets store.ApplyStream decide and writes the result inside one IMMEDIATE
 // transaction on the single write connection.

@@ -5,16 +5,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // memStreams is the smallest StreamStore that keeps the contract: one mutex
 // makes every call atomic and store.ApplyStream takes every decision. It is
-// the stream suite's self-test.
+// the stream half of memBackend, the suite's self-test.
 type memStreams struct {
 	mu       sync.Mutex
 	streams  map[[2]string]store.Stream
@@ -161,8 +159,4 @@ func cloneStream(st store.Stream) store.Stream {
 		st.LastRejection = &r
 	}
 	return st
-}
-
-func TestMemStreams(t *testing.T) {
-	storetest.RunStreams(t, func(t *testing.T) store.StreamStore { return newMemStreams() })
 }

@@ -9,35 +9,6 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// RunStreams runs the stream conformance tests against stores made by
-// newStore, each a fresh, empty store the factory cleans up itself. Every
-// row of the claim table of store.ApplyStream is one test at least, and the
-// race tests show that the store's one-row atomic step holds under
-// contention.
-func RunStreams(t *testing.T, newStore func(t *testing.T) store.StreamStore) {
-	groups := []struct {
-		name  string
-		tests []streamTest
-	}{
-		{"Claim", streamClaimTests()},
-		{"Finish", streamFinishTests()},
-		{"Admin", streamAdminTests()},
-		{"Race", streamRaceTests()},
-	}
-	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, tc := range g.tests {
-				t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
-			}
-		})
-	}
-}
-
-type streamTest struct {
-	name string
-	fn   func(t *testing.T, s store.StreamStore)
-}
-
 func streamClaimTests() []streamTest {
 	return []streamTest{
 		{"NewStreamAcquiresOne", testStreamNewAcquiresOne},

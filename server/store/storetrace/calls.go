@@ -17,7 +17,7 @@ func (t *tracedStore) ApplyBatch(ctx context.Context, p store.BatchParams) []sto
 	}
 	ctx, span := t.start(ctx, "ApplyBatch", consumer)
 	span.SetAttributes(BatchSizeKey.Int(len(p.Commands)))
-	results := t.Store.ApplyBatch(ctx, p)
+	results := t.inner.ApplyBatch(ctx, p)
 	EndBatch(span, len(results), func(i int) error { return results[i].Err })
 	return results
 }
@@ -25,7 +25,7 @@ func (t *tracedStore) ApplyBatch(ctx context.Context, p store.BatchParams) []sto
 func (t *tracedStore) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
 	ctx, span := t.start(ctx, "LookupBatch", p.Consumer)
 	span.SetAttributes(BatchSizeKey.Int(len(p.Keys)))
-	results := t.Store.LookupBatch(ctx, p)
+	results := t.inner.LookupBatch(ctx, p)
 	EndBatch(span, len(results), func(i int) error { return results[i].Err })
 	return results
 }

@@ -38,22 +38,27 @@ const (
 // instrumentation names the tracer of the store spans.
 const instrumentation = "github.com/dedupd/dedupd/server/store/storetrace"
 
-// Store wraps s so that each record operation (Claim, Complete, Reject,
-// ExtendLease, Lookup, ListRecords, DeleteRecord, and the batch calls
-// ApplyBatch and LookupBatch, see calls.go) is a span named
-// "store.<Method>", a child of the caller's span, with the consumer and the
-// outcome as attributes. Failures set the span's status to Error with
-// their class only: an error's text may quote a key. Methods it does not
-// know pass through the embedded interface untraced, so a store that grows
-// stays a valid store.Store here.
-func Store(s store.Store, tp trace.TracerProvider) store.Store {
-	return &tracedStore{Store: s, tracer: tp.Tracer(instrumentation)}
+// Store wraps s so that each record and stream operation (Claim, Complete,
+// Reject, ExtendLease, Lookup, ListRecords, DeleteRecord, the batch calls
+// ApplyBatch and LookupBatch (see calls.go), and their stream counterparts
+// (see streams.go)) is a span named "store.<Method>", a child of the
+// caller's span, with the consumer and the outcome as attributes. Failures
+// set the span's status to Error with their class only: an error's text
+// may quote a key. The background and policy calls pass through untraced
+// (see passthrough.go).
+func Store(s store.Backend, tp trace.TracerProvider) store.Backend {
+	return &tracedStore{inner: s, tracer: tp.Tracer(instrumentation)}
 }
 
+// tracedStore implements every method itself, without embedding the
+// wrapped store, so that a method added to store.Backend must be decided
+// here (traced or passed through) before the server compiles.
 type tracedStore struct {
-	store.Store
+	inner  store.Backend
 	tracer trace.Tracer
 }
+
+var _ store.Backend = (*tracedStore)(nil)
 
 func (t *tracedStore) start(ctx context.Context, method, consumer string) (context.Context, trace.Span) {
 	return t.tracer.Start(ctx, "store."+method, //nolint:spancheck // every caller ends it with end()
@@ -81,49 +86,49 @@ func claimOutcome(o store.Outcome) string { return strings.ToLower(o.String()) }
 
 func (t *tracedStore) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
 	ctx, span := t.start(ctx, "Claim", p.Consumer)
-	r, err := t.Store.Claim(ctx, p)
+	r, err := t.inner.Claim(ctx, p)
 	end(span, claimOutcome(r.Outcome), err)
 	return r, err
 }
 
 func (t *tracedStore) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
 	ctx, span := t.start(ctx, "Complete", p.Consumer)
-	r, err := t.Store.Complete(ctx, p)
+	r, err := t.inner.Complete(ctx, p)
 	end(span, "", err)
 	return r, err
 }
 
 func (t *tracedStore) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
 	ctx, span := t.start(ctx, "Reject", p.Consumer)
-	r, err := t.Store.Reject(ctx, p)
+	r, err := t.inner.Reject(ctx, p)
 	end(span, "", err)
 	return r, err
 }
 
 func (t *tracedStore) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
 	ctx, span := t.start(ctx, "ExtendLease", p.Consumer)
-	r, err := t.Store.ExtendLease(ctx, p)
+	r, err := t.inner.ExtendLease(ctx, p)
 	end(span, "", err)
 	return r, err
 }
 
 func (t *tracedStore) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
 	ctx, span := t.start(ctx, "Lookup", consumer)
-	r, err := t.Store.Lookup(ctx, consumer, key)
+	r, err := t.inner.Lookup(ctx, consumer, key)
 	end(span, "", err)
 	return r, err
 }
 
 func (t *tracedStore) ListRecords(ctx context.Context, p store.ListParams) ([]store.Record, error) {
 	ctx, span := t.start(ctx, "ListRecords", p.Consumer)
-	r, err := t.Store.ListRecords(ctx, p)
+	r, err := t.inner.ListRecords(ctx, p)
 	end(span, "", err)
 	return r, err
 }
 
 func (t *tracedStore) DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error) {
 	ctx, span := t.start(ctx, "DeleteRecord", consumer)
-	r, err := t.Store.DeleteRecord(ctx, consumer, key)
+	r, err := t.inner.DeleteRecord(ctx, consumer, key)
 	end(span, "", err)
 	return r, err
 }

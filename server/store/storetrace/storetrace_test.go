@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +23,7 @@ import (
 // Tracing must not change an answer: the whole suite runs through the
 // decorator, on the embedded store with group commit, recording every span.
 func TestConformance(t *testing.T) {
-	storetest.RunAll(t, func(t *testing.T) store.Store {
+	storetest.RunAll(t, func(t *testing.T) store.Backend {
 		inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +83,7 @@ func TestUntracedBatch(t *testing.T) {
 }
 
 type failing struct {
-	store.Store
+	store.Backend
 	err error
 }
 
@@ -117,5 +119,70 @@ func TestBatchSpans(t *testing.T) {
 			attrs[storetrace.OutcomeKey].AsString() != "ok" || attrs[storetrace.ConsumerKey].AsString() != "orders" {
 			t.Errorf("span %s: %v, want size %d, outcome ok, consumer orders", name, attrs, size)
 		}
+	}
+}
+
+// TestStreamSpans: the stream calls are store spans as the record calls
+// are, with the consumer and the outcome; a sequence gap is a refusal, not
+// a failure, and the stream's id is never an attribute.
+func TestStreamSpans(t *testing.T) {
+	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := tracetest.NewSpanRecorder()
+	s := storetrace.Store(inner, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	policy := store.StreamPolicy{DefaultLeaseTTL: time.Minute, StreamTTL: time.Hour}
+	claim := func(seq int64) store.ClaimStreamParams {
+		return store.ClaimStreamParams{Consumer: "orders", Stream: "s-secret", Sequence: seq, Owner: "w", Policy: policy}
+	}
+	res, err := s.ClaimStream(ctx, claim(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Stream
+	if _, err := s.CompleteStream(ctx, store.CompleteStreamParams{Consumer: "orders", Stream: "s-secret",
+		Sequence: 1, FencingToken: st.FencingToken, Policy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ClaimStream(ctx, claim(3)); !errors.Is(err, store.ErrSequenceGap) {
+		t.Fatalf("claim past the next sequence: %v, want a gap", err)
+	}
+	if _, err := s.ClaimStream(ctx, claim(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetStream(ctx, "orders", "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetStream of an absent stream: %v", err)
+	}
+	if _, err := s.ResetStream(ctx, store.ResetStreamParams{Consumer: "orders", Stream: "s-secret", HighWater: 0, Policy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct{ name, outcome string }
+	var got []seen
+	for _, span := range spans.Ended() {
+		attrs := map[attribute.Key]string{}
+		for _, kv := range span.Attributes() {
+			attrs[kv.Key] = kv.Value.String()
+		}
+		if !strings.HasPrefix(span.Name(), "store.") {
+			continue // the store's own group-commit spans
+		}
+		if attrs[storetrace.ConsumerKey] != "orders" || len(attrs) != 2 || span.Status().Code != codes.Unset {
+			t.Errorf("span %s: attributes %v, status %v; want consumer orders and an outcome only, no error", span.Name(), attrs, span.Status())
+		}
+		got = append(got, seen{span.Name(), attrs[storetrace.OutcomeKey]})
+	}
+	want := []seen{
+		{"store.ClaimStream", "acquired"},
+		{"store.CompleteStream", "ok"},
+		{"store.ClaimStream", "sequence_gap"},
+		{"store.ClaimStream", "duplicate"},
+		{"store.GetStream", "not_found"},
+		{"store.ResetStream", "ok"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("spans %v, want %v", got, want)
 	}
 }
