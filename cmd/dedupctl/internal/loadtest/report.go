@@ -235,7 +235,7 @@ func truncate(s string, n int) string {
 func wrap(text string, width int) []string {
 	var lines []string
 	line := ""
-	for _, word := range strings.Fields(text) {
+	for word := range strings.FieldsSeq(text) {
 		for len([]rune(word)) > width {
 			if line != "" {
 				lines, line = append(lines, line), ""
