@@ -2,7 +2,6 @@ package accesslog
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"testing"
 
@@ -10,34 +9,33 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dedupd/dedupd/server/rpcerrors"
-	"github.com/dedupd/dedupd/server/store"
 )
 
 // The levels of docs/operations.md (Logging): the caller's mistakes and the
 // routine conflicts at INFO, trouble worth a look at WARN, bugs at ERROR.
-// The errors are the ones handlers return, mapped by rpcerrors as on the
-// wire, so the reason a level depends on is the one callers see.
+// The errors are wire statuses with the code and ErrorInfo reason that
+// docs/api.md gives each refusal.
 func TestLevelOfFailedCalls(t *testing.T) {
-	wire := func(err error) error { return rpcerrors.Status(err, "c", "k").Err() }
+	wire := func(code codes.Code, reason string) error { return rpcerrors.New(code, reason, "x", nil).Err() }
 	cases := []struct {
 		name string
 		err  error
 		want slog.Level
 	}{
-		{"digest mismatch", wire(store.ErrDigestMismatch), slog.LevelInfo},
-		{"lease lost", wire(store.ErrLeaseLost), slog.LevelInfo},
-		{"already finished", wire(store.ErrAlreadyFinished), slog.LevelInfo},
-		{"sequence gap", wire(store.ErrSequenceGap), slog.LevelInfo},
-		{"stream mode mismatch", wire(store.ErrModeMismatch), slog.LevelInfo},
-		{"not found", wire(store.ErrNotFound), slog.LevelInfo},
-		{"wrapped conflict", wire(fmt.Errorf("claim: %w", store.ErrDigestMismatch)), slog.LevelInfo},
-		{"store unavailable", wire(store.ErrUnavailable), slog.LevelWarn},
-		{"overloaded", wire(rpcerrors.ErrOverloaded), slog.LevelWarn},
-		{"permission denied", wire(rpcerrors.ErrPermissionDenied), slog.LevelWarn},
+		{"digest mismatch", wire(codes.FailedPrecondition, rpcerrors.ReasonDigestMismatch), slog.LevelInfo},
+		{"lease lost", wire(codes.Aborted, rpcerrors.ReasonLeaseLost), slog.LevelInfo},
+		{"already finished", wire(codes.FailedPrecondition, rpcerrors.ReasonAlreadyFinished), slog.LevelInfo},
+		{"sequence gap", wire(codes.FailedPrecondition, rpcerrors.ReasonSequenceGap), slog.LevelInfo},
+		{"stream mode mismatch", wire(codes.FailedPrecondition, rpcerrors.ReasonStreamModeMismatch), slog.LevelInfo},
+		{"not found", wire(codes.NotFound, rpcerrors.ReasonNotFound), slog.LevelInfo},
+		{"invalid field", wire(codes.InvalidArgument, rpcerrors.ReasonInvalidField), slog.LevelInfo},
+		{"store unavailable", wire(codes.Unavailable, rpcerrors.ReasonStoreUnavailable), slog.LevelWarn},
+		{"overloaded", wire(codes.ResourceExhausted, rpcerrors.ReasonOverloaded), slog.LevelWarn},
+		{"permission denied", wire(codes.PermissionDenied, rpcerrors.ReasonPermissionDenied), slog.LevelWarn},
 		// The same codes without a routine reason stay at WARN.
 		{"bare failed precondition", status.Error(codes.FailedPrecondition, "x"), slog.LevelWarn},
 		{"bare aborted", status.Error(codes.Aborted, "x"), slog.LevelWarn},
-		{"internal", wire(errors.New("boom")), slog.LevelError},
+		{"internal", wire(codes.Internal, rpcerrors.ReasonInternal), slog.LevelError},
 		{"not a status", errors.New("boom"), slog.LevelError},
 	}
 	for _, tc := range cases {
