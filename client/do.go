@@ -18,7 +18,9 @@ type Attempt struct {
 	FencingToken int64
 	// Number counts the acquisitions of the key: 1 on the first delivery,
 	// more when an earlier attempt crashed, lost its lease or was released.
-	// Above 1, an earlier attempt may have done the effect already.
+	// Above 1, an earlier attempt may have done the effect already: that
+	// is when Do runs DoOptions.Settle (docs/guarantees.md, "The attempt
+	// number").
 	Number int64
 	// Record is the key's record at the claim.
 	Record *Record
@@ -33,6 +35,9 @@ type DoResult struct {
 	// Replayed is true when the outcome was stored by an earlier attempt
 	// and fn did not run.
 	Replayed bool
+	// Settled is true when Settle found the effect of an earlier attempt:
+	// Do completed the key with Settle's result and fn did not run.
+	Settled bool
 }
 
 // DoOptions tune Do. The zero value is usable.
@@ -50,6 +55,10 @@ type DoOptions struct {
 	// ExtendFraction is how much of the lease may pass before Do extends
 	// it: 1/3 when zero.
 	ExtendFraction float64
+	// Settle looks for the effect of an earlier attempt before fn runs
+	// again; see SettleFunc. Without it, a takeover after a crash that
+	// followed the effect runs fn twice.
+	Settle SettleFunc
 }
 
 const (
@@ -72,21 +81,31 @@ const (
 //   - while another caller holds the key it waits, with backoff and jitter
 //     but never past the holder's retry_after, up to MaxWait, then returns
 //     an *InProgressError (ErrInProgressTimeout);
-//   - once it holds the lease it runs fn, extending the lease while fn
-//     runs, and cancels fn's context (cause ErrLeaseLost) if the lease is
-//     lost;
+//   - once it holds the lease, and when an earlier holder may have done
+//     the effect (Attempt.Number above 1), it runs opt.Settle first: an
+//     effect found completes the key with Settle's result (Settled set)
+//     and fn does not run;
+//   - otherwise it runs fn, extending the lease while Settle and fn run,
+//     and cancels their context (cause ErrLeaseLost) if the lease is lost;
 //   - fn's result is stored with Complete; an error made with Terminal is
-//     stored with Reject and returned as a *RejectedError; any other error
-//     releases the key (Reject, retryable) and is returned as it is.
+//     stored with Reject and returned as a *RejectedError; an error whose
+//     outcome is unknown (see below) leaves the claim PENDING and is
+//     returned as an *UnknownOutcomeError; any other error releases the
+//     key (Reject, retryable) and is returned as it is.
+//
+// The outcome is unknown, and the claim stays PENDING until its lease runs
+// out, when Settle fails, when fn's error wraps context.Canceled or
+// context.DeadlineExceeded (a timeout may have let the effect through),
+// or when fn returns an error after its context was done (the caller's
+// cancellation or deadline, or the lease lost). If Settle or fn panics, Do
+// neither completes nor releases either: like a crash. The next
+// acquisition runs Settle, and so does a Reconciler.
 //
 // A Claim whose ACQUIRED reply was lost to a broken connection is retried
 // by the client and then answers IN_PROGRESS for the caller's own lease.
 // Do recognises that case by its unique owner string and carries on with
 // the record's fencing token, so a lost reply costs nothing. (A caller of
 // Claim itself must handle that case the same way, or wait for the lease.)
-//
-// If fn panics, Do neither completes nor releases: like a crash, the key
-// stays PENDING until its lease runs out.
 func (c *Client) Do(ctx context.Context, consumer, key string, digest []byte, opt DoOptions,
 	fn func(ctx context.Context, a Attempt) ([]byte, error)) (DoResult, error) {
 	owner := uniqueOwner(opt.Owner)
@@ -145,30 +164,32 @@ func (c *Client) claimOrWait(ctx context.Context, consumer, key string, digest [
 	}
 }
 
-// run runs fn under the acquired lease and records its outcome.
+// run runs Settle and fn under the acquired lease and records the outcome.
 func (c *Client) run(ctx context.Context, consumer, key string, claim ClaimResult, leaseEnd time.Time,
 	opt DoOptions, fn func(ctx context.Context, a Attempt) ([]byte, error)) (DoResult, error) {
 	token := claim.FencingToken
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	keeper := c.keepLease(runCtx, cancel, leaseRef{consumer, key, token, leaseSpan(claim.Record)}, opt, leaseEnd)
-	result, fnErr := func() ([]byte, error) {
+	step := func() attemptStep {
 		defer keeper.stop()
-		return fn(runCtx, Attempt{FencingToken: token, Number: claim.Record.GetAttempts(), Record: claim.Record})
+		a := Attempt{FencingToken: token, Number: claim.Record.GetAttempts(), Record: claim.Record}
+		return runAttempt(runCtx, a, retaken(opt.Settle, a), fn)
 	}()
-	lost := leaseLoss(runCtx)
-
+	rec := recordingOf(runCtx, step)
+	if rec.pending {
+		return DoResult{}, unknownOutcome(step, leaseLoss(runCtx), claim.Record)
+	}
 	octx, ocancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
 	defer ocancel()
-	rejection := recordingOf(fnErr)
-	var rec *Record
+	var stored *Record
 	var err error
-	if rejection == nil {
-		rec, err = c.Complete(octx, consumer, key, token, result)
+	if rec.rejection == nil {
+		stored, err = c.Complete(octx, consumer, key, token, step.result)
 	} else {
-		rec, err = c.Reject(octx, consumer, key, token, *rejection)
+		stored, err = c.Reject(octx, consumer, key, token, *rec.rejection)
 	}
-	return settle(rec, err, rejection, fnErr, lost)
+	return outcome(stored, err, rec.rejection, step)
 }
 
 // leaseLoss is the lease loss that cancelled ctx, or nil when it was not
@@ -178,54 +199,6 @@ func leaseLoss(ctx context.Context) error {
 		return lost
 	}
 	return nil
-}
-
-// recordingOf says how fn's return is recorded: nil to Complete with its
-// result; else the Reject to make, terminal for an error made with
-// Terminal, a retryable release for any other.
-func recordingOf(fnErr error) *Rejection {
-	if fnErr == nil {
-		return nil
-	}
-	var failure *FailureError
-	if errors.As(fnErr, &failure) && !failure.Rejection.Retryable {
-		rejection := failure.Rejection
-		rejection.Message = truncateUTF8(rejection.Message, maxRejectionMessage)
-		return &rejection
-	}
-	release := Rejection{Reason: retryableReason, Message: fnErr.Error(), Retryable: true}
-	if failure != nil {
-		release.Reason = failure.Rejection.Reason
-	}
-	release.Message = truncateUTF8(release.Message, maxRejectionMessage)
-	return &release
-}
-
-// settle turns the answer to a recording (rec, err) into Do's result and
-// error; lost is the lease loss that cancelled fn, if any.
-func settle(rec *Record, err error, rejection *Rejection, fnErr, lost error) (DoResult, error) {
-	switch {
-	case rejection == nil:
-		if err != nil {
-			return DoResult{}, err
-		}
-		return DoResult{Result: rec.GetResult(), Record: rec}, nil
-	case !rejection.Retryable:
-		if err != nil {
-			return DoResult{}, errors.Join(err, fnErr)
-		}
-		return DoResult{Record: rec}, &RejectedError{Rejection: rejectionFromProto(rec.GetRejection()), Record: rec, Cause: fnErr}
-	}
-	// A release refused with LEASE_LOST means the key is not ours any more,
-	// which is all a release wanted; other failures leave the key to its
-	// lease.
-	if err != nil && !errors.Is(err, ErrLeaseLost) {
-		return DoResult{}, errors.Join(fnErr, err)
-	}
-	if lost != nil {
-		return DoResult{}, errors.Join(lost, fnErr)
-	}
-	return DoResult{}, fnErr
 }
 
 // leaseSpan is the length of a record's current lease.

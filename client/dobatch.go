@@ -29,6 +29,9 @@ type DoBatchOptions struct {
 	ExtendFraction float64
 	// Parallelism bounds the fn calls running at once: 8 when zero.
 	Parallelism int
+	// Settle is as in DoOptions: it runs for each acquired item whose
+	// Attempt.Number is above 1, before fn, within the same parallelism.
+	Settle SettleFunc
 }
 
 const defaultParallelism = 8
@@ -40,12 +43,15 @@ const defaultParallelism = 8
 //     (a *RejectedError for a stored rejection) without running fn, and a
 //     key that another caller holds gets an *InProgressError at once (DoBatch
 //     does not wait: the message is redelivered later);
-//   - fn runs for the acquired keys, at most Parallelism at once, while one
+//   - Settle (when an earlier holder may have done the effect) and fn run
+//     for the acquired keys, at most Parallelism at once, while one
 //     ExtendLeaseBatch at a time extends all the leases still running; an
-//     item whose lease is lost has its fn's context cancelled (cause
+//     item whose lease is lost has its context cancelled (cause
 //     ErrLeaseLost);
 //   - one FinishBatch records every outcome, as Do records one: Complete for
-//     a result, Reject for a Terminal error, a release for any other error.
+//     a result (fn's or Settle's), Reject for a Terminal error, nothing for
+//     an unknown outcome (an *UnknownOutcomeError; the claim stays
+//     PENDING), a release for any other error.
 //
 // Each item's error is typed as Do's would be. A key named twice runs once;
 // the later occurrence gets the first's outcome. The returned error
@@ -104,8 +110,7 @@ type batchRun struct {
 	attempt Attempt
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	result  []byte
-	err     error
+	step    attemptStep
 }
 
 // runBatch runs fn for every acquired item, at most opt.Parallelism at
@@ -127,32 +132,46 @@ func (c *Client) runBatch(ctx context.Context, consumer string, run []*batchRun,
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			r.result, r.err = fn(r.ctx, r.key, r.attempt)
+			r.step = runAttempt(r.ctx, r.attempt, retaken(opt.Settle, r.attempt), func(ctx context.Context, a Attempt) ([]byte, error) {
+				return fn(ctx, r.key, a)
+			})
 			hb.finished(r)
 		})
 	}
 	wg.Wait()
 }
 
-// finishBatch records every run item's outcome in one FinishBatch.
+// finishBatch records every run item's outcome in one FinishBatch; items
+// whose outcome is unknown are left out, so their claims stay PENDING.
 func (c *Client) finishBatch(ctx context.Context, consumer string, run []*batchRun, outcomes []BatchOutcome) {
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
 	defer cancel()
-	items := make([]FinishItem, len(run))
-	rejections := make([]*Rejection, len(run))
-	for i, r := range run {
-		rejections[i] = recordingOf(r.err)
-		items[i] = FinishItem{Key: r.key, FencingToken: r.token, Result: r.result, Rejection: rejections[i]}
+	var items []FinishItem
+	var recorded []*batchRun
+	rejections := map[*batchRun]*Rejection{}
+	for _, r := range run {
+		rec := recordingOf(r.ctx, r.step)
+		if rec.pending {
+			outcomes[r.index].Err = unknownOutcome(r.step, leaseLoss(r.ctx), r.attempt.Record)
+			continue
+		}
+		rejections[r] = rec.rejection
+		recorded = append(recorded, r)
+		items = append(items, FinishItem{Key: r.key, FencingToken: r.token, Result: r.step.result, Rejection: rec.rejection})
+	}
+	for _, r := range run {
+		r.cancel(nil)
+	}
+	if len(items) == 0 {
+		return
 	}
 	finished, err := c.FinishBatch(octx, consumer, items)
-	for i, r := range run {
+	for i, r := range recorded {
 		rec, itemErr := (*Record)(nil), err
 		if err == nil {
 			rec, itemErr = finished[i].Record, finished[i].Err
 		}
-		lost := leaseLoss(r.ctx)
-		r.cancel(nil)
-		res, resErr := settle(rec, itemErr, rejections[i], r.err, lost)
+		res, resErr := outcome(rec, itemErr, rejections[r], r.step)
 		outcomes[r.index] = BatchOutcome{res, resErr}
 	}
 }

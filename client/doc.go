@@ -3,11 +3,13 @@
 // It has three layers. Client wraps every DedupService RPC with Go types and
 // typed errors (ErrDigestMismatch, ErrLeaseLost, ... usable with errors.Is,
 // and *Error for the gRPC status, ErrorInfo reason and stored record). Do is
-// the two-phase pattern done for you: claim, run the caller's function with
-// the fencing token, keep the lease alive, then Complete or Reject, and
-// replay stored outcomes without running the function. Reconciler walks the
-// claims whose lease ran out and settles each one after checking the
-// caller's own system.
+// the two-phase pattern done for you: claim, settle (on a takeover, ask the
+// caller's SettleFunc whether an earlier holder already did the effect),
+// run the caller's function with the fencing token, keep the lease alive,
+// then Complete or Reject, leave the claim PENDING when the outcome is
+// unknown, and replay stored outcomes without running the function.
+// Reconciler walks the claims whose lease ran out and settles each one with
+// the same SettleFunc.
 //
 // Digest, DigestJSON and DigestProto implement the versioned digest spec of
 // docs/guarantees.md, which every dedupd client reproduces byte for byte;

@@ -61,7 +61,14 @@ type Reconciler struct {
 	LeaseTTL time.Duration
 	// PageSize is passed to ListRecords; the server default when zero.
 	PageSize int32
-	// Check decides one key, looking at the caller's own system.
+	// Settle decides one key, looking at the caller's own system: the same
+	// function a consumer passes in DoOptions.Settle. Found completes the
+	// key with its result, not found releases it (reason NOT_FOUND) so that
+	// the next delivery runs the work, a Terminal error rejects it, and any
+	// other error is Run's error. Set Settle or Check, not both.
+	Settle SettleFunc
+	// Check decides one key with a Verdict: the older, more general form
+	// of Settle.
 	Check func(ctx context.Context, a Attempt) (Verdict, error)
 }
 
@@ -79,6 +86,9 @@ type ReconcileReport struct {
 // first error.
 func (r *Reconciler) Run(ctx context.Context) (ReconcileReport, error) {
 	var report ReconcileReport
+	if (r.Check == nil) == (r.Settle == nil) {
+		return report, errors.New("reconcile: a Reconciler needs Settle or Check, not both")
+	}
 	req := &dedupv1.ListRecordsRequest{
 		Consumer: r.Consumer, LeaseExpired: true, PageSize: r.PageSize,
 		States: []dedupv1.State{dedupv1.State_STATE_PENDING},
@@ -92,6 +102,25 @@ func (r *Reconciler) Run(ctx context.Context) (ReconcileReport, error) {
 		}
 	}
 	return report, nil
+}
+
+// decide asks Check or Settle about one key.
+func (r *Reconciler) decide(ctx context.Context, a Attempt) (Verdict, error) {
+	if r.Check != nil {
+		return r.Check(ctx, a)
+	}
+	result, found, err := r.Settle(ctx, a)
+	var failure *FailureError
+	switch {
+	case errors.As(err, &failure) && !failure.Rejection.Retryable:
+		return RejectWith(failure.Rejection.Reason, truncateUTF8(failure.Rejection.Message, maxRejectionMessage),
+			failure.Rejection.Detail), nil
+	case err != nil:
+		return Verdict{}, err
+	case found:
+		return CompleteWith(result), nil
+	}
+	return Release("NOT_FOUND", "settle found no effect of the earlier attempt"), nil
 }
 
 func (r *Reconciler) settle(ctx context.Context, listed *Record, report *ReconcileReport) error {
@@ -109,7 +138,7 @@ func (r *Reconciler) settle(ctx context.Context, listed *Record, report *Reconci
 		return nil
 	}
 	a := Attempt{FencingToken: claim.FencingToken, Number: claim.Record.GetAttempts(), Record: claim.Record}
-	verdict, err := r.Check(ctx, a)
+	verdict, err := r.decide(ctx, a)
 	if err != nil {
 		return err
 	}

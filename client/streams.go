@@ -119,7 +119,20 @@ type InOrderOptions struct {
 	// MaxWait bounds the wait while another caller holds the stream (30s
 	// when zero; negative: do not wait).
 	MaxWait time.Duration
+	// Settle looks for the effect of event seq before fn runs; see
+	// StreamSettleFunc.
+	Settle StreamSettleFunc
 }
+
+// StreamSettleFunc is SettleFunc for DoInOrder: it gets what fn gets and
+// says whether the event's effect already happened (found: the sequence is
+// completed and fn does not run). A Terminal error rejects the event as
+// poison; any other error leaves the claim PENDING and is returned as an
+// *UnknownOutcomeError (ErrSettleFailed).
+//
+// A stream keeps no attempt count per event, so DoInOrder cannot tell a
+// first delivery from a takeover: it runs Settle on every acquisition.
+type StreamSettleFunc func(ctx context.Context, token int64) (found bool, err error)
 
 // InOrderResult says what DoInOrder did.
 type InOrderResult struct {
@@ -139,10 +152,13 @@ type InOrderResult struct {
 //     redelivered;
 //   - while another caller holds the stream it waits, up to MaxWait, then
 //     returns ErrInProgressTimeout;
-//   - once it holds the lease it runs fn with the fencing token; success
-//     completes seq, an error made with Terminal rejects it as poison (the
-//     stream moves past it) and returns a *RejectedError, any other error
-//     releases the claim and is returned as it is.
+//   - once it holds the lease it runs opt.Settle, if set, and then fn with
+//     the fencing token unless Settle found the effect; success completes
+//     seq, an error made with Terminal rejects it as poison (the stream
+//     moves past it) and returns a *RejectedError, an error whose outcome
+//     is unknown (as in Do: Settle failed, a timeout, a cancellation)
+//     leaves the claim PENDING and returns an *UnknownOutcomeError, any
+//     other error releases the claim and is returned as it is.
 func (c *Client) DoInOrder(ctx context.Context, consumer, stream string, seq int64, opt InOrderOptions,
 	fn func(ctx context.Context, token int64) error) (InOrderResult, error) {
 	claim, err := c.claimStreamOrWait(ctx, consumer, stream, seq, opt)
@@ -153,27 +169,43 @@ func (c *Client) DoInOrder(ctx context.Context, consumer, stream string, seq int
 		return InOrderResult{Duplicate: true, Stream: claim.Stream}, nil
 	}
 	token := claim.FencingToken
-	fnErr := fn(ctx, token)
+	step := runAttempt(ctx, Attempt{FencingToken: token}, settleStream(opt.Settle),
+		func(ctx context.Context, _ Attempt) ([]byte, error) { return nil, fn(ctx, token) })
+	rec := recordingOf(ctx, step)
+	if rec.pending {
+		return InOrderResult{Stream: claim.Stream}, &UnknownOutcomeError{Err: step.err, InSettle: step.settleErr, Stream: claim.Stream}
+	}
 	// The outcome is recorded even if the caller's context ended: an
 	// effect that happened is worth recording.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
 	defer cancel()
-	var failure *FailureError
 	switch {
-	case fnErr == nil:
+	case rec.rejection == nil:
 		st, err := c.CompleteStream(rctx, consumer, stream, seq, token)
 		return InOrderResult{Stream: st}, err
-	case errors.As(fnErr, &failure) && !failure.Rejection.Retryable:
-		st, err := c.RejectStream(rctx, consumer, stream, seq, token, failure.Rejection)
+	case !rec.rejection.Retryable:
+		st, err := c.RejectStream(rctx, consumer, stream, seq, token, *rec.rejection)
 		if err != nil {
-			return InOrderResult{Stream: st}, err
+			return InOrderResult{Stream: st}, errors.Join(err, step.err)
 		}
-		return InOrderResult{Stream: st}, &RejectedError{Rejection: failure.Rejection, Cause: fnErr}
+		return InOrderResult{Stream: st}, &RejectedError{Rejection: *rec.rejection, Cause: step.err}
 	}
 	if _, err := c.ReleaseStream(rctx, consumer, stream, seq, token); err != nil {
-		return InOrderResult{}, errors.Join(fnErr, err)
+		return InOrderResult{}, errors.Join(step.err, err)
 	}
-	return InOrderResult{}, fnErr
+	return InOrderResult{}, step.err
+}
+
+// settleStream adapts a StreamSettleFunc to runAttempt, which runs it on
+// every acquisition.
+func settleStream(settle StreamSettleFunc) SettleFunc {
+	if settle == nil {
+		return nil
+	}
+	return func(ctx context.Context, a Attempt) ([]byte, bool, error) {
+		found, err := settle(ctx, a.FencingToken)
+		return nil, found, err
+	}
 }
 
 // claimStreamOrWait claims until the claim acquires, is a duplicate, or

@@ -24,6 +24,7 @@ import (
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/loglimit"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/replybudget"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/throttle"
 	"github.com/dedupd/dedupd/server/tracing"
@@ -38,6 +39,10 @@ const messageOverhead = 64 << 10
 const (
 	DefaultMaxConnections       = 256
 	DefaultMaxConcurrentStreams = 100
+	// DefaultMaxReplyBytesInFlight is the default of
+	// Config.MaxReplyBytesInFlight: room for 64 of the largest batch
+	// replies at once.
+	DefaultMaxReplyBytesInFlight = 256 << 20
 )
 
 // guards are what stands between a caller and a handler; nil fields are off.
@@ -45,6 +50,7 @@ type guards struct {
 	auth     *auth.Authorizer
 	limiter  *throttle.PerConsumer
 	inflight *throttle.InFlight
+	replies  *replybudget.Budget
 	metrics  *metrics.Metrics
 	creds    credentials.TransportCredentials
 }
@@ -93,10 +99,13 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //     calls, or every call when asked;
 //  4. the in-flight bound (not for health or reflection), cheapest refusal
 //     first;
-//  5. auth (not for health): who calls, and for which consumer;
-//  6. the per-consumer rate limit, after auth so that a caller without a
+//  5. the reply budget (not for health or reflection): a reply takes its
+//     bytes before it is encoded, and waits for them inside its call's
+//     in-flight slot;
+//  6. auth (not for health): who calls, and for which consumer;
+//  7. the per-consumer rate limit, after auth so that a caller without a
 //     credential cannot use up a consumer's rate;
-//  7. recovery, innermost: a panic in a handler becomes INTERNAL.
+//  8. recovery, innermost: a panic in a handler becomes INTERNAL.
 //
 // The streaming chain is shorter on purpose: it has no consumer
 // interceptor, no domain metrics and no per-consumer rate limit. The only
@@ -123,6 +132,9 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 		unary = append(unary, selector.UnaryServerInterceptor(g.inflight.UnaryServerInterceptor(), notDiagnostic))
 		stream = append(stream, selector.StreamServerInterceptor(g.inflight.StreamServerInterceptor(), notDiagnostic))
 	}
+	if g.replies != nil {
+		unary = append(unary, selector.UnaryServerInterceptor(g.replies.UnaryServerInterceptor(replyPlan), notDiagnostic))
+	}
 	if g.auth != nil {
 		unary = append(unary, selector.UnaryServerInterceptor(grpcauth.UnaryServerInterceptor(g.auth.AuthFunc), notHealth))
 		stream = append(stream, selector.StreamServerInterceptor(grpcauth.StreamServerInterceptor(g.auth.AuthFunc), notHealth))
@@ -147,6 +159,9 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 	}
 	if g.creds != nil {
 		opts = append(opts, grpc.Creds(g.creds))
+	}
+	if g.replies != nil {
+		opts = append(opts, grpc.StatsHandler(replybudget.StatsHandler()))
 	}
 	if cfg.TracerProvider != nil { // off, no handler at all: tracing costs nothing
 		opts = append(opts, grpc.StatsHandler(tracing.ServerHandler(cfg.TracerProvider)))

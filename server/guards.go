@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/auth"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/replybudget"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/throttle"
 )
@@ -26,7 +28,8 @@ import (
 // The function it returns reloads the files (SIGHUP); a file that fails to
 // load leaves the one in force.
 func newGuards(cfg Config, m *metrics.Metrics, log *slog.Logger) (guards, func() error, error) {
-	g := guards{metrics: m, inflight: throttle.NewInFlight(cfg.MaxInFlight)}
+	g := guards{metrics: m, inflight: throttle.NewInFlight(cfg.MaxInFlight),
+		replies: replybudget.New(int64(cmp.Or(cfg.MaxReplyBytesInFlight, DefaultMaxReplyBytesInFlight)))}
 	var reloads []func() error
 	if cfg.AuthTokens != "" {
 		a, err := auth.New(cfg.AuthTokens)

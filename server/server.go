@@ -96,12 +96,16 @@ type Config struct {
 	MaxInFlight int
 	// MaxConnections bounds the client connections open at once; one more
 	// waits to be accepted until one closes. MaxConcurrentStreams bounds
-	// the calls open at once on one connection; a client queues more. With
-	// the reply cap (maxMessageBytes) and the page budget
-	// (Limits.MaxPageBytes) they bound what replies that callers do not
-	// read can hold (docs/operations.md). Zero takes the default.
+	// the calls open at once on one connection; a client queues more.
+	// MaxReplyBytesInFlight bounds what replies that callers do not read
+	// can hold (docs/operations.md). Zero takes the default.
 	MaxConnections       int
 	MaxConcurrentStreams int
+	// MaxReplyBytesInFlight bounds the bytes of replies encoded and not
+	// yet written to their callers, whatever the calls
+	// (server/replybudget); a reply that finds no room within a moment
+	// fails RESOURCE_EXHAUSTED (OVERLOADED). Zero takes the default.
+	MaxReplyBytesInFlight int
 	// LogAllCalls logs every call, as a DEBUG logger does; otherwise only
 	// failed calls (rate-limited) and calls slower than LogSlowCalls are
 	// (0: none for being slow).
@@ -149,6 +153,7 @@ func (c Config) Validate() error {
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
 		{c.MaxConnections >= 0, "--max-connections must be positive"},
+		{c.MaxReplyBytesInFlight >= 0, "--max-reply-bytes-in-flight must be positive"},
 		{c.MaxConcurrentStreams >= 0 && c.MaxConcurrentStreams <= math.MaxUint32, "--max-concurrent-streams must be positive"},
 		{c.Limits.MaxPageBytes >= 0 && c.Limits.MaxPageBytes <= api.PageBytesCeiling,
 			fmt.Sprintf("--max-page-bytes must be positive and at most %d, so that a client left at its defaults accepts every page", api.PageBytesCeiling)},
@@ -258,7 +263,7 @@ func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, 
 	api.Register(grpcSrv, newDedupService(st, policies, log, g))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
 	sp := api.NewStreamPolicies(st, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
-	api.RegisterStreams(grpcSrv, api.NewStreamService(sp, log), api.NewStreamAdminService(sp, log))
+	api.RegisterStreams(grpcSrv, api.NewStreamService(st, sp, log), api.NewStreamAdminService(st, sp, log))
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv
 }

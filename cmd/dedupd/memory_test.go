@@ -1,72 +1,148 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dedupd/dedupd/internal/testing/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
-// TestUnreadRepliesAreBounded is the acceptance test of issue 11, item 1:
-// callers that ask for pages of large records and never read the replies
-// pin no more server memory than docs/operations.md says, measured as the
-// resident set of a real dedupd (/proc/PID/status), not as a time.
-//
-// The callers speak raw HTTP/2 and never read their socket, which is what
-// pins a reply: grpc-go holds each encoded reply whole until the client
-// takes it. They open far more connections and streams than the server
-// allows; the documented bound is connections × streams × 3 × reply bytes
-// (an unread reply, and a call's records and their wire form while it
-// runs).
+// The server the memory test runs, and the figures of the bound that
+// docs/operations.md states for it ("Memory that callers cannot exceed").
+const (
+	memStalled     = 12             // connections that never read
+	memConns       = memStalled + 1 // --max-connections C: and one that reads
+	memStreams     = 4              // --max-concurrent-streams S
+	memInflight    = 4              // --max-inflight I
+	memPageBytes   = 1 << 20        // --max-page-bytes R
+	memReplyBudget = 64 << 20       // --max-reply-bytes-in-flight B: a connection's share is 4 MiB
+	memResultBytes = 100 << 10
+	memRecords     = 100 // 10 MB of results
+	memStreamCount = 300
+	// The largest reply any method gives, M: a batch (api.MaxReplyBytes).
+	memLargest = 4 << 20
+	// The documented bound, by hand: replies not yet read hold at most
+	// min(B, C × max(B/16, M)) and, without the budget, C × S × M; each
+	// call running holds at most 2 × M (its records and the reply
+	// message) and at most I run at once; and the garbage collector lets
+	// the heap grow to twice what is live (GOGC=100) before it collects.
+	memPinned = min(memReplyBudget, memConns*max(memReplyBudget/16, memLargest))
+	memBound  = 2 * (memPinned + memInflight*2*memLargest)
+)
+
+// TestUnreadRepliesAreBounded is the acceptance test of issue 19, item 2
+// (and issue 11, item 1): callers that never read the replies of any
+// method that can answer with more than 64 KiB pin no more server memory
+// than docs/operations.md says, measured as the resident set of a real
+// dedupd (/proc/PID/status), not as a time. They speak raw HTTP/2 and
+// never read their socket, which is what pins a reply: grpc-go holds each
+// encoded reply whole until the client takes it, and the stream counts
+// against --max-concurrent-streams until then. For each method, callers on
+// memStalled connections fill every stream, one connection at a time (its
+// calls answered before the next: memStreams = memInflight, so that the
+// in-flight bound refuses none).
 func TestUnreadRepliesAreBounded(t *testing.T) {
-	const (
-		conns, streams = 2, 4     // the server's limits
-		pageBytes      = 1 << 20  // --max-page-bytes
-		resultBytes    = 60 << 10 // each stored result
-		records        = 300      // about 18 MB: one page of all of them without a byte bound
-		callerConns    = 6        // what the callers open...
-		callerStreams  = 12       // ...and on each connection
-		bound          = conns * streams * 3 * pageBytes
-	)
 	p := startDedupd(t, "--data-dir", t.TempDir(), "--embedded-sync", "normal", "--replay-cache-bytes", "0",
 		"--metrics-listen", "127.0.0.1:0",
-		"--max-connections", strconv.Itoa(conns), "--max-concurrent-streams", strconv.Itoa(streams),
-		"--max-page-bytes", strconv.Itoa(pageBytes))
+		"--max-connections", strconv.Itoa(memConns), "--max-concurrent-streams", strconv.Itoa(memStreams),
+		"--max-inflight", strconv.Itoa(memInflight), "--max-page-bytes", strconv.Itoa(memPageBytes),
+		"--max-result-bytes", strconv.Itoa(2*memResultBytes),
+		"--max-reply-bytes-in-flight", strconv.Itoa(memReplyBudget))
 	conn, err := grpc.NewClient(p.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer conn.Close()
 	c := dedupv1.NewDedupServiceClient(conn)
+	calls := fillForMemory(t, conn)
+
+	for _, call := range calls {
+		collectGarbage(t, p)
+		before := residentBytes(t, p.Cmd.Process.Pid)
+		stalled := make([]*grpctest.StallingCaller, memStalled)
+		handled := handledCalls(t, p)
+		for i := range stalled {
+			stalled[i] = grpctest.DialStalling(t, p.Addr)
+			stalled[i].Send(methodPath(call.method), call.request, memStreams)
+			handled += memStreams
+			waitHandled(t, p, handled)
+		}
+		grown := residentBytes(t, p.Cmd.Process.Pid) - before
+		t.Logf("%s (reply %d KiB), %d unread calls: resident set %+d MiB; documented bound %d MiB",
+			call.method, call.replyBytes>>10, memStalled*memStreams, grown>>20, memBound>>20)
+		if grown > memBound {
+			t.Errorf("unread %s replies grew the resident set by %d MiB, over the documented bound of %d MiB", call.method, grown>>20, memBound>>20)
+		}
+		// A caller that reads is still answered beside them: they hold
+		// their connections' shares of the budget, not all of it.
+		if _, err := c.LookupBatch(context.Background(), call.lookupBatch); err != nil {
+			t.Errorf("a caller that reads was refused while %d connections do not read: %v", memStalled, err)
+		}
+		for _, s := range stalled {
+			s.Close()
+		}
+		left := residentBytes(t, p.Cmd.Process.Pid)
+		collectGarbage(t, p)
+		t.Logf("  after the callers left: %+d MiB; after a collection: %+d MiB", (left-before)>>20, (residentBytes(t, p.Cmd.Process.Pid)-before)>>20)
+	}
+	// The bytes of the callers that left came back when their connections
+	// ended: the budget again takes as many of the largest replies as it
+	// holds (one at a time: memInflight is small).
+	for i := range memReplyBudget / memLargest {
+		if _, err := c.LookupBatch(context.Background(), calls[0].lookupBatch); err != nil {
+			t.Fatalf("after every caller that did not read left, large reply %d was refused: %v", i, err)
+		}
+	}
+}
+
+// memoryCall is one method's call whose reply is larger than 64 KiB.
+type memoryCall struct {
+	method      string
+	request     []byte
+	replyBytes  int
+	lookupBatch *dedupv1.LookupBatchRequest
+}
+
+// fillForMemory stores records of memResultBytes and streams with long
+// names, and returns one call of each method that can answer with more
+// than 64 KiB, each checked to do so through a caller that reads.
+func fillForMemory(t *testing.T, conn *grpc.ClientConn) []memoryCall {
+	t.Helper()
 	ctx := context.Background()
-	result := bytes.Repeat([]byte{'r'}, resultBytes)
-	var (
-		wg      sync.WaitGroup
-		request []byte
-	)
-	for w := range 8 {
+	c := dedupv1.NewDedupServiceClient(conn)
+	streams := dedupv1.NewStreamServiceClient(conn)
+	result := bytes.Repeat([]byte{'r'}, memResultBytes)
+	keys := make([]string, memRecords)
+	var wg sync.WaitGroup
+	for w := range memInflight {
 		wg.Go(func() {
-			for i := w; i < records; i += 8 {
-				key := fmt.Sprintf("k%04d", i)
-				got, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: consumer, Key: key})
+			for i := w; i < memRecords; i += memInflight {
+				keys[i] = fmt.Sprintf("k%04d", i)
+				got, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: consumer, Key: keys[i]})
 				if err == nil {
-					_, err = c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: consumer, Key: key, FencingToken: got.GetFencingToken(), Result: result})
+					_, err = c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: consumer, Key: keys[i], FencingToken: got.GetFencingToken(), Result: result})
 				}
 				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			for i := w; i < memStreamCount; i += memInflight {
+				name := fmt.Sprintf("%0512d", i)
+				if _, err := streams.ClaimStream(ctx, &dedupv1.ClaimStreamRequest{Consumer: consumer, Stream: name, Sequence: 1, Owner: "o"}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -74,81 +150,54 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Warm up: list everything once through a caller that reads, so the
-	// baseline holds the store's caches and the server's pools.
-	for tok := ""; ; {
-		resp, err := c.ListRecords(ctx, &dedupv1.ListRecordsRequest{Consumer: consumer, PageSize: 50, PageToken: tok})
+	if t.Failed() {
+		t.FailNow()
+	}
+	claimItems := make([]*dedupv1.ClaimBatchItem, len(keys))
+	finishItems := make([]*dedupv1.FinishBatchItem, len(keys))
+	for i, k := range keys {
+		claimItems[i] = &dedupv1.ClaimBatchItem{Key: k}
+		// Each is refused with the stored record, result and all; the
+		// request stays small (a stalling caller sends it in one frame).
+		finishItems[i] = &dedupv1.FinishBatchItem{Key: k, FencingToken: 1, Outcome: &dedupv1.FinishBatchItem_Result{Result: []byte("x")}}
+	}
+	lookupBatch := &dedupv1.LookupBatchRequest{Consumer: consumer, Keys: keys}
+	type sample struct {
+		method string
+		req    proto.Message
+		call   func() (proto.Message, error)
+	}
+	lookup := &dedupv1.LookupRequest{Consumer: consumer, Key: keys[0]}
+	claim := &dedupv1.ClaimRequest{Consumer: consumer, Key: keys[0]}
+	list := &dedupv1.ListRecordsRequest{Consumer: consumer, PageSize: 1000}
+	claimBatch := &dedupv1.ClaimBatchRequest{Consumer: consumer, Items: claimItems}
+	finishBatch := &dedupv1.FinishBatchRequest{Consumer: consumer, Items: finishItems}
+	listStreams := &dedupv1.ListStreamsRequest{Consumer: consumer, PageSize: 1000}
+	samples := []sample{
+		{"Lookup", lookup, func() (proto.Message, error) { return c.Lookup(ctx, lookup) }},
+		{"Claim", claim, func() (proto.Message, error) { return c.Claim(ctx, claim) }},
+		{"ListRecords", list, func() (proto.Message, error) { return c.ListRecords(ctx, list) }},
+		{"LookupBatch", lookupBatch, func() (proto.Message, error) { return c.LookupBatch(ctx, lookupBatch) }},
+		{"ClaimBatch", claimBatch, func() (proto.Message, error) { return c.ClaimBatch(ctx, claimBatch) }},
+		{"FinishBatch", finishBatch, func() (proto.Message, error) { return c.FinishBatch(ctx, finishBatch) }},
+		{"StreamService/ListStreams", listStreams, func() (proto.Message, error) { return streams.ListStreams(ctx, listStreams) }},
+	}
+	calls := make([]memoryCall, len(samples))
+	for i, s := range samples {
+		resp, err := s.call()
+		if err != nil {
+			t.Fatalf("%s: %v", s.method, err)
+		}
+		if n := proto.Size(resp); n <= 64<<10 {
+			t.Fatalf("%s answers with %d bytes, not more than 64 KiB: the fixture does not test it", s.method, n)
+		}
+		request, err := proto.Marshal(s.req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tok = resp.GetNextPageToken(); tok == "" {
-			break
-		}
+		calls[i] = memoryCall{method: s.method, request: request, replyBytes: proto.Size(resp), lookupBatch: lookupBatch}
 	}
-	conn.Close() // its connection would take one of the server's few
-	baseline := residentBytes(t, p.Cmd.Process.Pid)
-	handledBefore := listRecordsHandled(t, p)
-
-	request, err = proto.Marshal(&dedupv1.ListRecordsRequest{Consumer: consumer, PageSize: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range callerConns {
-		stallingCaller(t, p.Addr, request, callerStreams)
-	}
-	// The limits let conns × streams calls through; wait until the server
-	// has answered that many (their replies then sit unread).
-	opsEventually(t, "the stalled calls to be answered", func() bool {
-		return listRecordsHandled(t, p)-handledBefore >= conns*streams
-	})
-	grown := residentBytes(t, p.Cmd.Process.Pid) - baseline
-	t.Logf("resident set: %d MiB at baseline, +%d MiB with %d unread pages; documented bound +%d MiB",
-		baseline>>20, grown>>20, listRecordsHandled(t, p)-handledBefore, bound>>20)
-	if grown > bound {
-		t.Fatalf("unread replies grew the resident set by %d MiB, over the documented bound of %d MiB", grown>>20, bound>>20)
-	}
-}
-
-// stallingCaller opens a connection and sends n ListRecords calls on it,
-// then never reads: the server's replies stay in the server.
-func stallingCaller(t *testing.T, addr string, request []byte, n int) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	// Every write goes to w, whose Flush at the end reports any error;
-	// until then they can fail only on a bad argument, which must is for.
-	must := func(err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	w := bufio.NewWriter(conn)
-	_, err = w.WriteString(http2.ClientPreface)
-	must(err)
-	fr := http2.NewFramer(w, nil)
-	must(fr.WriteSettings())
-	var block bytes.Buffer
-	enc := hpack.NewEncoder(&block)
-	body := make([]byte, 5+len(request)) // the gRPC frame: uncompressed, length, message
-	binary.BigEndian.PutUint32(body[1:5], uint32(len(request)))
-	copy(body[5:], request)
-	for i := range n {
-		block.Reset()
-		for _, f := range [][2]string{
-			{":method", "POST"}, {":scheme", "http"}, {":authority", addr},
-			{":path", "/dedup.v1.DedupService/ListRecords"},
-			{"content-type", "application/grpc"}, {"te", "trailers"},
-		} {
-			must(enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
-		}
-		id := uint32(2*i + 1)
-		must(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block.Bytes(), EndHeaders: true}))
-		must(fr.WriteData(id, true, body))
-	}
-	must(w.Flush())
+	return calls
 }
 
 // residentBytes is VmRSS of a process, from /proc.
@@ -171,8 +220,47 @@ func residentBytes(t *testing.T, pid int) int {
 	return 0
 }
 
-// listRecordsHandled is how many ListRecords calls the server has answered.
-func listRecordsHandled(t *testing.T, p *process) int {
+// waitHandled waits until the server has answered n calls in all. It
+// polls closely: the test sends hundreds of calls one after another.
+func waitHandled(t *testing.T, p *process, n int) {
 	t.Helper()
-	return int(opsValue(opsScrape(t, p.opsMetricsAddr(t)), "grpc_server_handled_total", map[string]string{"grpc_method": "ListRecords"}))
+	for range 60_000 { // a minute at the least: a loaded machine is slow, not wrong
+		if handledCalls(t, p) >= n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("the server never answered %d calls", n)
+}
+
+// handledCalls is how many calls the server has answered, whatever the
+// method and code.
+func handledCalls(t *testing.T, p *process) int {
+	t.Helper()
+	families := opsScrape(t, p.opsMetricsAddr(t))
+	total := 0.0
+	for _, m := range families["grpc_server_handled_total"].GetMetric() {
+		total += m.GetCounter().GetValue()
+	}
+	return int(total)
+}
+
+// collectGarbage has the server run a collection (pprof's heap profile
+// with gc=1).
+func collectGarbage(t *testing.T, p *process) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.opsMetricsAddr(t) + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// methodPath is the HTTP/2 path of a DedupService method, or of another
+// service's ("Service/Method").
+func methodPath(method string) string {
+	if service, name, ok := strings.Cut(method, "/"); ok {
+		return "/dedup.v1." + service + "/" + name
+	}
+	return "/dedup.v1.DedupService/" + method
 }

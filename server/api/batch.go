@@ -67,8 +67,9 @@ func (s *DedupService) maxBatchItems() int {
 // prepare validates each item with check, which returns the item's command
 // or leaves a problem in its validator, and takes a rate-limit token per
 // item: items past the tokens available are RATE_LIMITED, with the delay
-// after which they could be taken.
-func (s *DedupService) prepare(consumer string, keys []string, check func(i int, v *validator) store.Command) []batchItem {
+// after which they could be taken. An item with a string that was not
+// UTF-8 on the wire (decodeItems) fails with INVALID_FIELD naming it.
+func (s *DedupService) prepare(ctx context.Context, consumer string, keys []string, check func(i int, v *validator) store.Command) []batchItem {
 	items := make([]batchItem, len(keys))
 	taken, after := len(keys), time.Duration(0)
 	if s.items != nil && len(keys) > 0 {
@@ -79,6 +80,10 @@ func (s *DedupService) prepare(consumer string, keys []string, check func(i int,
 		if i >= taken {
 			items[i].res.Err = &rpcerrors.RetryAfterError{After: after,
 				Err: fmt.Errorf("consumer %q is over its rate; item %d is past the tokens left: %w", consumer, i, rpcerrors.ErrRateLimited)}
+			continue
+		}
+		if field, bad := itemFault(ctx, i); bad {
+			items[i].res.Err = &rpcerrors.FieldError{Field: field, Problem: notUTF8}
 			continue
 		}
 		v := validator{prefix: fmt.Sprintf("items[%d].", i)}
@@ -102,7 +107,7 @@ func (s *DedupService) writeBatch(ctx context.Context, consumer string, keys []s
 	if err != nil {
 		return nil, s.fail(ctx, err, consumer, "")
 	}
-	items := s.prepare(consumer, keys, func(i int, v *validator) store.Command { return check(i, v, policy) })
+	items := s.prepare(ctx, consumer, keys, func(i int, v *validator) store.Command { return check(i, v, policy) })
 	s.apply(ctx, items)
 	return items, nil
 }
@@ -216,7 +221,7 @@ func (s *DedupService) LookupBatch(ctx context.Context, req *dedupv1.LookupBatch
 	if err := v.result(); err != nil {
 		return nil, s.fail(ctx, err, consumer, "")
 	}
-	items := s.prepare(consumer, keys, func(i int, v *validator) store.Command {
+	items := s.prepare(ctx, consumer, keys, func(i int, v *validator) store.Command {
 		v.prefix = ""
 		if v.key(keys[i]); v.err != nil {
 			v.err.Field = fmt.Sprintf("keys[%d]", i)

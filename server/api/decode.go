@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
@@ -64,10 +65,13 @@ func (s lenientStream) RecvMsg(m any) error {
 // decodeLeniently wraps a generated handler so that the request is decoded
 // once, by lenientCodec, into the generated request message; a request that
 // does not decode gets decodeError's answer instead of grpc-go's INTERNAL.
+// The batch items whose strings are not UTF-8 reach the handler through
+// the context (itemFaultsOf).
 func decodeLeniently(generated grpc.MethodHandler) grpc.MethodHandler {
 	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
-		return generated(srv, ctx, func(req any) error {
-			target := &decodeTarget{msg: req.(proto.Message)}
+		faults := &itemFaults{}
+		return generated(srv, context.WithValue(ctx, itemFaultsKey{}, faults), func(req any) error {
+			target := &decodeTarget{msg: req.(proto.Message), faults: faults}
 			if err := dec(target); err != nil {
 				return err
 			}
@@ -79,8 +83,9 @@ func decodeLeniently(generated grpc.MethodHandler) grpc.MethodHandler {
 // decodeTarget is what decodeLeniently asks grpc-go to decode into: the
 // request message, and the error to answer when its bytes do not decode.
 type decodeTarget struct {
-	msg proto.Message
-	err error
+	msg    proto.Message
+	faults *itemFaults // nil: every fault fails the whole call
+	err    error
 }
 
 // lenientCodec is grpc-go's proto codec, except that it decodes into a
@@ -103,49 +108,96 @@ func (c lenientCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
 	// proto.Unmarshal copies what it keeps, so buf can go back to the pool.
-	target.err = decodeRequest(buf.ReadOnlyData(), target.msg)
+	target.err = decodeItems(buf.ReadOnlyData(), target.msg, target.faults)
 	return nil
 }
 
-// decodeRequest decodes wire into req, or says why it cannot: the string
-// field that is not UTF-8 (INVALID_FIELD), or MALFORMED_REQUEST.
+// decodeRequest decodes wire into req, or says why it cannot: the first
+// string field, nested or not, that is not UTF-8 (INVALID_FIELD naming
+// its path, such as "policy.consumer"), or MALFORMED_REQUEST.
 func decodeRequest(wire []byte, req proto.Message) error {
+	return decodeItems(wire, req, nil)
+}
+
+// decodeItems decodes wire into req as decodeRequest does, except that in
+// a batch request (one listed in batchItemsField) with faults to record
+// them, a string that is not UTF-8 inside an item fails only that item:
+// the request decodes with the string made valid (each bad byte becomes
+// U+FFFD), and faults names the item's field for the handler to refuse.
+func decodeItems(wire []byte, req proto.Message, faults *itemFaults) error {
 	err := proto.Unmarshal(wire, req)
 	if err == nil {
 		return nil
 	}
-	if field := invalidUTF8Field(wire, req.ProtoReflect().Descriptor()); field != "" {
-		return rpcerrors.Status(&rpcerrors.FieldError{Field: field, Problem: "is not valid UTF-8"}, "", "").Err()
+	md := req.ProtoReflect().Descriptor()
+	var bad []string
+	fixed, ok := validUTF8(wire, md, "", &bad)
+	if !ok || len(bad) == 0 || proto.Unmarshal(fixed, req) != nil {
+		//nolint:errorlint // the sentinel alone decides the status; the decoder's error is text
+		return rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", "").Err()
 	}
-	//nolint:errorlint // the sentinel alone decides the status; the decoder's error is text
-	return rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", "").Err()
+	items := batchItemsField[md.FullName()]
+	indexes := make([]int, len(bad))
+	for n, field := range bad {
+		i, inItem := itemIndex(field, items)
+		if faults == nil || !inItem {
+			return rpcerrors.Status(&rpcerrors.FieldError{Field: field, Problem: notUTF8}, "", "").Err()
+		}
+		indexes[n] = i
+	}
+	for n, field := range bad {
+		faults.add(indexes[n], field)
+	}
+	return nil
 }
 
-// invalidUTF8Field names the first top-level string field of the wire bytes
-// that is not UTF-8; our requests have strings only at the top level.
-func invalidUTF8Field(wire []byte, md protoreflect.MessageDescriptor) string {
+const notUTF8 = "is not valid UTF-8"
+
+// validUTF8 copies the wire bytes of a message of type md with every string
+// field, at any depth, made valid UTF-8, and appends to bad the path of
+// each that was not ("items[3].rejection.reason"). ok is false when the
+// bytes do not parse as fields; proto.Unmarshal then says why.
+func validUTF8(wire []byte, md protoreflect.MessageDescriptor, prefix string, bad *[]string) (out []byte, ok bool) {
+	out = make([]byte, 0, len(wire))
+	occurrences := map[protowire.Number]int{}
 	for len(wire) > 0 {
 		num, typ, n := protowire.ConsumeTag(wire)
 		if n < 0 {
-			return ""
+			return nil, false
 		}
-		wire = wire[n:]
-		if typ == protowire.BytesType {
-			value, m := protowire.ConsumeBytes(wire)
+		fd := md.Fields().ByNumber(num)
+		if typ != protowire.BytesType || fd == nil || fd.Kind() != protoreflect.StringKind && fd.Kind() != protoreflect.MessageKind {
+			m := protowire.ConsumeFieldValue(num, typ, wire[n:])
 			if m < 0 {
-				return ""
+				return nil, false
 			}
-			if fd := md.Fields().ByNumber(num); fd != nil && fd.Kind() == protoreflect.StringKind && !utf8.Valid(value) {
-				return string(fd.Name())
-			}
-			wire = wire[m:]
+			out, wire = append(out, wire[:n+m]...), wire[n+m:]
 			continue
 		}
-		m := protowire.ConsumeFieldValue(num, typ, wire)
+		value, m := protowire.ConsumeBytes(wire[n:])
 		if m < 0 {
-			return ""
+			return nil, false
 		}
-		wire = wire[m:]
+		wire = wire[n+m:]
+		path := prefix + string(fd.Name())
+		if fd.IsList() {
+			path = fmt.Sprintf("%s[%d]", path, occurrences[num])
+			occurrences[num]++
+		}
+		out = protowire.AppendTag(out, num, typ)
+		if fd.Kind() == protoreflect.StringKind {
+			if !utf8.Valid(value) {
+				*bad = append(*bad, path)
+				value = []byte(strings.ToValidUTF8(string(value), string(utf8.RuneError)))
+			}
+			out = protowire.AppendBytes(out, value)
+			continue
+		}
+		inner, ok := validUTF8(value, fd.Message(), path+".", bad)
+		if !ok {
+			return nil, false
+		}
+		out = protowire.AppendBytes(out, inner)
 	}
-	return ""
+	return out, true
 }

@@ -47,46 +47,59 @@ func TestResolveFillsUnsetFieldsFromDefaults(t *testing.T) {
 	}
 }
 
-// policyCountingStore serves one stored policy per consumer and counts the
-// reads; when gate is set, each read waits for it.
-type policyCountingStore struct {
-	store.Admin
+// countingReads serves one stored value per consumer and counts the reads;
+// when gate is set, each read waits for it.
+type countingReads[V any] struct {
 	mu       sync.Mutex
-	policies map[string]store.ConsumerPolicy
+	policies map[string]V
 	fail     error
 	reads    atomic.Int64
 	gate     chan struct{}
 }
 
-func (s *policyCountingStore) GetPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+// read answers missing for a consumer without a value.
+func (s *countingReads[V]) read(ctx context.Context, consumer string, missing error) (V, error) {
+	var zero V
 	s.reads.Add(1)
 	if s.gate != nil {
 		select {
 		case <-s.gate:
 		case <-ctx.Done():
-			return store.ConsumerPolicy{}, ctx.Err()
+			return zero, ctx.Err()
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
-		return store.ConsumerPolicy{}, s.fail
+		return zero, s.fail
 	}
 	p, ok := s.policies[consumer]
 	if !ok {
-		return store.ConsumerPolicy{}, store.ErrNoPolicy
+		return zero, missing
 	}
 	return p, nil
 }
 
-func (s *policyCountingStore) set(p store.ConsumerPolicy) {
+func (s *countingReads[V]) put(consumer string, p V) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.policies[p.Consumer] = p
+	s.policies[consumer] = p
 }
 
+// policyCountingStore serves stored key policies through countingReads.
+type policyCountingStore struct {
+	store.Admin
+	countingReads[store.ConsumerPolicy]
+}
+
+func (s *policyCountingStore) GetPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+	return s.read(ctx, consumer, store.ErrNoPolicy)
+}
+
+func (s *policyCountingStore) set(p store.ConsumerPolicy) { s.put(p.Consumer, p) }
+
 func newCountingStore() *policyCountingStore {
-	return &policyCountingStore{policies: map[string]store.ConsumerPolicy{}}
+	return &policyCountingStore{countingReads: countingReads[store.ConsumerPolicy]{policies: map[string]store.ConsumerPolicy{}}}
 }
 
 // fakeClock is a settable clock for the cache.
@@ -119,8 +132,7 @@ func completedTTL(t *testing.T, p *Policies, consumer string) time.Duration {
 func TestPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
 	st := newCountingStore()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
-	p := NewPolicies(st, testDefaults, 5*time.Second)
-	p.now = clock.Now
+	p := newPolicies(st, testDefaults, 5*time.Second, clock.Now)
 
 	if got := completedTTL(t, p, "inv"); got != testPolicy.CompletedTTL {
 		t.Fatalf("no policy: completed ttl %s, want the default %s", got, testPolicy.CompletedTTL)
@@ -324,8 +336,7 @@ func (c *joinSignal) Done() <-chan struct{} {
 func TestPolicyCacheJoinedSlowReadIsNotStalerThanTheBound(t *testing.T) {
 	st := &snapshotStore{policyCountingStore: newCountingStore(), started: make(chan struct{}), release: make(chan struct{})}
 	clock := &fakeClock{now: time.Unix(1000, 0)}
-	p := NewPolicies(st, testDefaults, 5*time.Second)
-	p.now = clock.Now
+	p := newPolicies(st, testDefaults, 5*time.Second, clock.Now)
 
 	forInv := func(ctx context.Context, out chan<- time.Duration) {
 		e, err := p.For(ctx, "inv")

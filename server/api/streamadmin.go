@@ -17,14 +17,16 @@ import (
 // stream's high-water mark by hand, and per-consumer stream policies.
 type StreamAdminService struct {
 	dedupv1.UnimplementedStreamAdminServiceServer
+	store   store.StreamStore
 	streams *StreamPolicies
 	log     *slog.Logger
 }
 
-// NewStreamAdminService returns the service on the resolver the
-// StreamService of this server uses.
-func NewStreamAdminService(streams *StreamPolicies, log *slog.Logger) *StreamAdminService {
-	return &StreamAdminService{streams: streams, log: log}
+// NewStreamAdminService returns the service on st. streams must be the
+// resolver the StreamService of this server uses, so that a policy change
+// made here is seen by its next call.
+func NewStreamAdminService(st store.StreamStore, streams *StreamPolicies, log *slog.Logger) *StreamAdminService {
+	return &StreamAdminService{store: st, streams: streams, log: log}
 }
 
 func (s *StreamAdminService) fail(ctx context.Context, err error, consumer, stream string) error {
@@ -48,14 +50,14 @@ func (s *StreamAdminService) ResetStream(ctx context.Context, req *dedupv1.Reset
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
 	resp := &dedupv1.ResetStreamResponse{}
-	prev, err := s.streams.store.GetStream(ctx, req.GetConsumer(), req.GetStream())
+	prev, err := s.store.GetStream(ctx, req.GetConsumer(), req.GetStream())
 	switch {
 	case err == nil:
 		resp.Previous = StreamToProto(prev)
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
-	st, err := s.streams.store.ResetStream(ctx, store.ResetStreamParams{Consumer: req.GetConsumer(),
+	st, err := s.store.ResetStream(ctx, store.ResetStreamParams{Consumer: req.GetConsumer(),
 		Stream: req.GetStream(), HighWater: req.GetHighWater(), Mode: mode, DryRun: req.GetDryRun(), Policy: p.Policy})
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
@@ -74,20 +76,11 @@ func (s *StreamAdminService) SetStreamPolicy(ctx context.Context, req *dedupv1.S
 	v.consumer(pp.GetConsumer())
 	p := store.ConsumerStreamPolicy{Consumer: pp.GetConsumer(),
 		Mode: v.streamMode("policy.mode", pp.GetMode()), Start: v.streamStart("policy.start", pp.GetStart())}
-	if d := pp.GetStreamTtl(); d != nil {
-		switch err := d.CheckValid(); {
-		case err != nil:
-			v.fail("policy.stream_ttl", "is not a valid duration: %v", err)
-		case d.AsDuration() < 0 || d.AsDuration() > MaxTTLCeiling:
-			v.fail("policy.stream_ttl", "must be between 0 and %s", MaxTTLCeiling)
-		default:
-			p.StreamTTL = d.AsDuration()
-		}
-	}
+	p.StreamTTL = v.policyTTL("policy.stream_ttl", pp.GetStreamTtl())
 	if err := v.result(); err != nil {
 		return nil, s.fail(ctx, err, pp.GetConsumer(), "")
 	}
-	stored, err := s.streams.store.PutStreamPolicy(ctx, p)
+	stored, err := s.store.PutStreamPolicy(ctx, p)
 	s.streams.Invalidate(p.Consumer) // also on failure: the write may have landed
 	if err != nil {
 		return nil, s.fail(ctx, err, pp.GetConsumer(), "")
@@ -101,7 +94,7 @@ func (s *StreamAdminService) GetStreamPolicy(ctx context.Context, req *dedupv1.G
 	if err := v.result(); err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
-	p, err := s.streams.store.GetStreamPolicy(ctx, req.GetConsumer())
+	p, err := s.store.GetStreamPolicy(ctx, req.GetConsumer())
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
@@ -114,7 +107,7 @@ func (s *StreamAdminService) DeleteStreamPolicy(ctx context.Context, req *dedupv
 	if err := v.result(); err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
-	p, err := s.streams.store.DeleteStreamPolicy(ctx, req.GetConsumer())
+	p, err := s.store.DeleteStreamPolicy(ctx, req.GetConsumer())
 	s.streams.Invalidate(req.GetConsumer())
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")

@@ -3,9 +3,9 @@ package api
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
+	"github.com/dedupd/dedupd/internal/ttlcache"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -13,35 +13,34 @@ import (
 // StreamPolicies resolves the stream rules in force for a consumer: the
 // lease bounds of its key policy (through the shared Policies) and its
 // stored stream policy, with the server's stream TTL filling what that
-// leaves unset. Stored stream policies are cached for at most cacheTTL, the
-// same bound as key policies: a change through another replica applies
-// within it, one through this replica (Invalidate) at the next call.
+// leaves unset. Stored stream policies are cached as key policies are (see
+// policyCache), for at most cacheTTL. Safe for concurrent use.
 type StreamPolicies struct {
-	store      store.StreamStore
 	keys       *Policies
 	defaultTTL time.Duration
-	cacheTTL   time.Duration
-
-	mu     sync.Mutex
-	cached map[string]cachedStreamPolicy
-	// gen counts invalidations; a read that started before one is not
-	// cached.
-	gen uint64
+	stored     *ttlcache.Cache[string, store.ConsumerStreamPolicy]
 }
 
-type cachedStreamPolicy struct {
-	policy  store.ConsumerStreamPolicy
-	expires time.Time
-}
-
-// NewStreamPolicies returns a resolver; defaultTTL of zero means
-// store.DefaultStreamTTL, cacheTTL of zero reads the store on every call.
+// NewStreamPolicies returns a resolver reading stored stream policies from
+// st; defaultTTL of zero means store.DefaultStreamTTL, cacheTTL of zero
+// reads the store on every call.
 func NewStreamPolicies(st store.StreamStore, keys *Policies, defaultTTL, cacheTTL time.Duration) *StreamPolicies {
+	return newStreamPolicies(st, keys, defaultTTL, cacheTTL, nil)
+}
+
+// newStreamPolicies is NewStreamPolicies on the clock now (nil: time.Now).
+func newStreamPolicies(st store.StreamStore, keys *Policies, defaultTTL, cacheTTL time.Duration, now func() time.Time) *StreamPolicies {
 	if defaultTTL <= 0 {
 		defaultTTL = store.DefaultStreamTTL
 	}
-	return &StreamPolicies{store: st, keys: keys, defaultTTL: defaultTTL, cacheTTL: cacheTTL,
-		cached: map[string]cachedStreamPolicy{}}
+	read := func(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+		sp, err := st.GetStreamPolicy(ctx, consumer)
+		if errors.Is(err, store.ErrNoPolicy) {
+			return store.ConsumerStreamPolicy{Consumer: consumer}, nil
+		}
+		return sp, err
+	}
+	return &StreamPolicies{keys: keys, defaultTTL: defaultTTL, stored: policyCache(read, cacheTTL, now)}
 }
 
 // resolvedStreamPolicy is the stream policy in force for one call.
@@ -56,7 +55,7 @@ func (p *StreamPolicies) For(ctx context.Context, consumer string) (resolvedStre
 	if err != nil {
 		return resolvedStreamPolicy{}, err
 	}
-	stored, err := p.stored(ctx, consumer)
+	stored, err := p.stored.Get(ctx, consumer)
 	if err != nil {
 		return resolvedStreamPolicy{}, err
 	}
@@ -71,45 +70,9 @@ func (p *StreamPolicies) For(ctx context.Context, consumer string) (resolvedStre
 	}, nil
 }
 
-// stored returns the consumer's stored stream policy, zero when it has
-// none, from the cache when it is fresh.
-func (p *StreamPolicies) stored(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
-	started := time.Now()
-	p.mu.Lock()
-	entry, ok := p.cached[consumer]
-	gen := p.gen
-	p.mu.Unlock()
-	if ok && started.Before(entry.expires) {
-		return entry.policy, nil
-	}
-	sp, err := p.store.GetStreamPolicy(ctx, consumer)
-	switch {
-	case errors.Is(err, store.ErrNoPolicy):
-		sp = store.ConsumerStreamPolicy{Consumer: consumer}
-	case err != nil:
-		return store.ConsumerStreamPolicy{}, err
-	}
-	if p.cacheTTL > 0 {
-		p.mu.Lock()
-		if p.gen == gen {
-			if len(p.cached) >= maxCachedPolicies {
-				clear(p.cached)
-			}
-			p.cached[consumer] = cachedStreamPolicy{policy: sp, expires: started.Add(p.cacheTTL)}
-		}
-		p.mu.Unlock()
-	}
-	return sp, nil
-}
-
 // Invalidate drops a consumer's cached stream policy, after a change made
 // through this server.
-func (p *StreamPolicies) Invalidate(consumer string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.gen++
-	delete(p.cached, consumer)
-}
+func (p *StreamPolicies) Invalidate(consumer string) { p.stored.Invalidate(consumer) }
 
 var streamStartToProto = map[store.StreamStart]dedupv1.StreamStart{
 	store.StartAtOne:        dedupv1.StreamStart_STREAM_START_ONE,

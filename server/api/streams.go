@@ -16,14 +16,15 @@ import (
 // DedupService, for events with sequence numbers.
 type StreamService struct {
 	dedupv1.UnimplementedStreamServiceServer
+	store   store.StreamStore
 	streams *StreamPolicies
 	log     *slog.Logger
 }
 
-// NewStreamService returns the service; streams resolves each consumer's
-// stream policy and holds the store.
-func NewStreamService(streams *StreamPolicies, log *slog.Logger) *StreamService {
-	return &StreamService{streams: streams, log: log}
+// NewStreamService returns the service on st; streams resolves each
+// consumer's stream policy.
+func NewStreamService(st store.StreamStore, streams *StreamPolicies, log *slog.Logger) *StreamService {
+	return &StreamService{store: st, streams: streams, log: log}
 }
 
 // RegisterStreams registers the stream services on s with the lenient
@@ -92,7 +93,7 @@ func (s *StreamService) ClaimStream(ctx context.Context, req *dedupv1.ClaimStrea
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
-	res, err := s.streams.store.ClaimStream(ctx, store.ClaimStreamParams{
+	res, err := s.store.ClaimStream(ctx, store.ClaimStreamParams{
 		Consumer: req.GetConsumer(), Stream: req.GetStream(), Sequence: req.GetSequence(),
 		Mode: mode, Digest: req.GetDigest(), LeaseTTL: lease, Owner: req.GetOwner(), Policy: policy,
 	})
@@ -126,7 +127,7 @@ func noChecks(*validator) time.Duration { return 0 }
 func (s *StreamService) CompleteStream(ctx context.Context, req *dedupv1.CompleteStreamRequest) (*dedupv1.CompleteStreamResponse, error) {
 	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), noChecks,
 		func(p store.StreamPolicy) (store.Stream, error) {
-			return s.streams.store.CompleteStream(ctx, store.CompleteStreamParams{Consumer: req.GetConsumer(),
+			return s.store.CompleteStream(ctx, store.CompleteStreamParams{Consumer: req.GetConsumer(),
 				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(), Policy: p})
 		})
 	if err != nil {
@@ -144,7 +145,7 @@ func (s *StreamService) RejectStream(ctx context.Context, req *dedupv1.RejectStr
 	}
 	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), checks,
 		func(p store.StreamPolicy) (store.Stream, error) {
-			return s.streams.store.RejectStream(ctx, store.RejectStreamParams{Consumer: req.GetConsumer(),
+			return s.store.RejectStream(ctx, store.RejectStreamParams{Consumer: req.GetConsumer(),
 				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(),
 				Rejection: store.Rejection{Reason: req.GetReason(), Message: req.GetMessage(), Detail: req.GetDetail()},
 				Policy:    p})
@@ -158,7 +159,7 @@ func (s *StreamService) RejectStream(ctx context.Context, req *dedupv1.RejectStr
 func (s *StreamService) ReleaseStream(ctx context.Context, req *dedupv1.ReleaseStreamRequest) (*dedupv1.ReleaseStreamResponse, error) {
 	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), noChecks,
 		func(p store.StreamPolicy) (store.Stream, error) {
-			return s.streams.store.ReleaseStream(ctx, store.ReleaseStreamParams{Consumer: req.GetConsumer(),
+			return s.store.ReleaseStream(ctx, store.ReleaseStreamParams{Consumer: req.GetConsumer(),
 				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(), Policy: p})
 		})
 	if err != nil {
@@ -175,7 +176,7 @@ func (s *StreamService) ExtendStreamLease(ctx context.Context, req *dedupv1.Exte
 	}
 	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), checks,
 		func(p store.StreamPolicy) (store.Stream, error) {
-			return s.streams.store.ExtendStreamLease(ctx, store.ExtendStreamLeaseParams{Consumer: req.GetConsumer(),
+			return s.store.ExtendStreamLease(ctx, store.ExtendStreamLeaseParams{Consumer: req.GetConsumer(),
 				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(),
 				LeaseTTL: lease, Policy: p})
 		})
@@ -191,7 +192,7 @@ func (s *StreamService) GetStream(ctx context.Context, req *dedupv1.GetStreamReq
 	if err := v.result(); err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
-	st, err := s.streams.store.GetStream(ctx, req.GetConsumer(), req.GetStream())
+	st, err := s.store.GetStream(ctx, req.GetConsumer(), req.GetStream())
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
@@ -226,7 +227,7 @@ func (s *StreamService) ListStreams(ctx context.Context, req *dedupv1.ListStream
 	}
 	limit := p.Limit
 	p.Limit++ // one more tells whether there is a next page
-	streams, err := s.streams.store.ListStreams(ctx, p)
+	streams, err := s.store.ListStreams(ctx, p)
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}

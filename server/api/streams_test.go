@@ -30,7 +30,7 @@ func newStreamClients(t *testing.T) (dedupv1.StreamServiceClient, dedupv1.Stream
 	// A long cache: the policy changes in the tests go through this
 	// server, which must see them at its next call.
 	sp := NewStreamPolicies(st, NewPolicies(st, testDefaults, time.Hour), 0, time.Hour)
-	RegisterStreams(srv, NewStreamService(sp, log), NewStreamAdminService(sp, log))
+	RegisterStreams(srv, NewStreamService(st, sp, log), NewStreamAdminService(st, sp, log))
 	conn := grpctest.ServeInMemory(t, srv)
 	return dedupv1.NewStreamServiceClient(conn), dedupv1.NewStreamAdminServiceClient(conn)
 }

@@ -140,7 +140,7 @@ func TestStreamOutageIsLoggedAsAKeyOutage(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	policies := NewPolicies(st, testDefaults, time.Hour)
-	streams := NewStreamService(NewStreamPolicies(st, policies, 0, time.Hour), log)
+	streams := NewStreamService(st, NewStreamPolicies(st, policies, 0, time.Hour), log)
 	keys := NewDedupService(st, policies, log)
 	longStream := strings.Repeat("s", MaxKeyBytes) // valid, and longer than a log line holds
 	claimStream := func() error {

@@ -13,7 +13,7 @@ import type {
   ExtendLeaseBatchItem, FinishBatchItem, ItemResult, Decide, Decision, DedupErrorOptions, DedupRecord, DoOptions,
   DoResult, Duration, ErrorReason, ExtendLeaseOptions, FencingToken, Int64, JSONValue, ListRecordsFilters,
   ListRecordsResponse, Outcome, Payload, ReconcileOptions, Rejection, RejectOptions, Settled, State,
-  TimeInput, Timestamp, TlsOptions, Work,
+  TimeInput, Timestamp, TlsOptions, Work, Settle, BatchSettle, InOrderSettle,
   ClaimStreamOptions, ClaimStreamResponse, DedupStream, InOrderOptions, InOrderResult, InOrderWork,
   ListStreamsFilters, ListStreamsResponse, RejectStreamOptions, StreamMode, StreamOutcome,
 } from '@dedupd/client';
@@ -88,18 +88,23 @@ async function listing(c: dedupd.Client, prefix: string): Promise<number> {
 }
 
 async function twoPhase(c: dedupd.Client, key: string): Promise<DoResult> {
-  const work: Work = async (token, attempt, signal) => {
+  const work: Work = async (token, attempt, signal, record) => {
     assert.equal(typeof token, 'string');
     assert.equal(attempt, '1');
     assert.ok(!signal.aborted);
+    assert.equal(record.key, key);
     return 'done';
   };
+  // Not called here: the first acquisition has attempt 1.
+  const settle: Settle = async (_token, _attempt, _signal, record) => (record.key === key ? null : 'found');
+  const cancel = new AbortController();
   const options: DoOptions = {
     digest: dedupd.digestBytes(key), leaseTtl: 10, owner: 'typed', maxWait: 5, initialBackoff: 0.01, maxBackoff: 0.5, heartbeatEvery: 3,
+    settle, signal: cancel.signal,
   };
   const first: DoResult = await dedupd.do(c, CONSUMER, key, work, options);
   const replay = await dedupd.doOnce(c, CONSUMER, key, work, options);
-  assert.ok(!first.replayed && replay.replayed);
+  assert.ok(!first.replayed && replay.replayed && !first.settled);
   const refused = await dedupd.do(c, CONSUMER, `${key}-terminal`, () => {
     throw new dedupd.Terminal('OUT_OF_STOCK', 'none left', Buffer.from([1]));
   }).catch((err: unknown) => err);
@@ -123,6 +128,12 @@ async function reconciling(c: dedupd.Client, key: string): Promise<Settled[]> {
   const options: ReconcileOptions = { leaseTtl: 30, owner: 'reconciler', pageSize: 50 };
   const settled: Settled[] = await dedupd.reconcile(c, CONSUMER, decide, options);
   assert.ok(settled.some((s) => s.key === key && s.decision !== null && s.record.state === 'STATE_RELEASED'));
+  // The same settle function do() takes: the effect was found, so complete.
+  await c.claim(CONSUMER, `${key}-s`, { leaseTtl: 0.05, owner: 'crashed' });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const settle: Settle = (token, attempt, signal, record) => (record.key === `${key}-s` && !signal.aborted ? `charge/${attempt}` : null);
+  const bySettle: Settled[] = await dedupd.reconcile(c, CONSUMER, { settle }, options);
+  assert.ok(bySettle.some((s) => s.key === `${key}-s` && s.record.result.toString() === 'charge/2'));
   return settled;
 }
 
@@ -183,10 +194,14 @@ async function streams(c: dedupd.Client, stream: string): Promise<DedupStream> {
   assert.equal((await c.claimStream(CONSUMER, stream, 1)).outcome, 'STREAM_OUTCOME_DUPLICATE');
   const gap = await c.claimStream(CONSUMER, stream, 3).catch((e: unknown) => e);
   assert.ok(gap instanceof dedupd.SequenceGap && gap.expected === '2' && gap.stream?.highWater === '1');
-  const work: InOrderWork = async (token) => { assert.ok(BigInt(token) > 0n); };
-  const inOrder: InOrderOptions = { leaseTtl: 30, maxWait: 5 };
+  const work: InOrderWork = async (token, attempt, signal, st) => {
+    assert.ok(BigInt(token) > 0n && attempt === null && !signal.aborted && st.inFlight === '2');
+  };
+  const settleStream: InOrderSettle = (_token, _attempt, _signal, st) => (st.inFlight === '2' ? null : 'applied');
+  const inOrder: InOrderOptions = { leaseTtl: 30, maxWait: 5, settle: settleStream, signal: null };
   const res: InOrderResult = await dedupd.doInOrder(c, CONSUMER, stream, 2, work, inOrder);
   assert.equal(res.duplicate, false);
+  assert.equal(res.settled, false);
   const poison = await dedupd.doInOrder(c, CONSUMER, stream, 3, () => { throw new dedupd.Terminal('BAD', 'poison'); })
     .catch((e: unknown) => e);
   assert.ok(poison instanceof dedupd.StreamRejected && poison.stream?.lastRejection?.reason === 'BAD');
@@ -223,8 +238,9 @@ async function batches(c: dedupd.Client, prefix: string): Promise<BatchOutcome[]
   assert.equal(finished[0].resultOmitted, false);
   const looked = await c.lookupBatch(CONSUMER, [items[0].key]);
   assert.equal(looked[0].value?.result.toString(), 'ok');
-  const work: BatchWork = (key, token) => `${key}/${token}`;
-  const options: DoBatchOptions = { leaseTtl: 30, parallelism: 2 };
+  const work: BatchWork = (key, token, _attempt, _signal, record) => `${key}/${token}/${record.attempts}`;
+  const settle: BatchSettle = async (key, _token, attempt) => (BigInt(attempt) > 1n ? null : key);
+  const options: DoBatchOptions = { leaseTtl: 30, parallelism: 2, settle };
   const outcomes: BatchOutcome[] = await dedupd.doBatch(c, CONSUMER, [{ key: items[0].key, digest: dedupd.digestBytes('1') }, items[1].key], work, options);
   assert.equal(outcomes[0].outcome?.replayed, true);
   return outcomes;

@@ -274,8 +274,25 @@ export interface ListStreamsResponse {
   nextPageToken: string;
 }
 
-/** The work doInOrder runs once per event: token is the fencing token. */
-export type InOrderWork = (token: Int64) => void | Promise<void>;
+/**
+ * The work doInOrder runs once per event: token is the fencing token,
+ * attempt is always null (a stream counts no attempts), signal aborts when
+ * the lease runs out (doInOrder does not extend it) or the caller's signal
+ * aborts, and stream is the stream as the claim left it (inFlight is the
+ * event's sequence).
+ */
+export type InOrderWork = (token: Int64, attempt: null, signal: AbortSignal, stream: DedupStream) => void | Promise<void>;
+
+/**
+ * doInOrder's settle: same arguments as fn, run before it on every
+ * acquisition (a released or abandoned sequence looks like a fresh one).
+ * Return anything but null when the event's effect already happened (the
+ * event completes and fn does not run), null when it did not; throw
+ * Terminal to reject it as poison. Any other error leaves the claim in
+ * flight until its lease runs out.
+ */
+export type InOrderSettle = (token: Int64, attempt: null, signal: AbortSignal, stream: DedupStream) =>
+  Payload | null | Promise<Payload | null>;
 
 export interface InOrderOptions {
   /** Lease length in seconds (default 30); not extended, so longer than fn takes. */
@@ -285,11 +302,20 @@ export interface InOrderOptions {
   digest?: Uint8Array;
   /** How long to wait for another holder of the stream, in seconds (default 30). */
   maxWait?: number;
+  /** Asks whether an earlier holder already applied the event; see InOrderSettle. */
+  settle?: InOrderSettle | null;
+  /**
+   * The caller's cancellation: stops the wait and aborts fn's signal. An
+   * error from fn after it aborted leaves the claim in flight, as a crash would.
+   */
+  signal?: AbortSignal | null;
 }
 
 export interface InOrderResult {
   /** true when the event was at or below the mark and fn did not run. */
   duplicate: boolean;
+  /** true when settle found the effect and fn did not run. */
+  settled: boolean;
   stream: DedupStream;
 }
 
@@ -304,11 +330,26 @@ export function doInOrder(client: Client, consumer: string, stream: string, sequ
 
 /**
  * The work do() runs once per key: token is the fencing token (pass it to
- * your own writes), attempt counts acquisitions of the key, and signal aborts
- * when the lease is lost. What it returns is stored as the result.
+ * your own writes); attempt counts acquisitions of the key, 1 on the first
+ * acquisition; above 1, an earlier holder may have done the effect (settle
+ * runs first then); signal aborts when the lease is lost, so check it
+ * before an effect that cannot be fenced; record is the claimed record.
+ * What it returns is stored as the result.
  */
-export type Work = (token: Int64, attempt: Int64, signal: AbortSignal) =>
+export type Work = (token: Int64, attempt: Int64, signal: AbortSignal, record: DedupRecord) =>
   Payload | null | undefined | void | Promise<Payload | null | undefined | void>;
+
+/**
+ * do()'s and reconcile()'s settle: same arguments as fn, run before fn on
+ * every acquisition whose attempt is above 1. It asks your own system
+ * whether the effect happened (e.g. the payment gateway's lookup by event
+ * id): return its result when it did (do() completes with it, fn does not
+ * run), null when it did not (fn runs). Throw Terminal to refuse the key.
+ * Any other error (and undefined) leaves the claim PENDING: the message
+ * should be nacked, and settle runs again after the lease.
+ */
+export type Settle = (token: Int64, attempt: Int64, signal: AbortSignal, record: DedupRecord) =>
+  Payload | null | Promise<Payload | null>;
 
 export interface DoOptions {
   digest?: Uint8Array;
@@ -321,6 +362,15 @@ export interface DoOptions {
   maxBackoff?: number;
   /** Seconds between lease extensions (default leaseTtl / 3). */
   heartbeatEvery?: number;
+  /** Asks whether an earlier holder already did the effect; see Settle. */
+  settle?: Settle | null;
+  /**
+   * The caller's cancellation: stops the wait and aborts fn's signal. An
+   * error from fn after it aborted leaves the claim PENDING (no release),
+   * as a crash would: the effect may have happened. So does an error named
+   * TimeoutError or AbortError (AbortSignal.timeout(), fetch()).
+   */
+  signal?: AbortSignal | null;
 }
 
 export interface DoResult {
@@ -328,19 +378,26 @@ export interface DoResult {
   record: DedupRecord;
   /** true when the stored result came back and fn did not run. */
   replayed: boolean;
+  /** true when settle found the effect (fn did not run) and its result was stored. */
+  settled: boolean;
 }
 
 /**
  * Runs fn at most once per key to a stored outcome. Rejects with Rejected,
- * InProgressTimeout, DigestMismatch, LeaseLost, or fn's own error after the
- * key was released.
+ * InProgressTimeout, DigestMismatch, LeaseLost, settle's error (the claim
+ * stays PENDING), or fn's own error (the key was released, unless the
+ * caller's signal had aborted).
  */
 declare function doOnce(client: Client, consumer: string, key: string, fn: Work, options?: DoOptions): Promise<DoResult>;
 export { doOnce, doOnce as do };
 
-/** doBatch()'s work for one acquired key of a poll. */
-export type BatchWork = (key: string, token: Int64, attempt: Int64, signal: AbortSignal) =>
+/** doBatch()'s work for one acquired key of a poll; the arguments after key are Work's. */
+export type BatchWork = (key: string, token: Int64, attempt: Int64, signal: AbortSignal, record: DedupRecord) =>
   Payload | null | undefined | void | Promise<Payload | null | undefined | void>;
+
+/** doBatch()'s settle: Settle with the key first, as BatchWork takes it. */
+export type BatchSettle = (key: string, token: Int64, attempt: Int64, signal: AbortSignal, record: DedupRecord) =>
+  Payload | null | Promise<Payload | null>;
 
 export interface DoBatchOptions {
   /** Lease length in seconds (default 30). */
@@ -350,6 +407,10 @@ export interface DoBatchOptions {
   parallelism?: number;
   /** Seconds between the poll's lease extensions (default leaseTtl / 3). */
   heartbeatEvery?: number;
+  /** Run for each acquired key whose attempt is above 1; see Settle. A key whose settle throws stays PENDING. */
+  settle?: BatchSettle | null;
+  /** The caller's cancellation: a key whose fn fails after it aborted stays PENDING. */
+  signal?: AbortSignal | null;
 }
 
 /** One message's outcome in doBatch: outcome as do() resolves, or error as it would reject. */
@@ -396,8 +457,13 @@ export interface Settled {
   record: DedupRecord;
 }
 
-/** Takes over each PENDING record whose lease ran out and records what decide says. */
-export function reconcile(client: Client, consumer: string, decide: Decide, options?: ReconcileOptions): Promise<Settled[]>;
+/**
+ * Takes over each PENDING record whose lease ran out and records what decide
+ * says, or what settle (the function do() takes) finds: a result completes,
+ * null releases, Terminal rejects, any other error leaves the claim PENDING
+ * and is rethrown.
+ */
+export function reconcile(client: Client, consumer: string, decide: Decide | { settle: Settle }, options?: ReconcileOptions): Promise<Settled[]>;
 
 /** A Duration request field from seconds; null/undefined stays unset (the server default). */
 export function duration(secs: number | null | undefined): { seconds: number; nanos: number } | null;

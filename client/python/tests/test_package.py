@@ -1,6 +1,7 @@
 """The package as installed: typed, its generated modules inside it, and
 the proto names on the wire unchanged by the move into dedupd._proto."""
 
+import ast
 import importlib.util
 import os
 import unittest
@@ -29,3 +30,30 @@ class PackageTest(unittest.TestCase):
         root = os.path.dirname(dedupd.__file__)
         self.assertTrue(os.path.isfile(os.path.join(root, "py.typed")))
         self.assertTrue(os.path.isfile(os.path.join(root, "_proto", "dedup", "v1", "dedup_pb2.pyi")))
+
+    def test_no_import_cycle_between_modules(self):
+        # Every import of one dedupd module by another, at any depth of the
+        # code (a call-time import inside a function counts too).
+        root = os.path.dirname(dedupd.__file__)
+        graph = {}
+        for name in os.listdir(root):
+            if name.endswith(".py") and name != "__init__.py":
+                with open(os.path.join(root, name), encoding="utf-8") as f:
+                    tree = ast.parse(f.read())
+                graph[name[:-3]] = {
+                    node.module.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+        self.assertIn("batch", graph["client"])  # the check sees the imports it guards
+
+        def cycle_from(start, path):
+            for dep in sorted(graph.get(path[-1], ())):
+                if dep == start:
+                    return path + [dep]
+                if dep not in path:
+                    found = cycle_from(start, path + [dep])
+                    if found:
+                        return found
+            return None
+
+        for module in sorted(graph):
+            self.assertIsNone(cycle_from(module, [module]), "import cycle")

@@ -76,6 +76,36 @@ class DoInOrderTest(ClientTestCase):
         res = dedupd.do_in_order(c, CONSUMER, s, 2, lambda token: None)
         self.assertEqual(res.stream.high_water, 2)
 
+    def test_own_claim_with_lost_reply_is_carried_on(self):
+        c, s = self.client, unique_key("order")
+
+        class LosesFirstReply:
+            """Applies the first ClaimStream but answers as its retry would:
+            IN_PROGRESS for our own claim."""
+
+            def __init__(self, client):
+                self.client, self.claims = client, 0
+
+            def __getattr__(self, name):
+                return getattr(self.client, name)
+
+            def claim_stream(self, *args, **kwargs):
+                self.claims += 1
+                if self.claims == 1:
+                    self.client.claim_stream(*args, **kwargs)
+                return self.client.claim_stream(*args, **kwargs)
+
+        seen = []
+
+        def work(token):
+            seen.append((token, c.get_stream(CONSUMER, s).owner))
+
+        res = dedupd.do_in_order(LosesFirstReply(c), CONSUMER, s, 1, work, owner="w", max_wait=0)
+        self.assertEqual(res.stream.high_water, 1)
+        self.assertEqual(len(seen), 1)
+        self.assertEqual(seen[0][0], res.stream.fencing_token)
+        self.assertTrue(seen[0][1].startswith("w#"), seen[0][1])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -10,7 +10,7 @@
 // A claim of a free key, the common case, is a single INSERT ... ON CONFLICT
 // DO NOTHING; only when the key already has a record does a claim fall back
 // to the read-then-compare-and-set that Complete, Reject and ExtendLease
-// always use. See readModifyWrite for why that is not a SERIALIZABLE
+// always use. See compareAndSet for why that is not a SERIALIZABLE
 // transaction.
 //
 // With group commit on (the default; Options.MaxBatch), concurrent fresh

@@ -11,11 +11,8 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// The SQL of streams: the same single-row discipline as keys. A write reads
-// the row with its version and the database's clock, lets
-// store.ApplyStream decide, and writes the decision as a compare-and-set
-// (an INSERT ... ON CONFLICT DO NOTHING when there was no row), retried
-// from the read when another writer got there first.
+// The SQL of streams: the same single-row discipline as keys, through the
+// same loop (compareAndSet, on streamTable).
 const (
 	streamColumns = `consumer, stream, mode, high_water, last_outcome,
     rejection_reason, rejection_message, rejection_detail, finished_token, rejected,
@@ -83,40 +80,9 @@ func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (sto
 	return d.Stream, err
 }
 
-// applyStream is readModifyWrite for a stream's row.
+// applyStream applies cmd to the stream's row with compareAndSet.
 func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
-	var d store.StreamDecision
-	err := s.withRetry(ctx, op, func(ctx context.Context) error {
-		var (
-			version int64
-			now     time.Time
-		)
-		row, err := scanStream(s.pool.QueryRow(ctx, selectStreamVersionedSQL, consumer, stream), &version, &now)
-		stored := &row
-		if errors.Is(err, pgx.ErrNoRows) {
-			stored = nil
-			err = s.pool.QueryRow(ctx, selectClockSQL).Scan(&now)
-		}
-		if err != nil {
-			return err
-		}
-		if d, err = store.ApplyStream(stored, cmd, now); err != nil || !d.Write {
-			return err
-		}
-		write, args := insertStreamSQL, streamArgs(d.Stream)
-		if stored != nil {
-			write, args = updateStreamSQL, append(args, version)
-		}
-		d.Stream, err = scanStream(s.pool.QueryRow(ctx, write, args...))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errConcurrentWrite
-		}
-		return err
-	})
-	if err != nil {
-		return store.StreamDecision{}, err
-	}
-	return d, nil
+	return compareAndSet(ctx, s, streamTable, op, consumer, stream, cmd)
 }
 
 // GetStream returns a live stream, judged on the database's clock.

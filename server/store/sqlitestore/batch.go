@@ -28,22 +28,23 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 	if s.closed.Load() {
 		return fail(errClosed)
 	}
-	cmds := make([]*command, len(p.Commands))
+	writes, queue := make([]keyWrite, len(p.Commands)), make([]queued, len(p.Commands))
 	for i, cmd := range p.Commands {
 		consumer, key := store.KeyOf(cmd)
-		cmds[i] = &command{ctx: ctx, consumer: consumer, key: key, cmd: cmd}
+		writes[i] = keyWrite{queueEntry: queueEntry{ctx: ctx, consumer: consumer}, key: key, cmd: cmd}
+		queue[i] = &writes[i]
 	}
 	if s.w.maxBatch > 1 {
-		s.w.runQueued(ctx, cmds)
+		s.w.runQueued(ctx, queue)
 	} else {
 		if err := s.w.acquire(ctx); err != nil {
 			return fail(err)
 		}
-		s.w.runCommands(cmds)
+		s.w.runCommands(queue)
 		s.w.release()
 	}
-	for i, c := range cmds {
-		results[i] = store.ResultOf(c.d, c.err)
+	for i, k := range writes {
+		results[i] = store.ResultOf(k.d, k.err)
 	}
 	return results
 }

@@ -23,20 +23,11 @@ func WriterSynchronous(s *Store) (int, error) {
 // as if their callers arrived together, then run by one holder of the
 // write connection. Requires group commit on and len(cmds) <= MaxBatch.
 func ApplyGroup(s *Store, ctxs []context.Context, cmds []store.Command) ([]store.Decision, []error) {
-	group := make([]*command, len(cmds))
+	writes, group := make([]keyWrite, len(cmds)), make([]queued, len(cmds))
 	for i, cmd := range cmds {
-		var consumer, key string
-		switch p := cmd.(type) {
-		case store.ClaimParams:
-			consumer, key = p.Consumer, p.Key
-		case store.CompleteParams:
-			consumer, key = p.Consumer, p.Key
-		case store.RejectParams:
-			consumer, key = p.Consumer, p.Key
-		case store.ExtendLeaseParams:
-			consumer, key = p.Consumer, p.Key
-		}
-		group[i] = &command{ctx: ctxs[i], consumer: consumer, key: key, cmd: cmd, done: make(chan struct{})}
+		consumer, key := store.KeyOf(cmd)
+		writes[i] = keyWrite{queueEntry: queueEntry{ctx: ctxs[i], consumer: consumer, done: make(chan struct{})}, key: key, cmd: cmd}
+		group[i] = &writes[i]
 	}
 	s.w.slot <- struct{}{}
 	s.w.queueMu.Lock()
@@ -45,9 +36,9 @@ func ApplyGroup(s *Store, ctxs []context.Context, cmds []store.Command) ([]store
 	s.w.runGroup()
 	s.w.release()
 	ds, errs := make([]store.Decision, len(cmds)), make([]error, len(cmds))
-	for i, c := range group {
-		<-c.done
-		ds[i], errs[i] = c.d, c.err
+	for i := range writes {
+		<-writes[i].done
+		ds[i], errs[i] = writes[i].d, writes[i].err
 	}
 	return ds, errs
 }

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -24,28 +23,68 @@ import (
 // Options.MaxBatch is zero.
 const DefaultMaxBatch = 64
 
-// command is one caller's write, queued for the write connection: a key's
-// cmd, or a stream's (key is then the stream).
-type command struct {
-	ctx           context.Context
-	consumer, key string
-	cmd           store.Command
-	stream        store.StreamCommand
-	// call is the first command of the call this one belongs to: a lone
-	// call's own, or a batch's first. A group takes whole calls.
-	call *command
-	// Set by whoever runs the command, before done is closed.
-	d    store.Decision
-	sd   store.StreamDecision
+// queued is one caller's write waiting for the write connection: a
+// keyWrite or a streamWrite, each with its own command and decision. The
+// queue itself needs only their queueEntry.
+type queued interface {
+	entry() *queueEntry
+	// run decides the write inside the open transaction, setting its
+	// answer, and reports whether it wrote anything.
+	run(w *writer) (wrote bool)
+	// fail answers the write with err, and no decision.
+	fail(err error)
+}
+
+// queueEntry is what the queue keeps of every write, whatever its kind.
+type queueEntry struct {
+	ctx      context.Context
+	consumer string
+	// call is the entry of the first write of the call this one belongs
+	// to: a lone call's own, or a batch's first. A group takes whole calls.
+	call *queueEntry
+	// Set by whoever runs the write, before done is closed.
 	err  error
 	done chan struct{}
 }
 
-// applyGrouped queues a command and waits until some caller holding the
-// write connection, possibly this one, has run it.
-func (w *writer) applyGrouped(ctx context.Context, c command) (store.Decision, error) {
-	w.runQueued(ctx, []*command{&c})
-	return c.d, c.err
+func (e *queueEntry) entry() *queueEntry { return e }
+
+// keyWrite is a write of one key's record.
+type keyWrite struct {
+	queueEntry
+	key string
+	cmd store.Command
+	d   store.Decision
+}
+
+func (k *keyWrite) run(w *writer) bool {
+	k.d, k.err = w.decide(k.consumer, k.key, k.cmd)
+	return k.d.Write
+}
+
+func (k *keyWrite) fail(err error) { k.d, k.err = store.Decision{}, err }
+
+// streamWrite is a write of one stream's row.
+type streamWrite struct {
+	queueEntry
+	stream string
+	cmd    store.StreamCommand
+	d      store.StreamDecision
+}
+
+func (s *streamWrite) run(w *writer) bool {
+	s.d, s.err = w.decideStream(s.consumer, s.stream, s.cmd)
+	return s.d.Write
+}
+
+func (s *streamWrite) fail(err error) { s.d, s.err = store.StreamDecision{}, err }
+
+// applyGrouped queues a key's write and waits until some caller holding
+// the write connection, possibly this one, has run it.
+func (w *writer) applyGrouped(ctx context.Context, consumer, key string, cmd store.Command) (store.Decision, error) {
+	k := &keyWrite{queueEntry: queueEntry{consumer: consumer}, key: key, cmd: cmd}
+	w.runQueued(ctx, []queued{k})
+	return k.d, k.err
 }
 
 // runQueued queues the commands of one call (a batch's, in batch order)
@@ -54,11 +93,13 @@ func (w *writer) applyGrouped(ctx context.Context, c command) (store.Decision, e
 // its call are still queued withdraws them, and they get the context's
 // error, nothing written; once a command is running it is no longer
 // withdrawn, as in acquire.
-func (w *writer) runQueued(ctx context.Context, cs []*command) {
+func (w *writer) runQueued(ctx context.Context, cs []queued) {
+	first := cs[0].entry()
 	for _, c := range cs {
-		c.ctx, c.call, c.done = ctx, cs[0], make(chan struct{}) //nolint:fatcontext // the caller's context, stored, not nested
+		e := c.entry()
+		e.ctx, e.call, e.done = ctx, first, make(chan struct{}) //nolint:fatcontext // the caller's context, stored, not nested
 	}
-	last := cs[len(cs)-1]
+	last := cs[len(cs)-1].entry()
 	w.queueMu.Lock()
 	w.queue = append(w.queue, cs...)
 	w.queueMu.Unlock()
@@ -77,7 +118,7 @@ func (w *writer) runQueued(ctx context.Context, cs []*command) {
 		case <-ctx.Done():
 			w.withdraw(cs, ctx.Err())
 			for _, c := range cs {
-				<-c.done
+				<-c.entry().done
 			}
 			return
 		}
@@ -86,14 +127,14 @@ func (w *writer) runQueued(ctx context.Context, cs []*command) {
 
 // withdraw removes the commands of cs that no one has started, answering
 // them with err.
-func (w *writer) withdraw(cs []*command, err error) {
+func (w *writer) withdraw(cs []queued, err error) {
 	w.queueMu.Lock()
 	defer w.queueMu.Unlock()
 	for _, c := range cs {
 		if i := slices.Index(w.queue, c); i >= 0 {
 			w.queue = slices.Delete(w.queue, i, i+1)
-			c.d, c.err = store.Decision{}, err
-			close(c.done)
+			c.fail(err)
+			close(c.entry().done)
 		}
 	}
 }
@@ -106,38 +147,38 @@ func (w *writer) runGroup() {
 	// transaction (one fsync) with the calls queued beside it.
 	n, calls := 0, 0
 	for ; n < len(w.queue); n++ {
-		if c := w.queue[n]; c.call == c {
+		if e := w.queue[n].entry(); e.call == e {
 			if calls == w.maxBatch {
 				break
 			}
 			calls++
 		}
 	}
-	group := append([]*command(nil), w.queue[:n]...)
+	group := append([]queued(nil), w.queue[:n]...)
 	w.queue = append(w.queue[:0:0], w.queue[n:]...)
 	w.queueMu.Unlock()
 	defer func() {
 		for _, c := range group {
-			close(c.done)
+			close(c.entry().done)
 		}
 	}()
 	// As in acquire: a caller who gave up before its command started gets
 	// the context's error, and nothing of its is written.
 	live := group[:0:0]
 	for _, c := range group {
-		switch {
+		switch ctx := c.entry().ctx; {
 		case w.closed:
-			c.err = errClosed
-		case c.ctx.Err() != nil:
-			c.err = c.ctx.Err()
+			c.fail(errClosed)
+		case ctx.Err() != nil:
+			c.fail(ctx.Err())
 		default:
 			live = append(live, c)
 		}
 	}
 	_, span := storetrace.StartBatch(context.Background(), "sqlitestore.write_batch", len(live),
-		func(i int) (context.Context, string) { return live[i].ctx, live[i].consumer })
+		func(i int) (context.Context, string) { e := live[i].entry(); return e.ctx, e.consumer })
 	w.runCommands(live)
-	storetrace.EndBatch(span, len(live), func(i int) error { return live[i].err })
+	storetrace.EndBatch(span, len(live), func(i int) error { return live[i].entry().err })
 }
 
 // runCommands runs commands in one transaction. A command whose read or
@@ -147,18 +188,18 @@ func (w *writer) runGroup() {
 // (after some errors SQLite has already rolled the whole transaction back,
 // and later statements would run outside it). Each retry drops one
 // command, so this ends.
-func (w *writer) runCommands(group []*command) {
+func (w *writer) runCommands(group []queued) {
 	for len(group) > 0 {
 		failed := -1
 		err := w.transact(func() (bool, error) {
 			write := false
 			for i, c := range group {
-				c.run(w)
-				if c.err != nil && !isRefusal(c.err) {
+				wrote := c.run(w)
+				if err := c.entry().err; err != nil && !isRefusal(err) {
 					failed = i
-					return false, c.err
+					return false, err
 				}
-				write = write || c.d.Write || c.sd.Write
+				write = write || wrote
 			}
 			return write, nil
 		})
@@ -170,26 +211,18 @@ func (w *writer) runCommands(group []*command) {
 			// BEGIN or COMMIT failed: nothing of the group was written, and
 			// answers read from its uncommitted writes must not be given.
 			for _, c := range group {
-				c.d, c.sd, c.err = store.Decision{}, store.StreamDecision{}, err
+				c.fail(err)
 			}
 		}
 		return
 	}
 }
 
-// run decides the command inside the open transaction.
-func (c *command) run(w *writer) {
-	if c.stream != nil {
-		c.sd, c.err = w.decideStream(c.consumer, c.key, c.stream)
-		return
-	}
-	c.d, c.err = w.decide(c.consumer, c.key, c.cmd)
-}
-
-// isRefusal reports the errors store.Apply and store.ApplyStream decide;
-// anything else from decide is the database failing.
+// isRefusal reports the errors store.Apply and store.ApplyStream decide
+// (store.Refused, the contract's one list): answers that write nothing, so
+// the rest of the group goes on. Anything else from decide is the database
+// failing.
 func isRefusal(err error) bool {
-	var conflict *store.ConflictError
-	var streamConflict *store.StreamConflictError
-	return errors.As(err, &conflict) || errors.As(err, &streamConflict) || errors.Is(err, store.ErrLeaseLost)
+	_, refused := store.Refused(err)
+	return refused
 }

@@ -80,10 +80,9 @@ func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd st
 		err error
 	)
 	if s.w.maxBatch > 1 {
-		c := command{consumer: consumer, key: stream, stream: cmd}
-		s.w.runQueued(ctx, []*command{&c})
-		err = c.err
-		d = c.sd
+		sw := &streamWrite{queueEntry: queueEntry{consumer: consumer}, stream: stream, cmd: cmd}
+		s.w.runQueued(ctx, []queued{sw})
+		d, err = sw.d, sw.err
 	} else {
 		err = s.w.write(ctx, func() error {
 			var err error

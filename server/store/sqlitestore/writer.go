@@ -28,7 +28,7 @@ type writer struct {
 	// maxBatch is the most commands per transaction; 1 is no group commit.
 	maxBatch int
 	queueMu  sync.Mutex
-	queue    []*command // guarded by queueMu
+	queue    []queued // guarded by queueMu
 
 	db   *sql.DB
 	conn *sql.Conn
@@ -134,7 +134,7 @@ func (w *writer) release() { <-w.slot }
 // apply runs one command in its own transaction.
 func (w *writer) apply(ctx context.Context, consumer, key string, cmd store.Command) (store.Decision, error) {
 	if w.maxBatch > 1 {
-		return w.applyGrouped(ctx, command{consumer: consumer, key: key, cmd: cmd})
+		return w.applyGrouped(ctx, consumer, key, cmd)
 	}
 	if err := w.acquire(ctx); err != nil {
 		return store.Decision{}, err

@@ -2,11 +2,12 @@
 
     import dedupd
     with dedupd.Client("127.0.0.1:7070") as c:
-        out = dedupd.do(c, "payments", "charge-42", charge,
+        out = dedupd.do(c, "payments", "charge-42", charge, settle=find_charge,
                         digest=dedupd.digest_json(request))
 
 Client wraps every DedupService RPC and the StreamService ones
-(claim_stream, ...); do() runs the two-phase pattern, do_batch() does the
+(claim_stream, ...); do() runs the two-phase pattern (settle= looks for
+the effect of an earlier holder before fn runs again), do_batch() does the
 same for a whole poll in one claim_batch and one finish_batch, and
 do_in_order() for a stream's sequenced events;
 reconcile() settles claims whose lease ran out; digest_* compute the digest
@@ -28,7 +29,7 @@ from .batch import ClaimItem, ExtendItem, FinishItem, ItemResult
 from .client import Client
 from .digest import (canonical_json, digest_bytes, digest_json, digest_json_text,
                      digest_proto)
-from .do import Outcome, Terminal, do
+from .do import Outcome, Settle, Terminal, Work, do
 from .dobatch import BatchOutcome, do_batch
 from .errors import (AlreadyFinished, Cancelled, DeadlineExceeded, DedupError,
                      DigestMismatch, InProgressTimeout, InternalError, InvalidRequest,
@@ -36,6 +37,7 @@ from .errors import (AlreadyFinished, Cancelled, DeadlineExceeded, DedupError,
                      ResourceExhausted, SequenceGap, StreamModeMismatch, StreamNotFound,
                      Unauthenticated, Unavailable)
 from .inorder import InOrderResult, StreamRejected, do_in_order
+from .lease import Lease
 from .reconcile import Complete, Reject, Release, Settled, reconcile
 
 __all__ = [
@@ -43,7 +45,7 @@ __all__ = [
     "do_in_order", "InOrderResult", "StreamRejected", "SequenceGap", "StreamModeMismatch",
     "StreamNotFound", "STREAM_MODE_DENSE", "STREAM_MODE_VERSIONS", "STREAM_OUTCOME_ACQUIRED",
     "STREAM_OUTCOME_DUPLICATE", "STREAM_OUTCOME_IN_PROGRESS",
-    "Client", "do", "Outcome", "Terminal", "do_batch", "BatchOutcome", "ClaimItem",
+    "Client", "do", "Outcome", "Terminal", "Work", "Settle", "Lease", "do_batch", "BatchOutcome", "ClaimItem",
     "FinishItem", "ExtendItem", "ItemResult", "reconcile", "Complete", "Reject", "Release",
     "Settled", "canonical_json", "digest_bytes", "digest_json", "digest_json_text",
     "digest_proto", "DedupError", "DigestMismatch", "LeaseLost", "AlreadyFinished",

@@ -1,6 +1,9 @@
 """Batch calls: many keys of one consumer in one call (docs/api.md, Batches).
 
-Each call returns one ItemResult per item, in order, each what the lone call
+This module holds the item and result types of Client.claim_batch,
+finish_batch, extend_lease_batch and lookup_batch, and turns them into
+requests and replies into results; it imports nothing of the client, which
+builds on it. Each call returns one ItemResult per item, in order, each what the lone call
 of that item would have returned: the response (a ClaimResponse or a Record)
 or the DedupError it would have raised. A batch is not a transaction. The
 exception a batch call itself raises concerns the whole call: the consumer,
@@ -10,10 +13,12 @@ the credential, too many items, the server unreachable.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Generic, Optional, Sequence, TypeVar, Union
+from typing import Generic, Optional, Sequence, TypeVar, Union
+
+from google.protobuf.message import Message
 
 from ._proto.dedup.v1 import dedup_pb2
-from .client import Client, Seconds, duration
+from ._durations import Seconds, duration
 from .errors import DedupError, from_status
 
 T = TypeVar("T")
@@ -57,22 +62,20 @@ class ExtendItem:
     lease_ttl: Optional[Seconds] = None
 
 
-def claim_batch(client: Client, consumer: str,
-                items: Sequence[Union[ClaimItem, str]]) -> list[ItemResult[dedup_pb2.ClaimResponse]]:
-    """Claims many keys in one call (a str item is a key with no digest)."""
+def claim_batch_request(consumer: str,
+                        items: Sequence[Union[ClaimItem, str]]) -> dedup_pb2.ClaimBatchRequest:
+    """The ClaimBatchRequest of items (a str item is a key with no digest)."""
     req = dedup_pb2.ClaimBatchRequest(consumer=consumer)
     for it in items:
         item = ClaimItem(it) if isinstance(it, str) else it
         req.items.add(key=item.key, digest=item.digest, owner=item.owner,
                       lease_ttl=duration(item.lease_ttl))
-    resp: dedup_pb2.ClaimBatchResponse = client._call("ClaimBatch", req)
-    return [ItemResult(r.claim if r.HasField("claim") else None, _error(r), r.result_omitted)
-            for r in resp.results]
+    return req
 
 
-def finish_batch(client: Client, consumer: str,
-                 items: Sequence[FinishItem]) -> list[ItemResult[dedup_pb2.Record]]:
-    """Records many outcomes in one call."""
+def finish_batch_request(consumer: str,
+                         items: Sequence[FinishItem]) -> dedup_pb2.FinishBatchRequest:
+    """The FinishBatchRequest of items."""
     req = dedup_pb2.FinishBatchRequest(consumer=consumer)
     for it in items:
         item = req.items.add(key=it.key, fencing_token=it.fencing_token)
@@ -80,29 +83,37 @@ def finish_batch(client: Client, consumer: str,
             item.rejection.CopyFrom(it.rejection)
         else:
             item.result = it.result
-    return _records(client._call("FinishBatch", req))
+    return req
 
 
-def extend_lease_batch(client: Client, consumer: str,
-                       items: Sequence[ExtendItem]) -> list[ItemResult[dedup_pb2.Record]]:
-    """Extends many leases in one call: the heartbeat of a whole poll."""
+def extend_lease_batch_request(consumer: str,
+                               items: Sequence[ExtendItem]) -> dedup_pb2.ExtendLeaseBatchRequest:
+    """The ExtendLeaseBatchRequest of items."""
     req = dedup_pb2.ExtendLeaseBatchRequest(consumer=consumer)
     for it in items:
         req.items.add(key=it.key, fencing_token=it.fencing_token, lease_ttl=duration(it.lease_ttl))
-    return _records(client._call("ExtendLeaseBatch", req))
+    return req
 
 
-def lookup_batch(client: Client, consumer: str,
-                 keys: Sequence[str]) -> list[ItemResult[dedup_pb2.Record]]:
-    """Reads many records in one call; a key with none has RecordNotFound."""
-    return _records(client._call("LookupBatch", dedup_pb2.LookupBatchRequest(
-        consumer=consumer, keys=list(keys))))
-
-
-def _records(resp: Any) -> list[ItemResult[dedup_pb2.Record]]:
-    return [ItemResult(r.record if r.HasField("record") else None, _error(r), r.result_omitted)
+def claim_results(resp: dedup_pb2.ClaimBatchResponse) -> list[ItemResult[dedup_pb2.ClaimResponse]]:
+    """One ItemResult per item of a ClaimBatchResponse."""
+    return [ItemResult(r.claim if r.HasField("claim") else None, _error(r.error, r.HasField("error")),
+                       r.result_omitted)
             for r in resp.results]
 
 
-def _error(result: Any) -> Optional[DedupError]:
-    return from_status(result.error) if result.HasField("error") else None
+# A reply whose results carry a Record: FinishBatch, ExtendLeaseBatch and
+# LookupBatch.
+RecordsReply = Union[dedup_pb2.FinishBatchResponse, dedup_pb2.ExtendLeaseBatchResponse,
+                     dedup_pb2.LookupBatchResponse]
+
+
+def record_results(resp: RecordsReply) -> list[ItemResult[dedup_pb2.Record]]:
+    """One ItemResult per item of a reply whose results carry a Record."""
+    return [ItemResult(r.record if r.HasField("record") else None,
+                       _error(r.error, r.HasField("error")), r.result_omitted)
+            for r in resp.results]
+
+
+def _error(status: Message, present: bool) -> Optional[DedupError]:
+    return from_status(status) if present else None

@@ -7,29 +7,33 @@ instead of grpc.RpcError.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar, Union
 
 import grpc
-from google.protobuf import duration_pb2
 from google.protobuf.message import Message
 
 from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc, stream_pb2, stream_pb2_grpc
+# Re-exported under their old names (dedupd.client.seconds, ...).
+from ._durations import Seconds as Seconds, duration as duration, seconds as seconds
 from ._loopback import is_loopback_target
+from .batch import (ClaimItem, ExtendItem, FinishItem, ItemResult, claim_batch_request,
+                    claim_results, extend_lease_batch_request, finish_batch_request,
+                    record_results)
 from .errors import from_rpc_error
 
-_SERVICE = "dedup.v1.DedupService"
-
 # UNAVAILABLE means nothing was done (the server never saw the call, or the
-# store refused it before writing), so gRPC retries it. Every DedupService
-# call is safe to repeat: Complete, Reject and ExtendLease repeat to the same
-# record, and a repeated Claim whose first answer was lost at worst reports
-# the caller's own claim as IN_PROGRESS until its lease runs out.
+# store refused it before writing), so gRPC retries it, for both services
+# (as the Go and Node clients do). Every call is safe to repeat: Complete,
+# Reject, ExtendLease and their stream forms repeat to the same record, and
+# a repeated Claim or ClaimStream whose first answer was lost reports the
+# caller's own claim as IN_PROGRESS, which do() and do_in_order() recognise
+# by their unique owner.
+_RETRIED_SERVICES = ("dedup.v1.DedupService", "dedup.v1.StreamService")
 _RETRY_SERVICE_CONFIG = json.dumps({
     "methodConfig": [{
-        "name": [{"service": _SERVICE}],
+        "name": [{"service": service} for service in _RETRIED_SERVICES],
         "retryPolicy": {
             "maxAttempts": 4,
             "initialBackoff": "0.05s",
@@ -41,26 +45,8 @@ _RETRY_SERVICE_CONFIG = json.dumps({
 })
 
 
-# A lease or wait length: seconds, or a timedelta.
-Seconds = Union[float, datetime.timedelta]
-
-
-def duration(value: Optional[Seconds]) -> Optional[duration_pb2.Duration]:
-    """A google.protobuf.Duration from seconds (int/float) or a timedelta;
-    None stays None (the server's default)."""
-    if value is None:
-        return None
-    if isinstance(value, datetime.timedelta):
-        value = value.total_seconds()
-    d = duration_pb2.Duration()
-    d.FromNanoseconds(int(round(value * 1e9)))
-    return d
-
-
-def seconds(d: duration_pb2.Duration) -> float:
-    """Seconds in a google.protobuf.Duration, as a float."""
-    return float(d.seconds + d.nanos / 1e9)
-
+# The reply type of one RPC, as _call checks it.
+Reply = TypeVar("Reply")
 
 TOKEN_ENV = "DEDUPD_TOKEN"
 
@@ -132,59 +118,61 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, request: Message, stub: Any = None) -> Any:
+    def _call(self, rpc: Callable[..., Any], request: Message, reply: type[Reply]) -> Reply:
+        """Calls rpc (a bound stub method, e.g. self._stub.Claim) with the
+        client's deadline and metadata; returns its reply, checked to be of
+        type reply, or raises the DedupError of a failed call."""
         try:
-            return getattr(stub or self._stub, method)(
-                request, timeout=self.timeout, metadata=self._metadata)
+            resp = rpc(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from err
+        if not isinstance(resp, reply):
+            raise TypeError(f"{type(request).__name__} answered {type(resp).__name__}, "
+                            f"not {reply.__name__}")
+        return resp
 
     def claim(self, consumer: str, key: str, digest: bytes = b"",
               lease_ttl: Optional[Seconds] = None, owner: str = "") -> dedup_pb2.ClaimResponse:
         """Claims (consumer, key); returns the ClaimResponse (outcome, record,
         fencing_token, retry_after). lease_ttl is seconds or a timedelta."""
-        resp: dedup_pb2.ClaimResponse = self._call("Claim", dedup_pb2.ClaimRequest(
-            consumer=consumer, key=key, digest=digest, lease_ttl=duration(lease_ttl), owner=owner))
-        return resp
+        return self._call(self._stub.Claim, dedup_pb2.ClaimRequest(
+            consumer=consumer, key=key, digest=digest, lease_ttl=duration(lease_ttl), owner=owner),
+            dedup_pb2.ClaimResponse)
 
     def complete(self, consumer: str, key: str, fencing_token: int,
                  result: bytes = b"") -> dedup_pb2.Record:
         """Stores the result; returns the COMPLETED record."""
-        resp: dedup_pb2.CompleteResponse = self._call("Complete", dedup_pb2.CompleteRequest(
-            consumer=consumer, key=key, fencing_token=fencing_token, result=result))
-        return resp.record
+        return self._call(self._stub.Complete, dedup_pb2.CompleteRequest(
+            consumer=consumer, key=key, fencing_token=fencing_token, result=result),
+            dedup_pb2.CompleteResponse).record
 
     def reject(self, consumer: str, key: str, fencing_token: int, reason: str = "",
                message: str = "", detail: bytes = b"",
                retryable: bool = False) -> dedup_pb2.Record:
         """Stores a terminal rejection, or with retryable=True releases the
         key for a retry; returns the REJECTED or RELEASED record."""
-        resp: dedup_pb2.RejectResponse = self._call("Reject", dedup_pb2.RejectRequest(
+        return self._call(self._stub.Reject, dedup_pb2.RejectRequest(
             consumer=consumer, key=key, fencing_token=fencing_token, reason=reason,
-            message=message, detail=detail, retryable=retryable))
-        return resp.record
+            message=message, detail=detail, retryable=retryable), dedup_pb2.RejectResponse).record
 
     def lookup(self, consumer: str, key: str) -> dedup_pb2.Record:
         """Returns the key's record; raises RecordNotFound if it has none."""
-        resp: dedup_pb2.LookupResponse = self._call(
-            "Lookup", dedup_pb2.LookupRequest(consumer=consumer, key=key))
-        return resp.record
+        return self._call(self._stub.Lookup, dedup_pb2.LookupRequest(consumer=consumer, key=key),
+                          dedup_pb2.LookupResponse).record
 
     def extend_lease(self, consumer: str, key: str, fencing_token: int,
                      lease_ttl: Optional[Seconds] = None) -> dedup_pb2.Record:
         """Pushes the lease out to lease_ttl from now; returns the record."""
-        resp: dedup_pb2.ExtendLeaseResponse = self._call(
-            "ExtendLease", dedup_pb2.ExtendLeaseRequest(
-                consumer=consumer, key=key, fencing_token=fencing_token,
-                lease_ttl=duration(lease_ttl)))
-        return resp.record
+        return self._call(self._stub.ExtendLease, dedup_pb2.ExtendLeaseRequest(
+            consumer=consumer, key=key, fencing_token=fencing_token,
+            lease_ttl=duration(lease_ttl)), dedup_pb2.ExtendLeaseResponse).record
 
     def list_records(self, consumer: str, **filters: Any) -> dedup_pb2.ListRecordsResponse:
         """One page of ListRecords; filters are ListRecordsRequest fields
         (states, key_prefix, lease_expired, page_size, page_token, ...)."""
-        resp: dedup_pb2.ListRecordsResponse = self._call(
-            "ListRecords", dedup_pb2.ListRecordsRequest(consumer=consumer, **filters))
-        return resp
+        return self._call(self._stub.ListRecords,
+                          dedup_pb2.ListRecordsRequest(consumer=consumer, **filters),
+                          dedup_pb2.ListRecordsResponse)
 
     def iter_records(self, consumer: str, **filters: Any) -> Iterator[dedup_pb2.Record]:
         """Yields every record ListRecords lists, following the pages."""
@@ -206,70 +194,74 @@ class Client:
         (outcome ACQUIRED, IN_PROGRESS or DUPLICATE, stream, fencing_token,
         retry_after). Raises SequenceGap (with .expected) for an early
         event of a dense stream."""
-        resp: stream_pb2.ClaimStreamResponse = self._call("ClaimStream", stream_pb2.ClaimStreamRequest(
+        return self._call(self._streams.ClaimStream, stream_pb2.ClaimStreamRequest(
             consumer=consumer, stream=stream, sequence=sequence, mode=mode, digest=digest,
-            lease_ttl=duration(lease_ttl), owner=owner), self._streams)
-        return resp
+            lease_ttl=duration(lease_ttl), owner=owner), stream_pb2.ClaimStreamResponse)
 
     def complete_stream(self, consumer: str, stream: str, sequence: int,
                         fencing_token: int) -> stream_pb2.Stream:
         """Finishes the sequence and moves the high-water mark to it;
         repeating it is harmless."""
-        resp: stream_pb2.CompleteStreamResponse = self._call("CompleteStream", stream_pb2.CompleteStreamRequest(
+        return self._call(self._streams.CompleteStream, stream_pb2.CompleteStreamRequest(
             consumer=consumer, stream=stream, sequence=sequence, fencing_token=fencing_token),
-            self._streams)
-        return resp.stream
+            stream_pb2.CompleteStreamResponse).stream
 
     def reject_stream(self, consumer: str, stream: str, sequence: int, fencing_token: int,
                       reason: str = "", message: str = "", detail: bytes = b"") -> stream_pb2.Stream:
         """Finishes the sequence as a poison event: the mark moves past it."""
-        resp: stream_pb2.RejectStreamResponse = self._call("RejectStream", stream_pb2.RejectStreamRequest(
+        return self._call(self._streams.RejectStream, stream_pb2.RejectStreamRequest(
             consumer=consumer, stream=stream, sequence=sequence, fencing_token=fencing_token,
-            reason=reason, message=message, detail=detail), self._streams)
-        return resp.stream
+            reason=reason, message=message, detail=detail), stream_pb2.RejectStreamResponse).stream
 
     def release_stream(self, consumer: str, stream: str, sequence: int,
                        fencing_token: int) -> stream_pb2.Stream:
         """Gives the claim up without moving the mark (a retryable failure)."""
-        resp: stream_pb2.ReleaseStreamResponse = self._call("ReleaseStream", stream_pb2.ReleaseStreamRequest(
+        return self._call(self._streams.ReleaseStream, stream_pb2.ReleaseStreamRequest(
             consumer=consumer, stream=stream, sequence=sequence, fencing_token=fencing_token),
-            self._streams)
-        return resp.stream
+            stream_pb2.ReleaseStreamResponse).stream
 
     def get_stream(self, consumer: str, stream: str) -> stream_pb2.Stream:
         """Returns the stream; raises StreamNotFound if it has no record."""
-        resp: stream_pb2.GetStreamResponse = self._call(
-            "GetStream", stream_pb2.GetStreamRequest(consumer=consumer, stream=stream), self._streams)
-        return resp.stream
+        return self._call(self._streams.GetStream,
+                          stream_pb2.GetStreamRequest(consumer=consumer, stream=stream),
+                          stream_pb2.GetStreamResponse).stream
 
     def list_streams(self, consumer: str, **filters: Any) -> stream_pb2.ListStreamsResponse:
         """One page of ListStreams (lease_expired, page_size, page_token)."""
-        resp: stream_pb2.ListStreamsResponse = self._call(
-            "ListStreams", stream_pb2.ListStreamsRequest(consumer=consumer, **filters), self._streams)
-        return resp
+        return self._call(self._streams.ListStreams,
+                          stream_pb2.ListStreamsRequest(consumer=consumer, **filters),
+                          stream_pb2.ListStreamsResponse)
 
-    # Batch calls (docs/api.md, Batches); see dedupd.batch for the item and
-    # result types. Imported when called: dedupd.batch builds on Client.
+    # Batch calls (docs/api.md, Batches): one ItemResult per item, in order,
+    # each what the lone call of that item would have returned or raised.
+    # dedupd.batch holds the item and result types and builds the requests.
 
-    def claim_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
-        """Claims many keys in one call: one ItemResult per item (ClaimItem,
-        or a str key), in order, each what claim() would have returned or
-        raised."""
-        from .batch import claim_batch
-        return claim_batch(self, consumer, items)
+    def claim_batch(self, consumer: str, items: Sequence[Union[ClaimItem, str]]
+                    ) -> list[ItemResult[dedup_pb2.ClaimResponse]]:
+        """Claims many keys in one call (a str item is a key with no
+        digest)."""
+        return claim_results(self._call(self._stub.ClaimBatch,
+                                        claim_batch_request(consumer, items),
+                                        dedup_pb2.ClaimBatchResponse))
 
-    def finish_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
+    def finish_batch(self, consumer: str,
+                     items: Sequence[FinishItem]) -> list[ItemResult[dedup_pb2.Record]]:
         """Records many outcomes (FinishItem: a Complete, or a Reject) in
         one call."""
-        from .batch import finish_batch
-        return finish_batch(self, consumer, items)
+        return record_results(self._call(self._stub.FinishBatch,
+                                          finish_batch_request(consumer, items),
+                                          dedup_pb2.FinishBatchResponse))
 
-    def extend_lease_batch(self, consumer: str, items: Sequence[Any]) -> list[Any]:
-        """Extends many leases (ExtendItem) in one call."""
-        from .batch import extend_lease_batch
-        return extend_lease_batch(self, consumer, items)
+    def extend_lease_batch(self, consumer: str,
+                           items: Sequence[ExtendItem]) -> list[ItemResult[dedup_pb2.Record]]:
+        """Extends many leases in one call: the heartbeat of a whole poll."""
+        return record_results(self._call(self._stub.ExtendLeaseBatch,
+                                          extend_lease_batch_request(consumer, items),
+                                          dedup_pb2.ExtendLeaseBatchResponse))
 
-    def lookup_batch(self, consumer: str, keys: Sequence[str]) -> list[Any]:
-        """Reads many records in one call."""
-        from .batch import lookup_batch
-        return lookup_batch(self, consumer, keys)
+    def lookup_batch(self, consumer: str,
+                     keys: Sequence[str]) -> list[ItemResult[dedup_pb2.Record]]:
+        """Reads many records in one call; a key with none has
+        RecordNotFound."""
+        return record_results(self._call(self._stub.LookupBatch, dedup_pb2.LookupBatchRequest(
+            consumer=consumer, keys=list(keys)), dedup_pb2.LookupBatchResponse))

@@ -3,12 +3,14 @@
 One claim_batch claims every key: a stored outcome is replayed without
 running fn (Rejected for a stored rejection), and a key another caller
 holds gets InProgressTimeout at once (do_batch does not wait: the message
-comes back with a later poll). fn runs for the acquired keys on at most
+comes back with a later poll). For the acquired keys, settle (when an
+earlier holder may have done the effect) and fn run on at most
 `parallelism` threads while one heartbeat thread extends all their leases
 with extend_lease_batch; one finish_batch then records every outcome as
-do() records one: Complete, Reject for Terminal, a release for any other
-exception. A key named twice runs once; the later one gets the first's
-outcome.
+do() records one (dedupd.attempt): Complete, Reject for Terminal, a
+release for any other Exception, nothing for a settle failure or a
+process-ending BaseException (that key stays PENDING). A key named twice
+runs once; the later one gets the first's outcome.
 """
 
 from __future__ import annotations
@@ -17,17 +19,23 @@ import concurrent.futures
 import dataclasses
 import secrets
 import threading
-from typing import Callable, Optional, Sequence, Union
+import time
+from typing import Optional, Sequence, Union
 
+from ._callbacks import BatchCall
 from ._proto.dedup.v1 import dedup_pb2
+from .attempt import Found, Result, Step, run_attempt
 from .batch import ClaimItem, ExtendItem, FinishItem
 from .client import Client
-from .do import RETRYABLE_REASON, Outcome, Result, Terminal, _truncate
-from .errors import (AlreadyFinished, DedupError, InProgressTimeout, LeaseLost, RecordNotFound,
-                     Rejected)
+from .do import RETRYABLE_REASON, Outcome, _truncate
+from .errors import DedupError, InProgressTimeout, Rejected
+from .lease import LEASE_GONE, Lease, lease_span
 
-# fn(key, fencing_token, attempt) for each acquired key.
-BatchWork = Callable[[str, int, int], Result]
+# fn(key, fencing_token, attempt[, record=][, lease=]) for each acquired key.
+BatchWork = BatchCall[Result]
+
+# settle(key, fencing_token, attempt[, record=][, lease=]): as do()'s.
+BatchSettle = BatchCall[Found]
 
 
 @dataclasses.dataclass
@@ -41,10 +49,14 @@ class BatchOutcome:
 
 def do_batch(client: Client, consumer: str, items: Sequence[Union[str, tuple[str, bytes]]],
              fn: BatchWork, *, lease_ttl: float = 30.0, owner: str = "", parallelism: int = 8,
-             heartbeat_every: Optional[float] = None) -> list[BatchOutcome]:
+             heartbeat_every: Optional[float] = None,
+             settle: Optional[BatchSettle] = None) -> list[BatchOutcome]:
     """Runs fn at most once per key of a poll to a stored outcome; see the
-    module doc. items are keys, or (key, digest) pairs. Returns one
-    BatchOutcome per item, in order."""
+    module doc and do(). items are keys, or (key, digest) pairs. Returns
+    one BatchOutcome per item, in order. A key whose settle failed, or
+    whose fn raised a BaseException that is not an Exception, stays
+    PENDING with that exception as its error; the first such
+    BaseException is raised once the other outcomes are recorded."""
     owner = f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
     first: dict[str, int] = {}
     claims: list[ClaimItem] = []
@@ -54,7 +66,8 @@ def do_batch(client: Client, consumer: str, items: Sequence[Union[str, tuple[str
             first[key] = len(claims)
             claims.append(ClaimItem(key, digest, lease_ttl, owner))
     outcomes: list[BatchOutcome] = [BatchOutcome(c.key, None, None) for c in claims]
-    run: list[tuple[int, dedup_pb2.ClaimResponse]] = []
+    run: list[tuple[int, Lease, dedup_pb2.Record]] = []
+    sent = time.monotonic()
     for i, res in enumerate(client.claim_batch(consumer, claims)):
         claim = res.value
         if res.error is not None or claim is None:
@@ -68,78 +81,95 @@ def do_batch(client: Client, consumer: str, items: Sequence[Union[str, tuple[str
                 f"{consumer}/{claims[i].key} is in progress (owner {claim.record.owner})",
                 record=claim.record)
         else:  # acquired, or our own claim whose first reply was lost
-            run.append((i, claim))
+            ends = sent + lease_span(claim.record, lease_ttl)
+            run.append((i, Lease(claim.record.fencing_token, ends), claim.record))
     if run:
-        _run(client, consumer, [(claims[i].key, c) for i, c in run], fn, lease_ttl,
-             parallelism, heartbeat_every or lease_ttl / 3, [outcomes[i] for i, _ in run])
+        _run(client, consumer, [(claims[i].key, lease, rec) for i, lease, rec in run], fn, settle,
+             lease_ttl, parallelism, heartbeat_every or lease_ttl / 3,
+             [outcomes[i] for i, _, _ in run])
     return [dataclasses.replace(outcomes[first[key]], key=key)
             for key in ((it if isinstance(it, str) else it[0]) for it in items)]
 
 
-def _run(client: Client, consumer: str, run: list[tuple[str, dedup_pb2.ClaimResponse]],
-         fn: BatchWork, lease_ttl: float, parallelism: int, every: float,
-         outcomes: list[BatchOutcome]) -> None:
-    beat = _BatchHeartbeat(client, consumer, [(k, c.record.fencing_token) for k, c in run],
-                           lease_ttl, every)
-    results: list[tuple[Result, Optional[BaseException]]] = []
+def _run(client: Client, consumer: str, run: list[tuple[str, Lease, dedup_pb2.Record]],
+         fn: BatchWork, settle: Optional[BatchSettle], lease_ttl: float, parallelism: int,
+         every: float, outcomes: list[BatchOutcome]) -> None:
+    beat = _BatchHeartbeat(client, consumer, [(k, lease) for k, lease, _ in run], lease_ttl, every)
 
-    def work(key: str, claim: dedup_pb2.ClaimResponse) -> tuple[Result, Optional[BaseException]]:
+    def work(key: str, lease: Lease, record: dedup_pb2.Record) -> Step:
         try:
-            return fn(key, claim.record.fencing_token, claim.record.attempts), None
-        except Exception as e:  # recorded below as do() records it
-            return None, e
+            return run_attempt(fn, settle, (key, lease.token, record.attempts),
+                               {"record": record, "lease": lease}, retaken=record.attempts > 1)
         finally:
             beat.finished(key)
 
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-            results = list(pool.map(lambda kc: work(*kc), run))
+            steps = list(pool.map(lambda klr: work(*klr), run))
     finally:
         beat.stop()
     finish: list[FinishItem] = []
-    for (key, claim), (result, err) in zip(run, results):
-        token = claim.record.fencing_token
-        if err is None:
-            data = (b"" if result is None else result.encode("utf-8") if isinstance(result, str)
-                    else bytes(result))
-            finish.append(FinishItem(key, token, result=data))
-        elif isinstance(err, Terminal):
-            finish.append(FinishItem(key, token, rejection=dedup_pb2.Rejection(
-                reason=err.reason, message=err.message, detail=err.detail)))
-        else:
-            finish.append(FinishItem(key, token, rejection=dedup_pb2.Rejection(
-                reason=RETRYABLE_REASON, message=_truncate(f"{type(err).__name__}: {err}", 4096),
-                retryable=True)))
+    recorded: list[tuple[BatchOutcome, Lease, Step]] = []
+    for (key, lease, _), step, out in zip(run, steps, outcomes):
+        if step.pending is not None:
+            out.error = step.pending  # unknown outcome: nothing is recorded
+            continue
+        recorded.append((out, lease, step))
+        finish.append(_finish_item(key, lease.token, step))
+    if finish:
+        _record(client, consumer, finish, recorded)
+    for step in steps:
+        if step.pending is not None and not isinstance(step.pending, Exception):
+            raise step.pending
+
+
+def _finish_item(key: str, token: int, step: Step) -> FinishItem:
+    if step.terminal is not None:
+        t = step.terminal
+        return FinishItem(key, token, rejection=dedup_pb2.Rejection(
+            reason=t.reason, message=t.message, detail=t.detail))
+    if step.release is not None:
+        e = step.release
+        return FinishItem(key, token, rejection=dedup_pb2.Rejection(
+            reason=RETRYABLE_REASON, message=_truncate(f"{type(e).__name__}: {e}", 4096),
+            retryable=True))
+    return FinishItem(key, token, result=step.result)
+
+
+def _record(client: Client, consumer: str, finish: list[FinishItem],
+            recorded: list[tuple[BatchOutcome, Lease, Step]]) -> None:
+    """One finish_batch for every outcome known; each answer into its
+    BatchOutcome as do() would have raised or returned it."""
     try:
         answers = client.finish_batch(consumer, finish)
     except DedupError as whole:
-        for out, (_, err) in zip(outcomes, results):
-            out.error = err or whole
+        for out, _, step in recorded:
+            out.error = step.terminal or step.release or whole
         return
-    for out, (_, err), ans in zip(outcomes, results, answers):
-        lost = beat.lost.get(out.key)
-        if err is None:
-            if ans.error is not None:
-                out.error = lost or ans.error
+    for (out, lease, step), ans in zip(recorded, answers):
+        if step.terminal is not None:
+            if ans.error is None and ans.value is not None:
+                rejected = Rejected(ans.value, replayed=False)
+                rejected.__cause__ = step.terminal
+                out.error = rejected
             else:
-                assert ans.value is not None
-                out.outcome = Outcome(ans.value.result, ans.value, replayed=False)
-        elif isinstance(err, Terminal) and ans.error is None and ans.value is not None:
-            rejected = Rejected(ans.value, replayed=False)
-            rejected.__cause__ = err
-            out.error = rejected
+                out.error = step.terminal
+        elif step.release is not None:
+            out.error = step.release  # fn's own error: the key was released (or its lease is gone)
+        elif ans.error is not None or ans.value is None:
+            out.error = lease.error or ans.error
         else:
-            out.error = err  # fn's own error: the key was released (or its lease is gone)
+            out.outcome = Outcome(ans.value.result, ans.value, replayed=False,
+                                  settled=step.settled)
 
 
 class _BatchHeartbeat:
     """Extends the leases of the keys still running every `every` seconds,
-    in one extend_lease_batch; a key whose lease is gone is dropped and its
-    error kept in lost."""
+    in one extend_lease_batch; a key whose lease is gone is dropped and
+    dedupd's answer kept in its Lease."""
 
-    def __init__(self, client: Client, consumer: str, leases: list[tuple[str, int]],
+    def __init__(self, client: Client, consumer: str, leases: list[tuple[str, Lease]],
                  lease_ttl: float, every: float) -> None:
-        self.lost: dict[str, DedupError] = {}
         self._running = dict(leases)
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -157,15 +187,18 @@ class _BatchHeartbeat:
                 running = list(self._running.items())
             if not running:
                 continue
+            sent = time.monotonic()
             try:
                 answers = client.extend_lease_batch(
-                    consumer, [ExtendItem(k, t, lease_ttl) for k, t in running])
+                    consumer, [ExtendItem(k, lease.token, lease_ttl) for k, lease in running])
             except DedupError:
                 continue  # transient: the next beat tries again within the lease
-            for (key, _), ans in zip(running, answers):
-                if isinstance(ans.error, (LeaseLost, AlreadyFinished, RecordNotFound)):
-                    self.lost[key] = ans.error
+            for (key, lease), ans in zip(running, answers):
+                if isinstance(ans.error, LEASE_GONE):
+                    lease._lose(ans.error)
                     self.finished(key)
+                elif ans.error is None and ans.value is not None:
+                    lease._extended(sent + lease_span(ans.value, lease_ttl))
 
     def stop(self) -> None:
         self._stopped.set()

@@ -2,35 +2,57 @@
 
     import dedupd
     res = dedupd.do_in_order(client, "orders", "order-42", event.seq,
-                             lambda token: apply_status(event, token))
+                             lambda token: apply_status(event, token),
+                             settle=lambda token: status_applied(event))
     if res.duplicate: ...            # processed before: skip
 
 A gap (an earlier event not processed yet) raises SequenceGap, whose
 .expected is the sequence the stream wants next: hold the event back or let
-it be redelivered. fn raising Terminal rejects the event as poison (the
-stream moves past it) and raises Rejected; any other exception releases the
-claim and propagates.
+it be redelivered. Once acquired, settle runs first, on every acquisition: a
+stream keeps no attempt count per event, and a released sequence looks like
+a fresh one, so any acquisition may follow a holder that did the effect.
+settle returns True when the event's effect happened (the sequence is
+completed and fn does not run) and False or None when not. The outcome is
+recorded as dedupd.attempt describes: fn (or settle) raising Terminal
+rejects the event as poison (the stream moves past it) and raises
+StreamRejected; any other Exception from fn releases the claim and
+propagates; a settle failure or a process-ending BaseException records
+nothing (the claim stays PENDING until its lease runs out) and propagates.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import random
+import secrets
 import time
-from typing import Callable
+from typing import Optional
 
+from ._callbacks import StreamCall
+from ._durations import seconds
 from ._proto.dedup.v1 import stream_pb2
+from .attempt import run_attempt
 from .client import Client
-from .do import Terminal
+from .do import _truncate
 from .errors import DedupError, InProgressTimeout
+from .lease import Lease, lease_span
+
+# fn(fencing_token[, stream=][, lease=]): apply the event (what it returns
+# is ignored: a stream stores no result).
+StreamWork = StreamCall[object]
+
+# settle(fencing_token[, stream=][, lease=]): did the event's effect happen?
+StreamSettle = StreamCall[Optional[bool]]
 
 
 @dataclasses.dataclass
 class InOrderResult:
     """duplicate is True when the event was at or below the mark and fn did
-    not run; stream is the stream afterwards."""
+    not run; settled is True when settle found its effect and fn did not
+    run; stream is the stream afterwards."""
     duplicate: bool
     stream: stream_pb2.Stream
+    settled: bool = False
 
 
 class StreamRejected(DedupError):
@@ -38,40 +60,51 @@ class StreamRejected(DedupError):
     past. stream is the stream afterwards; cause the Terminal."""
 
 
-def do_in_order(client: Client, consumer: str, stream: str, sequence: int,
-                fn: Callable[[int], None], *, lease_ttl: float = 30.0, owner: str = "",
+def do_in_order(client: Client, consumer: str, stream: str, sequence: int, fn: StreamWork, *,
+                lease_ttl: float = 30.0, owner: str = "",
                 mode: "stream_pb2.StreamMode.ValueType" = stream_pb2.STREAM_MODE_UNSPECIFIED,
-                digest: bytes = b"", max_wait: float = 30.0) -> InOrderResult:
-    """Claims sequence, runs fn(fencing_token), completes; see the module
-    doc. Choose lease_ttl longer than fn takes: it is not extended."""
+                digest: bytes = b"", max_wait: float = 30.0,
+                settle: Optional[StreamSettle] = None) -> InOrderResult:
+    """Claims sequence, runs settle then fn(fencing_token), records the
+    outcome; see the module doc. fn and settle also get stream= (the Stream
+    at the claim) and lease= (a dedupd.Lease) when they declare them.
+    Choose lease_ttl longer than fn takes: it is not extended."""
     deadline = time.monotonic() + max_wait
     backoff = 0.05
+    # A unique owner recognises our own claim whose ACQUIRED reply was lost
+    # and retried into IN_PROGRESS, as do() does.
+    owner = f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
     while True:
+        sent = time.monotonic()
         resp = client.claim_stream(consumer, stream, sequence, lease_ttl=lease_ttl, owner=owner,
                                    mode=mode, digest=digest)
         if resp.outcome == stream_pb2.STREAM_OUTCOME_DUPLICATE:
             return InOrderResult(duplicate=True, stream=resp.stream)
         if resp.outcome == stream_pb2.STREAM_OUTCOME_ACQUIRED:
+            lease = Lease(resp.fencing_token, sent + lease_span(resp.stream, lease_ttl))
             break
-        wait = min(backoff * random.uniform(0.5, 1.0),
-                   resp.retry_after.seconds + resp.retry_after.nanos / 1e9)
+        if resp.stream.owner == owner and resp.stream.in_flight == sequence:
+            lease = Lease(resp.stream.fencing_token, sent + seconds(resp.retry_after))
+            break
+        wait = min(backoff * random.uniform(0.5, 1.0), seconds(resp.retry_after))
         if time.monotonic() + wait > deadline:
             raise InProgressTimeout(f"stream {stream!r} still in progress after {max_wait}s",
                                     stream=resp.stream)
         time.sleep(wait)
         backoff = min(2 * backoff, 2.0)
-    token = resp.fencing_token
-    try:
-        fn(token)
-    except Terminal as t:
+    token = lease.token
+    step = run_attempt(fn, settle, (token,), {"stream": resp.stream, "lease": lease},
+                       retaken=True, is_found=bool)
+    if step.pending is not None:
+        raise step.pending  # unknown outcome: nothing recorded, the claim stays PENDING
+    if step.terminal is not None:
+        t = step.terminal
         st = client.reject_stream(consumer, stream, sequence, token, reason=t.reason,
                                   message=t.message, detail=t.detail)
         raise StreamRejected(f"rejected: {t.reason}: {t.message}", reason="REJECTED",
                              stream=st) from t
-    except BaseException:
+    if step.release is not None:
         client.release_stream(consumer, stream, sequence, token)
-        raise
-    return InOrderResult(duplicate=False,
+        raise step.release
+    return InOrderResult(duplicate=False, settled=step.settled,
                          stream=client.complete_stream(consumer, stream, sequence, token))
-
-

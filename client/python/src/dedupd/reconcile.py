@@ -11,16 +11,27 @@ decide(record, token) what happened, and records the answer:
     Reject(reason, message, detail)     refuse the key for good
     Release(reason, message)            the effect did not happen; let the
                                         next delivery run it again
+
+Or pass settle=, the same function do() takes: settle(token, attempt) (plus
+record= and lease= when it declares them) returning the effect's result
+completes the key, None releases it, raising Terminal rejects it, and
+raising anything else leaves the claim PENDING (nobody knows yet: it is
+listed again once this takeover's lease runs out) and propagates.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Callable, Optional, Union
 
+from ._callbacks import call
 from ._proto.dedup.v1 import dedup_pb2
+from .attempt import Terminal, to_bytes
 from .client import Client
+from .do import Settle
 from .errors import DedupError
+from .lease import Lease, lease_span
 
 
 @dataclasses.dataclass
@@ -59,30 +70,56 @@ class Settled:
 Decide = Callable[[dedup_pb2.Record, int], Decision]
 
 
-def reconcile(client: Client, consumer: str, decide: Decide, *, lease_ttl: float = 30.0,
+def reconcile(client: Client, consumer: str, decide: Optional[Decide] = None, *,
+              settle: Optional[Settle] = None, lease_ttl: float = 30.0,
               owner: str = "reconciler", page_size: int = 100) -> list[Settled]:
     """Settles every expired PENDING claim of consumer; returns [Settled].
+    Give decide or settle (see the module doc), not both.
 
     If decide raises, the claim taken for it is released (so it stays up for
-    the next reconciliation or redelivery) and the exception propagates.
+    the next reconciliation or redelivery) and the exception propagates. If
+    settle raises (but Terminal), the claim is left PENDING and the
+    exception propagates.
     """
+    if (decide is None) == (settle is None):
+        raise ValueError("reconcile needs decide or settle, not both")
     settled: list[Settled] = []
     for expired in client.iter_records(consumer, lease_expired=True, page_size=page_size):
+        sent = time.monotonic()
         claim = client.claim(consumer, expired.key, digest=expired.digest,
                              lease_ttl=lease_ttl, owner=owner)
         if claim.outcome != dedup_pb2.OUTCOME_ACQUIRED:
             settled.append(Settled(expired.key, None, claim.record))
             continue
-        settled.append(_settle(client, consumer, claim, decide))
+        if settle is not None:
+            lease = Lease(claim.fencing_token, sent + lease_span(claim.record, lease_ttl))
+            settled.append(_settle(client, consumer, claim, _deciding(settle, lease),
+                                   leave_pending=True))
+        else:
+            assert decide is not None
+            settled.append(_settle(client, consumer, claim, decide, leave_pending=False))
     return settled
 
 
+def _deciding(settle: Settle, lease: Lease) -> Decide:
+    """decide for settle: its answer as a Decision."""
+    def decide(record: dedup_pb2.Record, token: int) -> Decision:
+        try:
+            found = call(settle, (token, record.attempts), {"record": record, "lease": lease})
+        except Terminal as t:
+            return Reject(t.reason, t.message, t.detail)
+        return Release() if found is None else Complete(to_bytes(found))
+    return decide
+
+
 def _settle(client: Client, consumer: str, claim: dedup_pb2.ClaimResponse,
-            decide: Decide) -> Settled:
+            decide: Decide, leave_pending: bool) -> Settled:
     key, token = claim.record.key, claim.fencing_token
     try:
         decision = decide(claim.record, token)
     except BaseException:
+        if leave_pending:
+            raise  # unknown outcome: the claim is listed again after its lease
         try:
             client.reject(consumer, key, token, reason="RECONCILE_FAILED", retryable=True)
         except DedupError:

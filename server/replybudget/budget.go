@@ -1,0 +1,173 @@
+// Package replybudget bounds the bytes of replies that the server has
+// encoded and its transport has not yet written to the network: one
+// server-wide budget, whatever the mix of calls.
+//
+// grpc-go keeps an encoded reply until the client's flow-control window
+// lets it out, long after the handler has returned, so counting calls in
+// flight bounds none of it. A reply takes its size from the budget after
+// its handler returns and before it is encoded; a reply that does not fit
+// waits briefly for room, then fails RESOURCE_EXHAUSTED (OVERLOADED). The
+// bytes go back when the transport lets go of the encoded buffer: written
+// out, dropped with a reset stream, or dropped with a closed connection
+// (grpc-go frees the buffer in the first two cases; the third is seen as
+// the connection's end, see StatsHandler).
+package replybudget
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dedupd/dedupd/server/rpcerrors"
+)
+
+// MaxWait is how long a reply waits for room in the budget before it fails:
+// replies to callers that read drain within milliseconds, and a caller that
+// never reads does not make others wait longer than this.
+const MaxWait = 500 * time.Millisecond
+
+// minCharge is what the smallest reply takes: the buffer grpc-go's pool
+// hands out for it (mem's pooling threshold), and which stays with the
+// reply until it is written.
+const minCharge = 1 << 10
+
+// ConnectionShare is the fraction of the budget that the replies of one
+// connection may hold (1/ConnectionShare): a caller that never reads fills
+// its own share, not the server's, and the callers that read keep getting
+// answers. A connection may always hold one reply, however large.
+const ConnectionShare = 16
+
+// Budget is a bound on reply bytes in flight.
+type Budget struct {
+	limit, perConn int64
+
+	mu      sync.Mutex
+	used    int64
+	changed chan struct{} // closed, and replaced, whenever bytes come back
+}
+
+// New returns a budget of limit bytes. A reply larger than limit is let
+// through only while nothing else is in flight, so that any reply the
+// server may send can be read by a caller that reads.
+func New(limit int64) *Budget {
+	return &Budget{limit: limit, perConn: limit / ConnectionShare, changed: make(chan struct{})}
+}
+
+// InUse is how many bytes replies hold now.
+func (b *Budget) InUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// take reserves n bytes for a reply on conn (nil: a connection not
+// known), waiting at most MaxWait (and never past ctx) for room.
+func (b *Budget) take(ctx context.Context, n int64, conn *connReplies) (*reservation, error) {
+	r := &reservation{budget: b, conn: conn}
+	if err := b.grow(ctx, r, n); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// grow adds n bytes to r, waiting as take does.
+func (b *Budget) grow(ctx context.Context, r *reservation, n int64) error {
+	var timer <-chan time.Time
+	for {
+		b.mu.Lock()
+		if b.fits(n, r) {
+			b.used += n
+			r.n += n
+			if r.conn != nil {
+				r.conn.held += n
+			}
+			b.mu.Unlock()
+			return nil
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		if timer == nil {
+			t := time.NewTimer(MaxWait)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-changed:
+		case <-timer:
+			return b.refusal(r.n + n)
+		case <-ctx.Done():
+			return b.refusal(r.n + n)
+		}
+	}
+}
+
+// force adds n bytes to r without waiting, over the budget if need be: the
+// reply of a call that may already have written (see Plan).
+func (b *Budget) force(r *reservation, n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used += n
+	r.n += n
+	if r.conn != nil {
+		r.conn.held += n
+	}
+}
+
+// fits reports whether n more bytes for r fit the budget and r's
+// connection's share of it, which they always do when r's reply is the
+// only one held (there, or in the whole budget); b.mu is held.
+func (b *Budget) fits(n int64, r *reservation) bool {
+	if c := r.conn; c != nil && c.held > r.n && c.held+n > b.perConn {
+		return false
+	}
+	return b.used == r.n || b.used+n <= b.limit
+}
+
+// shrink gives back n of r's bytes.
+func (b *Budget) shrink(r *reservation, n int64) {
+	b.mu.Lock()
+	r.n -= n
+	b.mu.Unlock()
+	b.give(n, r.conn)
+}
+
+func (b *Budget) refusal(n int64) error {
+	return fmt.Errorf("%w: a reply of %d bytes does not fit beside the replies not yet read by their callers (--max-reply-bytes-in-flight %d, at most %d on one connection)",
+		rpcerrors.ErrOverloaded, n, b.limit, b.perConn)
+}
+
+func (b *Budget) give(n int64, conn *connReplies) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	if conn != nil {
+		conn.held -= n
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// reservation is one reply's share of a budget, given back once.
+type reservation struct {
+	budget *Budget
+	n      int64 // Budget.mu guards it
+	once   sync.Once
+	conn   *connReplies // the connection whose end gives it back, if known
+	key    any          // the reply, while it waits in pending to be encoded
+}
+
+func (r *reservation) release() {
+	r.once.Do(func() {
+		r.budget.mu.Lock()
+		n := r.n
+		r.budget.mu.Unlock()
+		r.budget.give(n, r.conn)
+		if r.key != nil { // never encoded: its call ended first
+			pending.CompareAndDelete(r.key, r)
+		}
+		if r.conn != nil {
+			r.conn.forget(r)
+		}
+	})
+}

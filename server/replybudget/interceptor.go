@@ -1,0 +1,78 @@
+package replybudget
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dedupd/dedupd/server/rpcerrors"
+)
+
+// Floor is the least every call takes from the budget before its handler
+// runs, and keeps for its reply: most replies are no larger, so most calls
+// are refused, when there is no room, before they change anything.
+const Floor = 64 << 10
+
+// Plan is what one method's calls take from the budget.
+type Plan struct {
+	// UpFront is reserved before the handler runs (Floor when less): where
+	// there is no room for it, the call is refused before it changes
+	// anything.
+	UpFront int64
+	// ReadOnly marks calls that change nothing: a reply larger than UpFront
+	// may still be refused once it is built. Any other call may have
+	// written by then, and a failed call must change nothing, so its reply
+	// is never refused after its handler ran: what it takes past UpFront
+	// goes over the budget (docs/operations.md states that bound).
+	ReadOnly bool
+}
+
+// Planner gives the plan of a method (its full gRPC name).
+type Planner func(fullMethod string) Plan
+
+// UnaryServerInterceptor makes every reply take its bytes from b before it
+// is encoded: the plan's UpFront before the handler runs, the rest after.
+// A call that finds no room within MaxWait fails RESOURCE_EXHAUSTED,
+// reason OVERLOADED. Install it after the in-flight bound, so that a call
+// waits for room inside its in-flight slot, and with StatsHandler on the
+// server.
+func (b *Budget) UnaryServerInterceptor(plan Planner) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		p := plan(info.FullMethod)
+		upFront := max(p.UpFront, Floor)
+		conn := connOf(ctx)
+		r, err := b.take(ctx, upFront, conn)
+		if err != nil {
+			return nil, rpcerrors.Status(err, "", "").Err()
+		}
+		resp, err := handler(ctx, req)
+		m, ok := resp.(proto.Message)
+		if err != nil || !ok {
+			r.release()
+			return resp, err
+		}
+		switch n := int64(max(proto.Size(m), minCharge)); {
+		case n <= upFront:
+			b.shrink(r, upFront-n)
+		case !p.ReadOnly:
+			b.force(r, n-upFront)
+		default:
+			if err := b.grow(ctx, r, n-upFront); err != nil {
+				r.release()
+				return nil, rpcerrors.Status(err, "", "").Err()
+			}
+		}
+		if _, taken := pending.LoadOrStore(resp, r); taken {
+			// The same message answers two calls at once (a shared
+			// constant reply): one reservation covers it.
+			r.release()
+			return resp, nil
+		}
+		r.key = resp
+		if conn != nil {
+			conn.add(r)
+		}
+		return resp, nil
+	}
+}
