@@ -22,48 +22,57 @@ import (
 // with and without a token, come back in no answer and no log line beyond
 // a few hundred bytes. The bounds are the documented ones: clip.MaxEchoed per
 // echoed value on the wire, 128 bytes per logged value.
+//
+// Each case has a server of its own and runs in parallel with the others:
+// sending 16 MB is mostly waiting on HTTP/2 flow control (window updates),
+// which on a busy machine took 15-20 s a case one after the other.
 func TestHugeValuesAreNotEchoed(t *testing.T) {
-	logs := &dedupdproc.LogBuffer{}
-	cfg := testConfig()
-	cfg.AuthTokens = standardAuthFile(t)
-	srv := startGuardedWithLog(t, cfg, nil, slog.New(slog.NewJSONHandler(logs, nil)))
-	conn := srv.dial(t, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(32<<20)),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	dedup, admin := dedupv1.NewDedupServiceClient(conn), dedupv1.NewAdminServiceClient(conn)
 	huge := strings.Repeat("Q", 16<<20)
 	longKey := strings.Repeat("K", 10<<10)
 
+	type clients struct {
+		dedup dedupv1.DedupServiceClient
+		admin dedupv1.AdminServiceClient
+	}
 	cases := []struct {
 		name  string
 		token string
-		call  func(token string) error
+		call  func(c clients, token string) error
 		code  codes.Code
 	}{
-		{"uncovered huge consumer", inventoryToken, func(tok string) error {
-			_, err := dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: huge, Key: "k"})
+		{"uncovered huge consumer", inventoryToken, func(c clients, tok string) error {
+			_, err := c.dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: huge, Key: "k"})
 			return err
 		}, codes.InvalidArgument},
-		{"huge consumer without a token", "", func(tok string) error {
-			_, err := dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: huge, Key: "k"})
+		{"huge consumer without a token", "", func(c clients, tok string) error {
+			_, err := c.dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: huge, Key: "k"})
 			return err
 		}, codes.Unauthenticated},
-		{"huge consumer on AdminService without admin", allToken, func(tok string) error {
-			_, err := admin.GetPolicy(withToken(tok), &dedupv1.GetPolicyRequest{Consumer: huge})
+		{"huge consumer on AdminService without admin", allToken, func(c clients, tok string) error {
+			_, err := c.admin.GetPolicy(withToken(tok), &dedupv1.GetPolicyRequest{Consumer: huge})
 			return err
 		}, codes.PermissionDenied},
-		{"huge consumer covered by *", allToken, func(tok string) error {
-			_, err := dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: huge, Key: "k"})
+		{"huge consumer covered by *", allToken, func(c clients, tok string) error {
+			_, err := c.dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: huge, Key: "k"})
 			return err
 		}, codes.InvalidArgument},
-		{"10 KiB key", inventoryToken, func(tok string) error {
-			_, err := dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: "inventory", Key: longKey})
+		{"10 KiB key", inventoryToken, func(c clients, tok string) error {
+			_, err := c.dedup.Lookup(withToken(tok), &dedupv1.LookupRequest{Consumer: "inventory", Key: longKey})
 			return err
 		}, codes.InvalidArgument},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			logs := &dedupdproc.LogBuffer{}
+			cfg := testConfig()
+			cfg.AuthTokens = standardAuthFile(t)
+			srv := startGuardedWithLog(t, cfg, nil, slog.New(slog.NewJSONHandler(logs, nil)))
+			conn := srv.dial(t, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(32<<20)),
+				grpc.WithTransportCredentials(insecure.NewCredentials()))
+			c := clients{dedupv1.NewDedupServiceClient(conn), dedupv1.NewAdminServiceClient(conn)}
 			before := len(logs.String())
-			st := status.Convert(tc.call(tc.token))
+			st := status.Convert(tc.call(c, tc.token))
 			if st.Code() != tc.code {
 				t.Fatalf("code = %v (%.200s), want %v", st.Code(), st.Message(), tc.code)
 			}

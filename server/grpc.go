@@ -45,6 +45,13 @@ const (
 	DefaultMaxReplyBytesInFlight = 256 << 20
 )
 
+// DefaultMaxWaiting is --max-waiting: how many calls may be between their
+// arrival and the in-flight bound, whose refusal is then immediate. Enough
+// that a burst of the callers the default 64 stream workers serve is read
+// and answered by the bound itself, with a reason in its message; past it,
+// refusals cost the server only a header frame.
+const DefaultMaxWaiting = 64
+
 // guards are what stands between a caller and a handler; nil fields are off.
 type guards struct {
 	auth     *auth.Authorizer
@@ -87,8 +94,18 @@ var notHealth = selector.MatchFunc(func(_ context.Context, c interceptors.CallMe
 // stay open for as long as a tool is connected, so they must not take the
 // in-flight slots that bound real work.
 var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
-	return c.Service != healthpb.Health_ServiceDesc.ServiceName && !strings.HasPrefix(c.Service, "grpc.reflection.")
+	return !diagnostic(c.Service)
 })
+
+func diagnostic(service string) bool {
+	return service == healthpb.Health_ServiceDesc.ServiceName || strings.HasPrefix(service, "grpc.reflection.")
+}
+
+// diagnosticMethod is diagnostic for a full method name, /service/method.
+func diagnosticMethod(fullMethod string) bool {
+	service, _, _ := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
+	return diagnostic(service)
+}
 
 // newGRPCServer builds the server with its interceptors, outermost first:
 //
@@ -98,7 +115,9 @@ var notDiagnostic = selector.MatchFunc(func(_ context.Context, c interceptors.Ca
 //  3. the access log: failed calls (rate-limited per method and code), slow
 //     calls, or every call when asked;
 //  4. the in-flight bound (not for health or reflection), cheapest refusal
-//     first;
+//     first; a call past the calls in flight and those waiting is refused
+//     earlier still, as its stream opens (InTapHandle), before any of
+//     these run;
 //  5. the reply budget (not for health or reflection): a reply takes its
 //     bytes before it is encoded, and waits for them inside its call's
 //     in-flight slot;
@@ -146,7 +165,7 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 	unary = append(unary, recovery.UnaryServerInterceptor(recoverWith))
 	stream = append(stream, recovery.StreamServerInterceptor(recoverWith))
 
-	opts := []grpc.ServerOption{
+	opts := append(connectionOptions(cfg),
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(maxMessageBytes(cfg)),
 		// A reply is held whole until the client reads it, so every reply
@@ -156,6 +175,9 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 		grpc.MaxConcurrentStreams(uint32(cmp.Or(cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams))),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
+	)
+	if g.inflight != nil {
+		opts = append(opts, grpc.InTapHandle(g.inflight.Tap(diagnosticMethod)))
 	}
 	if g.creds != nil {
 		opts = append(opts, grpc.Creds(g.creds))

@@ -28,7 +28,7 @@ import (
 // The function it returns reloads the files (SIGHUP); a file that fails to
 // load leaves the one in force.
 func newGuards(cfg Config, m *metrics.Metrics, log *slog.Logger) (guards, func() error, error) {
-	g := guards{metrics: m, inflight: throttle.NewInFlight(cfg.MaxInFlight),
+	g := guards{metrics: m, inflight: throttle.NewInFlight(cfg.MaxInFlight, cfg.MaxWaiting, m.Shed),
 		replies: replybudget.New(int64(cmp.Or(cfg.MaxReplyBytesInFlight, DefaultMaxReplyBytesInFlight)))}
 	var reloads []func() error
 	if cfg.AuthTokens != "" {

@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/replybudget"
 )
@@ -14,6 +15,8 @@ import (
 //     refuses them before they claim or finish anything;
 //   - the calls that only read (Lookup*, List*, Get*, Stats) may be
 //     refused once their reply is built, since they changed nothing;
+//   - a Claim that answered with the stored outcome wrote nothing, and its
+//     reply (a replay of a large result) may be refused as a read's;
 //   - every other call may have written by the time its reply exists, so
 //     it is never refused after its handler ran; its reply is Floor or
 //     less except when it echoes a stored result, and whatever it takes
@@ -25,8 +28,18 @@ func replyPlan(fullMethod string) replybudget.Plan {
 		return replybudget.Plan{UpFront: api.MaxReplyBytes}
 	case readOnlyMethod(method):
 		return replybudget.Plan{ReadOnly: true}
+	case method == "Claim":
+		return replybudget.Plan{Unchanged: claimReplayed}
 	}
 	return replybudget.Plan{}
+}
+
+// claimReplayed reports a Claim that acquired nothing: it answered with the
+// stored outcome (the large replies of Claim) or IN_PROGRESS, and wrote
+// nothing.
+func claimReplayed(reply any) bool {
+	c, ok := reply.(*dedupv1.ClaimResponse)
+	return ok && c.GetOutcome() != dedupv1.Outcome_OUTCOME_ACQUIRED
 }
 
 // readOnlyMethod reports the dedup.v1 methods that change nothing stored.

@@ -17,7 +17,7 @@ func TestReplyPlanOfEveryMethod(t *testing.T) {
 	want := map[string]string{
 		"SetPolicy": write, "GetPolicy": read, "ListPolicies": read, "DeletePolicy": write,
 		"DeleteRecord": write, "Stats": read,
-		"Claim": write, "Complete": write, "Reject": write, "Lookup": read, "ExtendLease": write,
+		"Claim": "claim", "Complete": write, "Reject": write, "Lookup": read, "ExtendLease": write,
 		"ListRecords": read, "ClaimBatch": batch, "FinishBatch": batch, "ExtendLeaseBatch": batch, "LookupBatch": read,
 		"ClaimStream": write, "CompleteStream": write, "RejectStream": write, "ReleaseStream": write,
 		"ExtendStreamLease": write, "GetStream": read, "ListStreams": read, "ResetStream": write,
@@ -38,12 +38,30 @@ func TestReplyPlanOfEveryMethod(t *testing.T) {
 				got = read
 			case !p.ReadOnly && p.UpFront == api.MaxReplyBytes:
 				got = batch
+			case m.MethodName == "Claim" && p.Unchanged != nil:
+				got = "claim"
 			case p.ReadOnly || p.UpFront != 0:
 				got = "unexpected"
 			}
 			if got != kind {
 				t.Errorf("%s/%s is planned as %s (%+v), want %s", desc.ServiceName, m.MethodName, got, p, kind)
 			}
+		}
+	}
+}
+
+// TestClaimReplayIsUnchanged: a Claim's reply may be refused after it ran
+// only when the claim acquired nothing.
+func TestClaimReplayIsUnchanged(t *testing.T) {
+	unchanged := replyPlan("/dedup.v1.DedupService/Claim").Unchanged
+	for outcome, want := range map[dedupv1.Outcome]bool{
+		dedupv1.Outcome_OUTCOME_ACQUIRED:    false,
+		dedupv1.Outcome_OUTCOME_IN_PROGRESS: true,
+		dedupv1.Outcome_OUTCOME_COMPLETED:   true,
+		dedupv1.Outcome_OUTCOME_REJECTED:    true,
+	} {
+		if got := unchanged(&dedupv1.ClaimResponse{Outcome: outcome}); got != want {
+			t.Errorf("a Claim answering %v: unchanged %v, want %v", outcome, got, want)
 		}
 	}
 }

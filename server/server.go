@@ -4,7 +4,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -92,8 +90,12 @@ type Config struct {
 	// limit), RateBurst how many at once (0: ceil(RateLimit)).
 	RateLimit float64
 	RateBurst int
-	// MaxInFlight bounds the calls running at once.
+	// MaxInFlight bounds the calls running at once, MaxWaiting the calls
+	// arrived behind them; a call past both is refused OVERLOADED as its
+	// stream opens (throttle.InFlight). Zero lets none wait: a call past
+	// MaxInFlight is refused as it arrives.
 	MaxInFlight int
+	MaxWaiting  int
 	// MaxConnections bounds the client connections open at once; one more
 	// waits to be accepted until one closes. MaxConcurrentStreams bounds
 	// the calls open at once on one connection; a client queues more.
@@ -106,6 +108,15 @@ type Config struct {
 	// (server/replybudget); a reply that finds no room within a moment
 	// fails RESOURCE_EXHAUSTED (OVERLOADED). Zero takes the default.
 	MaxReplyBytesInFlight int
+	// MaxConnectionsPerPeer is the share of MaxConnections one address
+	// (one IPv6 /64) may hold; one more is closed at once. At or above
+	// MaxConnections it is off. HandshakeTimeout bounds how long a new
+	// connection may take to send the HTTP/2 preface and SETTINGS (after
+	// TLS), MaxConnectionIdle how long one may stay open with no call.
+	// Zero takes the default (docs/operations.md, "Connections").
+	MaxConnectionsPerPeer int
+	HandshakeTimeout      time.Duration
+	MaxConnectionIdle     time.Duration
 	// LogAllCalls logs every call, as a DEBUG logger does; otherwise only
 	// failed calls (rate-limited) and calls slower than LogSlowCalls are
 	// (0: none for being slow).
@@ -152,8 +163,12 @@ func (c Config) Validate() error {
 			"--max-message-bytes must be at least --max-result-bytes + 65536"},
 		{c.RateLimit >= 0 && c.RateBurst >= 0, "--rate-limit and --rate-burst must not be negative"},
 		{c.MaxInFlight > 0, "--max-inflight must be positive"},
+		{c.MaxWaiting >= 0, "--max-waiting must not be negative"},
 		{c.MaxConnections >= 0, "--max-connections must be positive"},
 		{c.MaxReplyBytesInFlight >= 0, "--max-reply-bytes-in-flight must be positive"},
+		{c.MaxConnectionsPerPeer >= 0, "--max-connections-per-peer must be positive"},
+		{c.HandshakeTimeout >= 0, "--handshake-timeout must be positive"},
+		{c.MaxConnectionIdle >= 0, "--max-connection-idle must be positive"},
 		{c.MaxConcurrentStreams >= 0 && c.MaxConcurrentStreams <= math.MaxUint32, "--max-concurrent-streams must be positive"},
 		{c.Limits.MaxPageBytes >= 0 && c.Limits.MaxPageBytes <= api.PageBytesCeiling,
 			fmt.Sprintf("--max-page-bytes must be positive and at most %d, so that a client left at its defaults accepts every page", api.PageBytesCeiling)},
@@ -193,18 +208,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	st := withReplayCache(backend, cfg)
 	defer st.Close() // closes backend too
-	observed := m.ObserveStore(st)
+	healthSrv := newHealthService()
+	watcher := newHealthWatcher(healthSrv.Server, healthServices, cfg, m, log)
+	observed := m.ObserveStoreOutcomes(st, watcher.observe)
 	if cfg.TracerProvider != nil {
 		observed = storetrace.Store(observed, cfg.TracerProvider)
 	}
+	watcher.st = observed
 
 	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	lis = netutil.LimitListener(lis, cmp.Or(cfg.MaxConnections, DefaultMaxConnections))
-	healthSrv := newHealthService()
-	setHealth(healthSrv.Server, false) // until the first ping answers
+	lis = limitConnections(lis, cfg, m, log)
 	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
 	if err != nil {
@@ -215,7 +231,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// The first ping decides the status the server starts with; a store
 	// that does not answer yet leaves it NOT_SERVING until it does.
-	watcher := &healthWatcher{st: observed, hs: healthSrv.Server, interval: cfg.HealthInterval, m: m, log: log}
 	watcher.check(ctx)
 
 	// The background work outlives ctx until the in-flight calls have

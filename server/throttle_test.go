@@ -1,9 +1,20 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"io"
+	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
 
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
@@ -176,5 +187,148 @@ func TestBatchTakesOneTokenPerItem(t *testing.T) {
 	resp, err = c.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: "inventory", Items: items[:1]})
 	if err != nil || reasonOf(status.FromProto(resp.GetResults()[0].GetError()).Err()) != rpcerrors.ReasonRateLimited {
 		t.Errorf("batch with no tokens left: %v, %v; want its item RATE_LIMITED", resp, err)
+	}
+}
+
+// openStuckCalls opens n Lookup calls on a raw HTTP/2 connection, each its
+// headers and no request: each waits for its request, as a slow or hostile
+// client's would. It returns the connection's framer, to read the answers.
+func openStuckCalls(t *testing.T, addr string, n int) (*http2.Framer, net.Conn) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for i := range n {
+		block.Reset()
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", addr},
+			{":path", "/dedup.v1.DedupService/Lookup"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+			if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: block.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fr, c
+}
+
+// readRefusals reads fr until n calls have been answered and returns their
+// statuses by stream.
+func readRefusals(t *testing.T, fr *http2.Framer, c net.Conn, n int) map[uint32]*status.Status {
+	t.Helper()
+	if err := c.SetReadDeadline(time.Now().Add(answerDeadline)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint32]*status.Status{}
+	for len(got) < n {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d of %d answers: %v", len(got), n, err)
+		}
+		h, ok := f.(*http2.MetaHeadersFrame)
+		if !ok {
+			continue
+		}
+		code, err := strconv.Atoi(h.PseudoValue("status")) // :status
+		if err != nil || code != 200 {
+			t.Fatalf("stream %d: HTTP status %q", h.StreamID, h.PseudoValue("status"))
+		}
+		var st spb.Status
+		if details := headerValue(h, "grpc-status-details-bin"); details != "" {
+			raw, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(details, "="))
+			if err != nil || proto.Unmarshal(raw, &st) != nil {
+				t.Fatalf("stream %d: undecodable status details %q", h.StreamID, details)
+			}
+		} else {
+			grpcCode, _ := strconv.Atoi(headerValue(h, "grpc-status"))
+			st.Code = int32(grpcCode)
+		}
+		got[h.StreamID] = status.FromProto(&st)
+	}
+	return got
+}
+
+func headerValue(h *http2.MetaHeadersFrame, name string) string {
+	for _, f := range h.RegularFields() {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+// TestCallsWaitingBehindTheBoundAreCounted: with the two in-flight slots
+// held and room for three calls waiting, ten calls that never send their
+// request are opened: three wait, and the other seven are refused
+// OVERLOADED at once, with their ErrorInfo, before their request is read;
+// a normal call is then refused OVERLOADED too. When the held calls
+// finish, calls run again. Without the count from arrival no call is
+// answered at all: all ten wait for their requests.
+func TestCallsWaitingBehindTheBoundAreCounted(t *testing.T) {
+	sq, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	st := &blockingStore{Store: sq, entered: make(chan struct{}, 2), release: make(chan struct{})}
+	cfg := testConfig()
+	cfg.MaxInFlight, cfg.MaxWaiting = 2, 3
+	srv := startGuarded(t, cfg, st)
+	c := dedupv1.NewDedupServiceClient(srv.dial(t))
+	ctx, cancel := context.WithTimeout(context.Background(), answerDeadline)
+	defer cancel()
+	lookup := func() error {
+		_, err := c.Lookup(ctx, &dedupv1.LookupRequest{Consumer: "c", Key: "k"})
+		return err
+	}
+	held := make(chan error, 2)
+	for range 2 {
+		go func() { held <- lookup() }()
+		<-st.entered
+	}
+
+	fr, raw := openStuckCalls(t, srv.addr, 10)
+	refused := readRefusals(t, fr, raw, 7)
+	for id, s := range refused {
+		if s.Code() != codes.ResourceExhausted || reasonOf(s.Err()) != rpcerrors.ReasonOverloaded {
+			t.Errorf("stream %d: %v, want RESOURCE_EXHAUSTED / OVERLOADED", id, s.Err())
+		}
+		if id <= 5 {
+			t.Errorf("stream %d, one of the first three, was refused: they fit in the waiting room", id)
+		}
+	}
+	if err := lookup(); status.Code(err) != codes.ResourceExhausted || reasonOf(err) != rpcerrors.ReasonOverloaded {
+		t.Fatalf("call with the slots held and three waiting: %v, want RESOURCE_EXHAUSTED / OVERLOADED", err)
+	}
+	if resp, err := healthpb.NewHealthClient(srv.dial(t)).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("health while overloaded: %v, %v; want an answer", resp, err)
+	}
+	raw.Close() // the three waiting calls end with their connection
+	close(st.release)
+	for range 2 {
+		if err := <-held; status.Code(err) != codes.NotFound {
+			t.Fatalf("held call: %v, want NOT_FOUND", err)
+		}
+	}
+	for err := lookup(); status.Code(err) != codes.NotFound; err = lookup() {
+		// The server may not have seen the raw connection close yet (the
+		// waiting calls still count); only OVERLOADED may say so.
+		if reasonOf(err) != rpcerrors.ReasonOverloaded {
+			t.Fatalf("after the held calls finished: %v, want NOT_FOUND", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -53,6 +53,7 @@ type Metrics struct {
 	storeErrors     *prometheus.CounterVec
 	serving         prometheus.Gauge
 	batchItems      *prometheus.HistogramVec
+	connRefused     prometheus.Counter
 
 	mu        sync.Mutex
 	consumers sync.Map // name -> *consumerSeries, for the labelled consumers
@@ -84,8 +85,9 @@ func New() *Metrics {
 	m.storeErrors = counterVec("dedupd_store_errors_total", "Store operations that failed, by operation and class (unavailable, deadline, canceled, internal). Refusals such as LEASE_LOST are not errors.", "op", "class")
 	m.serving = prometheus.NewGauge(prometheus.GaugeOpts{Name: "dedupd_serving", Help: "1 while the health status is SERVING (the store answers), else 0."})
 	m.batchItems = newBatchItems()
+	m.connRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "dedupd_connections_refused_total", Help: "Connections closed as soon as accepted because their address (IPv6: /64) held its share of --max-connections (--max-connections-per-peer)."})
 	m.Registry.MustRegister(m.batchItems, m.GRPC, m.claims, m.streamClaims, m.streamRefusals, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
-		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving,
+		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving, m.connRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.initializeSeries()
 	return m
@@ -230,6 +232,13 @@ func (m *Metrics) Handler() http.Handler {
 
 // Panic counts a handler panic.
 func (m *Metrics) Panic() { m.panics.Inc() }
+
+// ConnectionRefused counts a connection closed for its address's share.
+func (m *Metrics) ConnectionRefused() { m.connRefused.Inc() }
+
+// Shed counts a call refused OVERLOADED as it arrived, before the
+// interceptors that count the other refusals saw it.
+func (m *Metrics) Shed() { m.refused.WithLabelValues(rpcerrors.ReasonOverloaded).Inc() }
 
 // Serving records the health status.
 func (m *Metrics) Serving(ok bool) {

@@ -11,15 +11,25 @@ import (
 // dedupd_store_errors_total. The operators' calls pass through unobserved
 // (see storeadmin.go): their errors go back to the operator who made them.
 func (m *Metrics) ObserveStore(s store.Backend) store.Backend {
-	return &observedStore{inner: s, m: m}
+	return m.ObserveStoreOutcomes(s, nil)
+}
+
+// ObserveStoreOutcomes is ObserveStore that also tells onOutcome, when not
+// nil, of every observed operation's outcome (each batch item's included),
+// as the op label and the error (nil for a success): the health watcher
+// judges the store by its real writes. onOutcome runs on the caller's
+// goroutine, on every call, so it must be cheap.
+func (m *Metrics) ObserveStoreOutcomes(s store.Backend, onOutcome func(op string, err error)) store.Backend {
+	return &observedStore{inner: s, m: m, onOutcome: onOutcome}
 }
 
 // observedStore implements every method itself, without embedding the
 // wrapped store, so that a method added to store.Backend must be decided
 // here (observed or passed through) before the server compiles.
 type observedStore struct {
-	inner store.Backend
-	m     *Metrics
+	inner     store.Backend
+	m         *Metrics
+	onOutcome func(op string, err error)
 }
 
 var _ store.Backend = (*observedStore)(nil)
@@ -30,6 +40,9 @@ func (o *observedStore) observe(op string, err error) {
 	// Refusals the contract defines are answers, not failures.
 	if class, failed := store.Classify(err); failed {
 		o.m.storeErrors.WithLabelValues(op, class).Inc()
+	}
+	if o.onOutcome != nil {
+		o.onOutcome(op, err)
 	}
 }
 
@@ -75,25 +88,21 @@ func (o *observedStore) Ping(ctx context.Context) error {
 	return err
 }
 
-// ApplyBatch counts each failed item under its command's operation, as
-// the lone call would be counted.
+// ApplyBatch observes each item under its command's operation, as the
+// lone call would be observed.
 func (o *observedStore) ApplyBatch(ctx context.Context, p store.BatchParams) []store.ItemResult {
 	results := o.inner.ApplyBatch(ctx, p)
 	for i, r := range results {
-		if r.Err != nil {
-			o.observe(opOf(p.Commands[i]), r.Err)
-		}
+		o.observe(opOf(p.Commands[i]), r.Err)
 	}
 	return results
 }
 
-// LookupBatch counts each failed key as a lookup.
+// LookupBatch observes each key as a lookup.
 func (o *observedStore) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
 	results := o.inner.LookupBatch(ctx, p)
 	for _, r := range results {
-		if r.Err != nil {
-			o.observe("lookup", r.Err)
-		}
+		o.observe("lookup", r.Err)
 	}
 	return results
 }

@@ -26,6 +26,10 @@ type Plan struct {
 	// is never refused after its handler ran: what it takes past UpFront
 	// goes over the budget (docs/operations.md states that bound).
 	ReadOnly bool
+	// Unchanged, when set, tells from a reply that its call changed
+	// nothing after all (a Claim that answered with the stored outcome),
+	// so that the reply may be refused as a read's may.
+	Unchanged func(reply any) bool
 }
 
 // Planner gives the plan of a method (its full gRPC name).
@@ -55,7 +59,7 @@ func (b *Budget) UnaryServerInterceptor(plan Planner) grpc.UnaryServerIntercepto
 		switch n := int64(max(proto.Size(m), minCharge)); {
 		case n <= upFront:
 			b.shrink(r, upFront-n)
-		case !p.ReadOnly:
+		case !p.ReadOnly && (p.Unchanged == nil || !p.Unchanged(resp)):
 			b.force(r, n-upFront)
 		default:
 			if err := b.grow(ctx, r, n-upFront); err != nil {

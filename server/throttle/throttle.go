@@ -1,7 +1,8 @@
 // Package throttle keeps dedupd's latency bounded when callers ask for more
 // than it can give: a token bucket per consumer (so one consumer cannot
-// starve the others) and a bound on the calls in flight (so a burst is
-// refused at once instead of queueing behind the store).
+// starve the others) and a bound on the calls in flight and on those waiting
+// to run (so a burst is refused at once instead of queueing behind the
+// store).
 package throttle
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/tap"
 
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/rpcerrors"
@@ -153,14 +155,78 @@ func UnaryServerInterceptor(p *PerConsumer) grpc.UnaryServerInterceptor {
 	}
 }
 
-// InFlight bounds the calls running at once.
+// InFlight bounds the calls running at once (max), and the calls that
+// have arrived but are not running yet (waiting): their request not read
+// yet, or read and on its way through the interceptors to the bound.
+//
+// A call is counted from its arrival, when its HTTP/2 stream opens (Tap),
+// until its stream ends. One that would make more than max + waiting
+// arrived is refused right there, before the server reads its request or
+// starts a goroutine for it: a refusal costs the connection's reader a
+// header frame, whatever else the server is doing. A call within the
+// bound runs when it reaches the interceptor and a slot is free, and is
+// refused there, without waiting, when none is. So the most calls in line
+// ahead of a refusal is waiting, a count, not a time.
 type InFlight struct {
-	max     int64
-	running atomic.Int64
+	max, waiting int64
+	running      atomic.Int64
+	arrived      atomic.Int64
+	onShed       func() // counts a refusal at arrival
 }
 
-// NewInFlight allows up to maxCalls calls at once.
-func NewInFlight(maxCalls int) *InFlight { return &InFlight{max: int64(maxCalls)} }
+// NewInFlight allows up to maxCalls calls at once, and maxWaiting more
+// arrived behind them. onShed, when not nil, is told of every call refused
+// at arrival (those refused at the interceptor are seen by the
+// interceptors outside it).
+func NewInFlight(maxCalls, maxWaiting int, onShed func()) *InFlight {
+	return &InFlight{max: int64(maxCalls), waiting: int64(maxWaiting), onShed: onShed}
+}
+
+// Tap counts a call from its arrival (grpc.InTapHandle) and refuses it with
+// RESOURCE_EXHAUSTED / OVERLOADED when max + waiting calls have arrived and
+// not ended. Methods exempt says are not counted (health checks). The count
+// goes down when the in-flight interceptor is done with the call, before
+// its answer is written, or else when its stream ends, however it ends
+// (unknown method, a request that does not decode): grpc-go cancels the
+// context of every stream then.
+func (f *InFlight) Tap(exempt func(method string) bool) tap.ServerInHandle {
+	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
+		if exempt(info.FullMethodName) {
+			return ctx, nil
+		}
+		if f.arrived.Add(1) > f.max+f.waiting {
+			f.arrived.Add(-1)
+			if f.onShed != nil {
+				f.onShed()
+			}
+			return nil, f.overloaded("", "refused on arrival")
+		}
+		t := &arrival{f: f}
+		context.AfterFunc(ctx, t.end)
+		return context.WithValue(ctx, arrivalKey{}, t), nil
+	}
+}
+
+// arrival is one call counted by Tap; end uncounts it, once.
+type arrival struct {
+	f     *InFlight
+	ended atomic.Bool
+}
+
+func (a *arrival) end() {
+	if a.ended.CompareAndSwap(false, true) {
+		a.f.arrived.Add(-1)
+	}
+}
+
+type arrivalKey struct{}
+
+// endArrival uncounts the call of ctx, if Tap counted it.
+func endArrival(ctx context.Context) {
+	if a, ok := ctx.Value(arrivalKey{}).(*arrival); ok {
+		a.end()
+	}
+}
 
 // acquire takes a slot, or reports that none is free.
 func (f *InFlight) acquire() bool {
@@ -178,7 +244,13 @@ func (f *InFlight) Running() int64 { return f.running.Load() }
 
 func (f *InFlight) refusal(ctx context.Context) error {
 	name, _ := consumer.FromContext(ctx)
-	err := fmt.Errorf("%d calls in flight, the most this server takes: %w", f.max, rpcerrors.ErrOverloaded)
+	return f.overloaded(name, "no slot free")
+}
+
+// overloaded is the refusal of a call; where says which bound refused it.
+func (f *InFlight) overloaded(name, where string) error {
+	err := fmt.Errorf("%d calls in flight and %d waiting, the most this server takes (%s): %w",
+		f.max, f.waiting, where, rpcerrors.ErrOverloaded)
 	return rpcerrors.Status(err, name, "").Err()
 }
 
@@ -186,6 +258,7 @@ func (f *InFlight) refusal(ctx context.Context) error {
 // when maxCalls calls are already running.
 func (f *InFlight) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		defer endArrival(ctx)
 		if !f.acquire() {
 			return nil, f.refusal(ctx)
 		}
@@ -197,6 +270,7 @@ func (f *InFlight) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 // StreamServerInterceptor is the same bound for streaming calls.
 func (f *InFlight) StreamServerInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		defer endArrival(ss.Context())
 		if !f.acquire() {
 			return f.refusal(ss.Context())
 		}

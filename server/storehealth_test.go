@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/rpcerrors"
+	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/sqlitestore"
+)
+
+// refuseWrites makes the embedded database in dir refuse every insert and
+// update of a record, as a full disk does: reads and pings still answer.
+// The function it returns lets writes through again.
+func refuseWrites(t *testing.T, dir string) (allow func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(dir, "dedup.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, stmt := range []string{
+		`CREATE TRIGGER full_insert BEFORE INSERT ON dedup_records BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`,
+		`CREATE TRIGGER full_update BEFORE UPDATE ON dedup_records BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		for _, stmt := range []string{`DROP TRIGGER full_insert`, `DROP TRIGGER full_update`} {
+			if _, err := db.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestHealthFollowsWrites: on a store that refuses every write while its
+// ping answers (a full disk), DedupService and StreamService go
+// NOT_SERVING at the third failed write in a row, not before, and not for
+// writes the contract refuses (LEASE_LOST is an answer); once writes go
+// through again they come back SERVING without a restart and without any
+// caller writing (the watcher's own probe write).
+func TestHealthFollowsWrites(t *testing.T) {
+	cfg := testConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.HealthInterval = time.Second // how often the probe runs, and a ping's window
+	addr := runServer(t, cfg)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), answerDeadline)
+	defer cancel()
+	dedup, hc := dedupv1.NewDedupServiceClient(conn), healthpb.NewHealthClient(conn)
+	services := []string{"", "dedup.v1.DedupService", "dedup.v1.StreamService"}
+	statusOf := func(service string) healthpb.HealthCheckResponse_ServingStatus {
+		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+		if err != nil {
+			t.Fatalf("health check of %q: %v", service, err)
+		}
+		return resp.GetStatus()
+	}
+	wantAll := func(want healthpb.HealthCheckResponse_ServingStatus, when string) {
+		t.Helper()
+		for _, s := range services {
+			if got := statusOf(s); got != want {
+				t.Fatalf("%s: health of %q is %v, want %v", when, s, got, want)
+			}
+		}
+	}
+	claim := func(key string) error {
+		_, err := dedup.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "c", Key: key})
+		return err
+	}
+	wantAll(healthpb.HealthCheckResponse_SERVING, "at start")
+
+	for i := range 5 { // refusals, not failures
+		_, err := dedup.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "c", Key: fmt.Sprint("none", i), FencingToken: 1})
+		if status.Code(err) != codes.Aborted || reasonOf(err) != rpcerrors.ReasonLeaseLost {
+			t.Fatalf("Complete of an unclaimed key: %v, want ABORTED / LEASE_LOST", err)
+		}
+	}
+	wantAll(healthpb.HealthCheckResponse_SERVING, "after writes the contract refused")
+
+	allow := refuseWrites(t, cfg.DataDir)
+	for i := range 3 { // the third failure in a row turns health
+		if err := claim(fmt.Sprint("k", i)); status.Code(err) == codes.OK {
+			t.Fatalf("claim on a database refusing writes: OK")
+		}
+		want := healthpb.HealthCheckResponse_SERVING
+		if i == 2 {
+			want = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		wantAll(want, fmt.Sprintf("after %d failed writes", i+1))
+	}
+
+	w, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{Service: "dedup.v1.DedupService"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, err := w.Recv(); err != nil || first.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("Watch began with %v, %v; want NOT_SERVING", first, err)
+	}
+	allow()
+	if next, err := w.Recv(); err != nil || next.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("after writes went through again the Watch said %v, %v; want SERVING", next, err)
+	}
+	wantAll(healthpb.HealthCheckResponse_SERVING, "after writes went through again")
+	if err := claim("after"); err != nil {
+		t.Fatalf("claim after recovery: %v", err)
+	}
+}
+
+// flakyPing is a store whose pings fail while failing is set, as a ping
+// starved of CPU does when its window passes (without waiting it out).
+type flakyPing struct {
+	store.Store
+	failing atomic.Bool
+}
+
+func (f *flakyPing) Ping(ctx context.Context) error {
+	if f.failing.Load() {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, context.DeadlineExceeded)
+	}
+	return f.Store.Ping(ctx)
+}
+
+// TestMissedPingsNeedARunToGoDown: one or two pings that miss their window
+// leave health SERVING; the third in a row turns it NOT_SERVING, and the
+// next ping that answers brings it back.
+func TestMissedPingsNeedARunToGoDown(t *testing.T) {
+	sq, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	st := &flakyPing{Store: sq}
+	hs := health.NewServer()
+	cfg := testConfig()
+	cfg.HealthInterval = time.Minute // the window of a ping that answers
+	w := newHealthWatcher(hs, healthServices, cfg, metrics.New(), slog.New(slog.DiscardHandler))
+	w.st = st
+	serving := func() bool {
+		resp, err := hs.Check(context.Background(), &healthpb.HealthCheckRequest{Service: "dedup.v1.DedupService"})
+		return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
+	}
+	w.check(context.Background())
+	if !serving() {
+		t.Fatal("not SERVING after a ping that answered")
+	}
+	// Two missed pings, then an answer; then three missed pings, then an
+	// answer: NOT_SERVING only after the third miss in a row.
+	for round, misses := range []int{2, 3} {
+		st.failing.Store(true)
+		for i := range misses {
+			w.check(context.Background())
+			if want := i < 2; serving() != want {
+				t.Fatalf("round %d, after %d missed pings in a row: SERVING = %v, want %v", round, i+1, !want, want)
+			}
+		}
+		st.failing.Store(false)
+		w.check(context.Background())
+		if !serving() {
+			t.Fatalf("round %d: not SERVING after a ping answered again", round)
+		}
+	}
+}
