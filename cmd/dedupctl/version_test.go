@@ -24,13 +24,6 @@ func TestVersionNamesTheCommit(t *testing.T) {
 	}
 	for _, program := range []string{"dedupd", "dedupctl"} {
 		bin := filepath.Join(dir, program)
-		text, err := exec.Command(bin, "--version").Output()
-		if err != nil {
-			t.Fatalf("%s --version: %v", program, err)
-		}
-		if want := program + " "; !strings.HasPrefix(string(text), want) || !strings.Contains(string(text), rev[:12]) {
-			t.Errorf("%s --version = %q, want %q... naming %s", program, text, want, rev[:12])
-		}
 		js, err := exec.Command(bin, "--version", "-o", "json").Output()
 		if err != nil {
 			t.Fatalf("%s --version -o json: %v", program, err)
@@ -46,6 +39,13 @@ func TestVersionNamesTheCommit(t *testing.T) {
 		}
 		if got.Program != program || got.Revision != rev || got.Version == "" {
 			t.Errorf("%s --version -o json = %+v, want program %s, revision %s", program, got, program, rev)
+		}
+		text, err := exec.Command(bin, "--version").Output()
+		if err != nil {
+			t.Fatalf("%s --version: %v", program, err)
+		}
+		if want := program + " "; !strings.HasPrefix(string(text), want) || !strings.Contains(string(text), rev[:12]) {
+			t.Errorf("%s --version = %q, want %q... naming %s", program, text, want, rev[:12])
 		}
 	}
 }
