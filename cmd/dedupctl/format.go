@@ -158,6 +158,28 @@ func stateName(s dedupv1.State) string {
 	return strings.TrimPrefix(s.String(), "STATE_")
 }
 
+// outcomeName is how the last event of a stream ended: COMPLETED or
+// REJECTED, or "-" when none has ended since the stream was created or
+// reset (the server leaves the state unspecified then).
+func outcomeName(s dedupv1.State) string {
+	if s == dedupv1.State_STATE_UNSPECIFIED {
+		return "-"
+	}
+	return stateName(s)
+}
+
+// countOf writes n and a noun in the number n calls for: "1 record",
+// "2 records". plural is the noun's plural form.
+func countOf(n int64, singular, plural string) string {
+	if n == 1 {
+		return "1 " + singular
+	}
+	return strconv.FormatInt(n, 10) + " " + plural
+}
+
+// recordCount is countOf for the noun dedupctl counts most.
+func recordCount(n int64) string { return countOf(n, "record", "records") }
+
 // formatRejection writes a stored rejection on one line.
 func formatRejection(r *dedupv1.Rejection) string {
 	if r == nil {

@@ -128,8 +128,8 @@ func TestRenderBar(t *testing.T) {
 		done, total int64
 		want        string
 	}{
-		{0, -1, "deleted 0"},
-		{500, -1, "deleted 500"},
+		{0, -1, "deleted 0 so far"},
+		{500, -1, "deleted 500 so far"},
 		{0, 10, "[..............................] 0/10 deleted (0%)"},
 		{5, 10, "[###############...............] 5/10 deleted (50%)"},
 		{10, 10, "[##############################] 10/10 deleted (100%)"},
@@ -147,7 +147,7 @@ func TestRenderBar(t *testing.T) {
 	p.update(2)
 	p.finish()
 	p.finish()
-	if got, want := buf.String(), "\r"+renderBar(1, 2)+"\r"+renderBar(2, 2)+"\n"; got != want {
+	if got, want := buf.String(), "\r"+renderBar(1, 2)+"\r"+renderBar(2, 2)+eraseLine; got != want { // erased once, at the end
 		t.Errorf("bar output %q, want %q", got, want)
 	}
 }

@@ -33,9 +33,9 @@ func newPurgeCommand(a *app) *cobra.Command {
 record already past its expiry, of one consumer or of all. The server
 deletes in batches, each its own transaction, and streams the running count.
 
-Progress: on a terminal one progress line is redrawn on stderr; otherwise
-stderr gets a plain line "deleted N" per batch. The total goes to stdout
-("deleted N records"); with -o json stdout gets exactly one
+Progress: on a terminal one progress line is redrawn on stderr, and erased
+at the end; otherwise stderr gets a plain line "deleted N so far" per batch.
+The total goes to stdout only ("deleted N records"); with -o json stdout gets exactly one
 dedup.v1.PurgeResponse object, {"deleted": N, "done": true}.
 
 Confirmation: on a terminal dedupctl first counts what matches and asks
@@ -142,14 +142,14 @@ func (a *app) purge(cmd *cobra.Command, consumer string, f *purgeFlags) error {
 		if a.jsonOutput() {
 			return a.printJSON(&dedupv1.PurgeResponse{Deleted: total, Done: true})
 		}
-		fmt.Fprintf(a.std.out, "%d records match (%s); dry run: nothing deleted\n", total, what)
+		fmt.Fprintf(a.std.out, "%s match (%s); dry run: nothing deleted\n", recordCount(total), what)
 		return nil
 	}
 	if !f.yes {
 		if total == 0 {
 			return a.purgeDone(0)
 		}
-		ok, err := a.confirm(cmd.Context(), fmt.Sprintf("Delete %d records (%s)?", total, what))
+		ok, err := a.confirm(cmd.Context(), fmt.Sprintf("Delete %s (%s)?", recordCount(total), what))
 		if err != nil {
 			return err
 		}
@@ -194,11 +194,12 @@ func (a *app) purgeStream(ctx context.Context, admin dedupv1.AdminServiceClient,
 		msg, err := stream.Recv()
 		if err == nil {
 			deleted = msg.GetDeleted()
-			progress.update(deleted)
 			if msg.GetDone() {
+				// The total goes to stdout only, not as progress too.
 				progress.finish()
 				return a.purgeDone(deleted)
 			}
+			progress.update(deleted)
 			// Messages already received are delivered after a cancel;
 			// stop at the first one seen after it.
 			if ctx.Err() == nil {
@@ -210,9 +211,9 @@ func (a *app) purgeStream(ctx context.Context, admin dedupv1.AdminServiceClient,
 			return a.purgeInterrupted(deleted)
 		}
 		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("the server ended the purge without saying it was done; at least %d records were deleted", deleted)
+			return fmt.Errorf("the server ended the purge without saying it was done; at least %s deleted", recordCount(deleted))
 		}
-		return fmt.Errorf("purge stopped after deleting at least %d records: %w", deleted, err)
+		return fmt.Errorf("purge stopped after deleting at least %s: %w", recordCount(deleted), err)
 	}
 }
 
@@ -220,7 +221,7 @@ func (a *app) purgeDone(deleted int64) error {
 	if a.jsonOutput() {
 		return a.printJSON(&dedupv1.PurgeResponse{Deleted: deleted, Done: true})
 	}
-	fmt.Fprintf(a.std.out, "deleted %d records\n", deleted)
+	fmt.Fprintf(a.std.out, "deleted %s\n", recordCount(deleted))
 	return nil
 }
 
@@ -231,5 +232,6 @@ func (a *app) purgeInterrupted(deleted int64) error {
 		}
 	}
 	return interruptedError{fmt.Sprintf(
-		"interrupted: at least %d records were deleted before the purge stopped; they stay deleted, nothing else was touched", deleted)}
+		"interrupted: at least %s deleted before the purge stopped; they stay deleted, nothing else was touched",
+		countOf(deleted, "record was", "records were"))}
 }

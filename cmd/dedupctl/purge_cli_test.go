@@ -37,9 +37,11 @@ func TestCLIPurge(t *testing.T) {
 		s.fails(t, exitUsage, "name a CONSUMER", "purge", "--yes")
 		s.fails(t, exitUsage, "--batch-size", "purge", "bulk", "--yes", "--batch-size", "20000")
 
-		// Plain-lines progress: one line per batch of 2, the total on stdout.
+		// Plain-lines progress: one line per batch of 2, and the total on
+		// stdout only (the server's last message repeats the last batch's
+		// count: it is not printed twice).
 		r = s.ok(t, "purge", "bulk", "--state", "completed", "--batch-size", "2", "--yes")
-		if got, want := r.stderr, "deleted 2\ndeleted 4\ndeleted 5\ndeleted 5\n"; got != want {
+		if got, want := r.stderr, "deleted 2 so far\ndeleted 4 so far\ndeleted 5 so far\n"; got != want {
 			t.Errorf("progress lines = %q, want %q", got, want)
 		}
 		if r.stdout != "deleted 5 records\n" {
@@ -131,8 +133,17 @@ func TestCLIPurgeInteractive(t *testing.T) {
 		if r.code != 0 || r.stdout != "deleted 4 records\n" {
 			t.Fatalf("answering y: %v", r)
 		}
-		if !strings.Contains(r.stderr, "\r"+renderBar(3, 4)) || !strings.Contains(r.stderr, "\r"+renderBar(4, 4)+"\n") {
-			t.Errorf("progress bar not drawn: %q", r.stderr)
+		if !strings.Contains(r.stderr, "\r"+renderBar(3, 4)) || !strings.HasSuffix(r.stderr, "\r"+renderBar(4, 4)+eraseLine) {
+			t.Errorf("progress bar not drawn, or not erased at the end: %q", r.stderr)
+		}
+		// With --yes the total is unknown: a counter is redrawn, then
+		// erased, so the terminal shows the count once, from stdout.
+		for i := range 3 {
+			s.complete(t, "tty", fmt.Sprintf("y-%d", i), []byte("ok"))
+		}
+		r = inProcess{interactive: true, progressBar: true}.run(ctx, s, "purge", "tty", "--yes")
+		if r.code != 0 || r.stdout != "deleted 3 records\n" || !strings.HasSuffix(r.stderr, eraseLine) || strings.Contains(r.stderr, "\n") {
+			t.Fatalf("purge --yes on a terminal: %v", r)
 		}
 
 		// Interrupted after the first batch: reports what was deleted,
@@ -149,7 +160,7 @@ func TestCLIPurgeInteractive(t *testing.T) {
 			}
 		}}
 		r = interrupt.run(ctx, s, "purge", "tty", "--batch-size", "1", "--yes", "-o", "json")
-		if r.code != exitInterrupted || !strings.Contains(r.stderr, "dedupctl: interrupted: at least 1 records were deleted") {
+		if r.code != exitInterrupted || !strings.Contains(r.stderr, "dedupctl: interrupted: at least 1 record was deleted") {
 			t.Fatalf("interrupted purge: %v", r)
 		}
 		var resp dedupv1.PurgeResponse

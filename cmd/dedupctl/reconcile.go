@@ -82,7 +82,7 @@ func (a *app) printReconcile(consumer string, resp *dedupv1.ListRecordsResponse)
 	if resp.GetNextPageToken() != "" {
 		fmt.Fprintf(a.std.err, "%d shown; more are waiting: --all lists every one\n", len(resp.GetRecords()))
 	}
-	fmt.Fprintf(a.std.out, "\n%d claims to reconcile.\n", len(resp.GetRecords()))
+	fmt.Fprintf(a.std.out, "\n%s to reconcile.\n", countOf(int64(len(resp.GetRecords())), "claim", "claims"))
 	fmt.Fprintf(a.std.out, reconcileProcedure, consumer)
 	return nil
 }

@@ -93,7 +93,7 @@ func (a *app) printRecord(r *dedupv1.Record) error {
 		{"owner", orDash(r.GetOwner())},
 		{"created_at", formatTime(r.GetCreatedAt(), now)},
 		{"updated_at", formatTime(r.GetUpdatedAt(), now)},
-		{"lease_expires_at", formatTime(r.GetLeaseExpiresAt(), now)},
+		{"lease_expires_at", formatTime(liveLease(r), now)},
 		{"expires_at", formatTime(r.GetExpiresAt(), now)},
 		{"result", formatBytes(r.GetResult())},
 		{"rejection", formatRejection(r.GetRejection())},
@@ -102,6 +102,16 @@ func (a *app) printRecord(r *dedupv1.Record) error {
 		row(w, l[0], l[1])
 	}
 	return w.Flush()
+}
+
+// liveLease is the end of a record's lease while it is PENDING. A
+// finished record keeps the time its last lease would have run out, but
+// nothing holds it any more: there is no lease to show.
+func liveLease(r *dedupv1.Record) *timestamppb.Timestamp {
+	if r.GetState() != dedupv1.State_STATE_PENDING {
+		return nil
+	}
+	return r.GetLeaseExpiresAt()
 }
 
 func orDash(s string) string {

@@ -25,6 +25,14 @@ func TestCLIRecords(t *testing.T) {
 				t.Errorf("records get %s = %q, want %q", field, got, want)
 			}
 		}
+		// A finished record holds no lease: none is shown, while a PENDING
+		// one (here abandoned, its lease run out) shows when it ends.
+		if got := rows["lease_expires_at"]; len(got) != 2 || got[1] != "-" {
+			t.Errorf("a completed record shows lease_expires_at %q, want -", got)
+		}
+		if got := tableRows(t, s.ok(t, "records", "get", "shop", "order-4").stdout)["lease_expires_at"]; len(got) < 3 || got[1] == "-" {
+			t.Errorf("a PENDING record shows lease_expires_at %q, want its time", got)
+		}
 		r = s.ok(t, "records", "get", "shop", "order-2")
 		if got := strings.Join(tableRows(t, r.stdout)["result"][1:], " "); got != "base64:/wAB (3 bytes)" {
 			t.Errorf("binary result shown as %q", got)
@@ -96,7 +104,7 @@ func TestCLIRecords(t *testing.T) {
 		if len(row) < 4 || row[1] != "host-a" || row[2] != "1" || row[3] != "1" {
 			t.Errorf("reconcile row = %q\n%s", row, r.stdout)
 		}
-		for _, want := range []string{"1 claims to reconcile", "dedupctl records delete shop KEY", "docs/guarantees.md"} {
+		for _, want := range []string{"\n1 claim to reconcile.", "dedupctl records delete shop KEY", "docs/guarantees.md"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("reconcile output lacks %q:\n%s", want, r.stdout)
 			}

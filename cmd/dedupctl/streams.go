@@ -60,22 +60,23 @@ flight with its owner and lease.`,
 func (a *app) printStream(s *dedupv1.Stream) error {
 	now := a.now()
 	w := a.table()
-	inFlight := "-"
+	// The lease is that of the claim in flight; with none there is none.
+	inFlight, lease := "-", "-"
 	if s.GetInFlight() != 0 {
-		inFlight = strconv.FormatInt(s.GetInFlight(), 10)
+		inFlight, lease = strconv.FormatInt(s.GetInFlight(), 10), formatTime(s.GetLeaseExpiresAt(), now)
 	}
 	for _, l := range [][2]string{
 		{"consumer", s.GetConsumer()},
 		{"stream", s.GetStream()},
 		{"mode", modeName(s.GetMode())},
 		{"high_water", strconv.FormatInt(s.GetHighWater(), 10)},
-		{"last_outcome", stateName(s.GetLastOutcome())},
+		{"last_outcome", outcomeName(s.GetLastOutcome())},
 		{"last_rejection", formatRejection(s.GetLastRejection())},
 		{"rejected", strconv.FormatInt(s.GetRejected(), 10)},
 		{"in_flight", inFlight},
 		{"fencing_token", strconv.FormatInt(s.GetFencingToken(), 10)},
 		{"owner", orDash(s.GetOwner())},
-		{"lease_expires_at", formatTime(s.GetLeaseExpiresAt(), now)},
+		{"lease_expires_at", lease},
 		{"updated_at", formatTime(s.GetUpdatedAt(), now)},
 		{"expires_at", formatTime(s.GetExpiresAt(), now)},
 	} {

@@ -41,8 +41,10 @@ func TestCLIStreams(t *testing.T) {
 		claim("order-2", 1, time.Millisecond) // abandoned: the reconciliation queue
 
 		rows := tableRows(t, s.ok(t, "streams", "get", "shop", "order-1").stdout)
-		if got := strings.Join(rows["high_water"][1:], " "); got != "2" {
-			t.Errorf("get high_water = %q", got)
+		for field, want := range map[string]string{"high_water": "2", "last_outcome": "COMPLETED", "in_flight": "-", "lease_expires_at": "-"} {
+			if got := strings.Join(rows[field][1:], " "); got != want {
+				t.Errorf("get %s = %q, want %q", field, got, want)
+			}
 		}
 		s.fails(t, exitFailure, "STREAM_NOT_FOUND", "streams", "get", "shop", "nope")
 
@@ -65,7 +67,13 @@ func TestCLIStreams(t *testing.T) {
 			t.Errorf("a dry run changed the mark to %q", got)
 		}
 		s.fails(t, exitUsage, "--yes", "streams", "reset", "shop", "order-1", "--high-water", "1")
-		s.ok(t, "streams", "reset", "shop", "order-1", "--high-water", "1", "--yes")
+		rows = tableRows(t, s.ok(t, "streams", "reset", "shop", "order-1", "--high-water", "1", "--yes").stdout)
+		// No event has ended since the reset: no outcome, not UNSPECIFIED.
+		for field, want := range map[string]string{"high_water": "1", "last_outcome": "-"} {
+			if got := strings.Join(rows[field][1:], " "); got != want {
+				t.Errorf("after the reset, %s = %q, want %q", field, got, want)
+			}
+		}
 		if c := claim("order-1", 2, time.Minute); c.GetOutcome() != dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED {
 			t.Errorf("after the reset, event 2 is %v, want it acquired again", c.GetOutcome())
 		}

@@ -24,13 +24,6 @@ func TestVersionNamesTheCommit(t *testing.T) {
 	}
 	for _, program := range []string{"dedupd", "dedupctl"} {
 		bin := filepath.Join(dir, program)
-		text, err := exec.Command(bin, "--version").Output()
-		if err != nil {
-			t.Fatalf("%s --version: %v", program, err)
-		}
-		if want := program + " "; !strings.HasPrefix(string(text), want) || !strings.Contains(string(text), rev[:12]) {
-			t.Errorf("%s --version = %q, want %q... naming %s", program, text, want, rev[:12])
-		}
 		js, err := exec.Command(bin, "--version", "-o", "json").Output()
 		if err != nil {
 			t.Fatalf("%s --version -o json: %v", program, err)
@@ -41,8 +34,30 @@ func TestVersionNamesTheCommit(t *testing.T) {
 		if err := json.Unmarshal(js, &got); err != nil {
 			t.Fatalf("%s --version -o json = %q: %v", program, js, err)
 		}
+		if got.Revision == "" && inWorktree(t) {
+			t.Skip("a linked git worktree: go build stamps no VCS revision there (a clone, as CI's, does)")
+		}
 		if got.Program != program || got.Revision != rev || got.Version == "" {
 			t.Errorf("%s --version -o json = %+v, want program %s, revision %s", program, got, program, rev)
 		}
+		text, err := exec.Command(bin, "--version").Output()
+		if err != nil {
+			t.Fatalf("%s --version: %v", program, err)
+		}
+		if want := program + " "; !strings.HasPrefix(string(text), want) || !strings.Contains(string(text), rev[:12]) {
+			t.Errorf("%s --version = %q, want %q... naming %s", program, text, want, rev[:12])
+		}
 	}
+}
+
+// inWorktree reports a linked worktree (git-dir differs from the common
+// git-dir), where the go command finds no VCS information to stamp.
+func inWorktree(t *testing.T) bool {
+	t.Helper()
+	out, err := exec.Command("git", "rev-parse", "--git-dir", "--git-common-dir").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := strings.Fields(string(out))
+	return len(dirs) == 2 && dirs[0] != dirs[1]
 }

@@ -72,7 +72,7 @@ see docs/operations.md).`,
 			defer signal.Stop(reload)
 			cfg.Reload = reload
 			tuneGC(log, cfg.ReplayCacheBytes)
-			tp, err := tracing.FromEnv(ctx)
+			tp, err := tracing.FromEnv(ctx, log)
 			if err != nil {
 				return err
 			}

@@ -38,9 +38,17 @@ type config struct {
 	noSettle                 bool
 }
 
+// dedupdAddr is $DEDUPD_ADDR, or dedupd's default listen address.
+func dedupdAddr() string {
+	if addr := os.Getenv("DEDUPD_ADDR"); addr != "" {
+		return addr
+	}
+	return "127.0.0.1:7070"
+}
+
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.dedupd, "dedupd", "127.0.0.1:7070", "dedupd address")
+	flag.StringVar(&cfg.dedupd, "dedupd", dedupdAddr(), "dedupd address (default from $DEDUPD_ADDR)")
 	flag.StringVar(&cfg.natsURL, "nats", nats.DefaultURL, "NATS URL")
 	flag.StringVar(&cfg.gateway, "gateway", "http://127.0.0.1:8080", "payment gateway base URL")
 	flag.StringVar(&cfg.stream, "stream", "PAYMENTS", "JetStream stream (created if missing)")

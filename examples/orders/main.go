@@ -3,6 +3,8 @@
 // repeated, through a redelivering loop into a consumer that applies each
 // once and in order with a dedupd stream per order, then prints each
 // order's final status. See orders/orders.go.
+//
+//	go run ./examples/orders            # dedupd at $DEDUPD_ADDR, or 127.0.0.1:7070; -dedupd overrides
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/dedupd/dedupd/client"
@@ -18,11 +21,19 @@ import (
 )
 
 func main() {
-	addr := flag.String("dedupd", "127.0.0.1:7070", "dedupd address")
+	addr := flag.String("dedupd", dedupdAddr(), "dedupd address (default from $DEDUPD_ADDR)")
 	flag.Parse()
 	if err := run(*addr); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// dedupdAddr is $DEDUPD_ADDR, or dedupd's default listen address.
+func dedupdAddr() string {
+	if addr := os.Getenv("DEDUPD_ADDR"); addr != "" {
+		return addr
+	}
+	return "127.0.0.1:7070"
 }
 
 func run(addr string) error {

@@ -5,6 +5,10 @@
 // promises, so CI runs it as a check of the README.
 //
 //	go run ./examples/walkthrough            # dedupd on 127.0.0.1:7070, or $DEDUPD_ADDR
+//
+// Its consumer, walkthrough-go, is its own: the reconcile step settles
+// every expired claim of the consumer, so a shared one would settle
+// another program's.
 package main
 
 import (
@@ -18,6 +22,9 @@ import (
 	"github.com/dedupd/dedupd/client"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
+
+// consumer is the walkthrough's own dedupd consumer.
+const consumer = "walkthrough-go"
 
 func main() {
 	addr := os.Getenv("DEDUPD_ADDR")
@@ -51,14 +58,14 @@ func run(ctx context.Context, addr string) error {
 		runs++
 		return []byte("stock=97"), nil // your side effect goes here
 	}
-	first, err := c.Do(ctx, "inventory", id, digest, client.DoOptions{}, takeStock)
+	first, err := c.Do(ctx, consumer, id, digest, client.DoOptions{}, takeStock)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("first delivery: result=%s replayed=%v\n", first.Result, first.Replayed)
 
 	// Redelivery: the stored result comes back, takeStock does not run.
-	again, err := c.Do(ctx, "inventory", id, digest, client.DoOptions{}, takeStock)
+	again, err := c.Do(ctx, consumer, id, digest, client.DoOptions{}, takeStock)
 	if err != nil {
 		return err
 	}
@@ -69,7 +76,7 @@ func run(ctx context.Context, addr string) error {
 
 	// Same key, other content: a conflict, with the stored record attached.
 	other, _ := client.DigestValue(map[string]any{"event_id": id, "item": "widget", "qty": 4})
-	_, err = c.Claim(ctx, "inventory", id, other, client.ClaimOptions{})
+	_, err = c.Claim(ctx, consumer, id, other, client.ClaimOptions{})
 	var conflict *client.Error
 	if !errors.Is(err, client.ErrDigestMismatch) || !errors.As(err, &conflict) {
 		return fmt.Errorf("claim with other content: %w, want DIGEST_MISMATCH", err)
@@ -96,7 +103,7 @@ func claimAPoll(ctx context.Context, c *client.Client, id string) error {
 		return []byte("done " + key), nil
 	}
 	for _, delivery := range []string{"poll", "redelivered poll"} {
-		outcomes, err := c.DoBatch(ctx, "inventory", poll, client.DoBatchOptions{}, work)
+		outcomes, err := c.DoBatch(ctx, consumer, poll, client.DoBatchOptions{}, work)
 		if err != nil {
 			return err
 		}
@@ -120,7 +127,7 @@ func claimAPoll(ctx context.Context, c *client.Client, id string) error {
 // reconcileCrashedClaim claims a key as a worker that then dies, and
 // settles it the way an operator's reconciliation job would.
 func reconcileCrashedClaim(ctx context.Context, c *client.Client, key string) error {
-	claim, err := c.Claim(ctx, "inventory", key, client.Digest([]byte(key)),
+	claim, err := c.Claim(ctx, consumer, key, client.Digest([]byte(key)),
 		client.ClaimOptions{LeaseTTL: 500 * time.Millisecond, Owner: "worker-that-died"})
 	if err != nil {
 		return err
@@ -130,7 +137,7 @@ func reconcileCrashedClaim(ctx context.Context, c *client.Client, key string) er
 
 	settled := map[string]int64{}
 	r := client.Reconciler{
-		Client: c, Consumer: "inventory", Owner: "reconciler",
+		Client: c, Consumer: consumer, Owner: "reconciler",
 		Check: func(ctx context.Context, a client.Attempt) (client.Verdict, error) {
 			settled[a.Record.GetKey()] = a.FencingToken
 			effectHappened := false // look the event up in your own database
@@ -144,7 +151,7 @@ func reconcileCrashedClaim(ctx context.Context, c *client.Client, key string) er
 	if err != nil {
 		return err
 	}
-	rec, err := c.Lookup(ctx, "inventory", key)
+	rec, err := c.Lookup(ctx, consumer, key)
 	if err != nil {
 		return err
 	}

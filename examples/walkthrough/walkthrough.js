@@ -5,6 +5,10 @@
 //
 //   (cd client/node && npm ci) && node examples/walkthrough/walkthrough.js
 //
+// dedupd's address is $DEDUPD_ADDR, or 127.0.0.1:7070. Its consumer,
+// walkthrough-node, is its own: the reconcile step settles every expired
+// claim of the consumer, so a shared one would settle another program's.
+//
 // It uses the installed package when there is one (npm install
 // @dedupd/client; client/node/scripts/pack-install.js runs it that way),
 // else this repository's copy.
@@ -32,17 +36,17 @@ async function main() {
   // token (pass it to your own write) and an AbortSignal for a lost lease.
   const runs = [];
   const takeStock = async (token) => { runs.push(token); return 'stock=97'; };
-  const first = await dedupd.do(c, 'inventory', eventId, takeStock, { digest });
+  const first = await dedupd.do(c, 'walkthrough-node', eventId, takeStock, { digest });
   console.log(`first delivery: result=${first.result} replayed=${first.replayed}`);
 
   // Redelivery: the stored result comes back, takeStock does not run.
-  const again = await dedupd.do(c, 'inventory', eventId, takeStock, { digest });
+  const again = await dedupd.do(c, 'walkthrough-node', eventId, takeStock, { digest });
   console.log(`redelivery: result=${again.result} replayed=${again.replayed}`);
   assert.ok(!first.replayed && again.replayed && runs.length === 1, `the work ran ${runs.length} times`);
 
   // Same key, other content: a conflict, with the stored record attached.
   await assert.rejects(
-    c.claim('inventory', eventId, { digest: dedupd.digestJSON({ ...event, qty: 4 }) }),
+    c.claim('walkthrough-node', eventId, { digest: dedupd.digestJSON({ ...event, qty: 4 }) }),
     (err) => {
       assert.ok(err instanceof dedupd.DigestMismatch, `got ${err}`);
       console.log(`other content: ${err.reason}, stored result=${err.record.result}`);
@@ -54,7 +58,7 @@ async function main() {
   const poll = [0, 1, 2, 3, 4].map((i) => `${eventId}-poll-${i}`);
   let pollRuns = 0;
   for (const delivery of ['poll', 'redelivered poll']) {
-    const outcomes = await dedupd.doBatch(c, 'inventory', poll, async () => { pollRuns += 1; return 'done'; });
+    const outcomes = await dedupd.doBatch(c, 'walkthrough-node', poll, async () => { pollRuns += 1; return 'done'; });
     assert.ok(outcomes.every((o) => o.error === null), outcomes);
     const replayed = outcomes.filter((o) => o.outcome.replayed).length;
     console.log(`${delivery} of ${poll.length}: replayed=${replayed}, work ran ${pollRuns} times in all`);
@@ -63,7 +67,7 @@ async function main() {
 
   // A worker crashes after claiming (its lease runs out, nothing recorded).
   const crashed = `${eventId}-crashed`;
-  const claim = await c.claim('inventory', crashed,
+  const claim = await c.claim('walkthrough-node', crashed,
     { digest: dedupd.digestBytes(Buffer.from(crashed)), leaseTtl: 0.5, owner: 'worker-that-died' });
   await new Promise((r) => setTimeout(r, 1000));
 
@@ -72,8 +76,8 @@ async function main() {
     const effectHappened = false; // look the event up in your database
     return effectHappened ? { complete: 'stock=94' } : { release: {} };
   };
-  const settled = (await dedupd.reconcile(c, 'inventory', decide)).filter((s) => s.key === crashed);
-  const record = await c.lookup('inventory', crashed);
+  const settled = (await dedupd.reconcile(c, 'walkthrough-node', decide)).filter((s) => s.key === crashed);
+  const record = await c.lookup('walkthrough-node', crashed);
   console.log(`reconciled: ${crashed} is ${record.state} (token ${record.fencingToken}, the crashed worker had ${claim.fencingToken})`);
   assert.equal(settled.length, 1);
   assert.equal(record.state, 'STATE_RELEASED');

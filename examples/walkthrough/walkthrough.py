@@ -6,6 +6,10 @@ dedupd promises.
     /usr/bin/python3 -m venv --system-site-packages .venv    # sees python3-grpcio
     .venv/bin/pip install --no-deps --no-build-isolation ./client/python
     .venv/bin/python examples/walkthrough/walkthrough.py
+
+dedupd's address is $DEDUPD_ADDR, or 127.0.0.1:7070. Its consumer,
+walkthrough-python, is its own: the reconcile step settles every expired
+claim of the consumer, so a shared one would settle another program's.
 """
 import os
 import time
@@ -26,17 +30,17 @@ def take_stock(token, attempt):
 
 
 # Claim, do the work, record the outcome: one call.
-first = dedupd.do(c, "inventory", event_id, take_stock, digest=digest)
+first = dedupd.do(c, "walkthrough-python", event_id, take_stock, digest=digest)
 print("first delivery: result=%s replayed=%s" % (first.result.decode(), first.replayed))
 
 # Redelivery: the stored result comes back, take_stock does not run.
-again = dedupd.do(c, "inventory", event_id, take_stock, digest=digest)
+again = dedupd.do(c, "walkthrough-python", event_id, take_stock, digest=digest)
 print("redelivery: result=%s replayed=%s" % (again.result.decode(), again.replayed))
 assert not first.replayed and again.replayed and len(runs) == 1, runs
 
 # Same key, other content: a conflict, with the stored record attached.
 try:
-    c.claim("inventory", event_id, digest=dedupd.digest_json({**event, "qty": 4}))
+    c.claim("walkthrough-python", event_id, digest=dedupd.digest_json({**event, "qty": 4}))
     raise SystemExit("a claim with other content was accepted")
 except dedupd.DigestMismatch as err:
     print("other content: %s, stored result=%s" % (err.reason, err.record.result.decode()))
@@ -46,7 +50,7 @@ except dedupd.DigestMismatch as err:
 poll = ["%s-poll-%d" % (event_id, i) for i in range(5)]
 poll_runs = []
 for delivery in ("poll", "redelivered poll"):
-    outcomes = dedupd.do_batch(c, "inventory", poll, lambda key, token, attempt: poll_runs.append(key) or b"done")
+    outcomes = dedupd.do_batch(c, "walkthrough-python", poll, lambda key, token, attempt: poll_runs.append(key) or b"done")
     assert all(o.error is None for o in outcomes), outcomes
     print("%s of %d: replayed=%d, work ran %d times in all"
           % (delivery, len(poll), sum(o.outcome.replayed for o in outcomes), len(poll_runs)))
@@ -54,7 +58,7 @@ assert len(poll_runs) == len(poll), poll_runs
 
 # A worker crashes after claiming (its lease runs out, nothing recorded).
 crashed = event_id + "-crashed"
-claim = c.claim("inventory", crashed, digest=dedupd.digest_bytes(crashed.encode()),
+claim = c.claim("walkthrough-python", crashed, digest=dedupd.digest_bytes(crashed.encode()),
                 lease_ttl=0.5, owner="worker-that-died")
 time.sleep(1)
 
@@ -65,8 +69,8 @@ def decide(record, token):
     return dedupd.Complete(b"stock=94") if effect_happened else dedupd.Release()
 
 
-settled = [s for s in dedupd.reconcile(c, "inventory", decide) if s.key == crashed]
-record = c.lookup("inventory", crashed)
+settled = [s for s in dedupd.reconcile(c, "walkthrough-python", decide) if s.key == crashed]
+record = c.lookup("walkthrough-python", crashed)
 released = record.state == dedupd.STATE_RELEASED
 print("reconciled: %s released=%s (token %d, the crashed worker had %d)"
       % (crashed, released, record.fencing_token, claim.fencing_token))

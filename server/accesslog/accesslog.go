@@ -33,6 +33,7 @@ import (
 	"github.com/dedupd/dedupd/internal/clip"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/loglimit"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // Options say which calls are logged.
@@ -99,7 +100,7 @@ func (l *Log) finished(ctx context.Context, method, kind string, start time.Time
 		return // the common case: nothing built, nothing written
 	}
 	code := status.Code(err)
-	level := levelOf(code)
+	level := Level(err)
 	msg := "finished call"
 	var dropped int64
 	switch {
@@ -150,11 +151,16 @@ func (l *Log) fields(ctx context.Context, method, kind string, start time.Time, 
 	return attrs
 }
 
-// levelOf is the level of a call's line by its code, as go-grpc-middleware
-// logged it: the caller's mistakes at INFO, trouble worth a look at WARN,
-// bugs at ERROR.
-func levelOf(code codes.Code) slog.Level {
-	switch code {
+// Level is the level of a failed call's line: the caller's mistakes and
+// the routine conflicts of deduplication (routineConflicts) at INFO,
+// trouble worth a look at WARN, bugs at ERROR. It is the one decision of a
+// failure's level; every path that logs a failed call asks it.
+func Level(err error) slog.Level {
+	st := status.Convert(err)
+	if routineConflicts[rpcerrors.Info(st).GetReason()] {
+		return slog.LevelInfo
+	}
+	switch st.Code() {
 	case codes.OK, codes.NotFound, codes.Canceled, codes.AlreadyExists, codes.InvalidArgument, codes.Unauthenticated:
 		return slog.LevelInfo
 	case codes.DeadlineExceeded, codes.PermissionDenied, codes.ResourceExhausted, codes.FailedPrecondition,
@@ -162,6 +168,20 @@ func levelOf(code codes.Code) slog.Level {
 		return slog.LevelWarn
 	}
 	return slog.LevelError
+}
+
+// routineConflicts are the refusals that deduplication gives in its normal
+// course (a redelivery with another payload, a lease taken over, a message
+// out of order): the system working as designed, logged at INFO though
+// their codes (FAILED_PRECONDITION, ABORTED) are otherwise worth a WARN.
+// Their rates are in the metrics (dedupd_digest_conflicts_total,
+// dedupd_leases_lost_total, dedupd_stream_refusals_total).
+var routineConflicts = map[string]bool{
+	rpcerrors.ReasonDigestMismatch:     true,
+	rpcerrors.ReasonLeaseLost:          true,
+	rpcerrors.ReasonAlreadyFinished:    true,
+	rpcerrors.ReasonSequenceGap:        true,
+	rpcerrors.ReasonStreamModeMismatch: true,
 }
 
 // splitMethod splits "/package.Service/Method".

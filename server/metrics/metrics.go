@@ -109,7 +109,13 @@ var (
 // only at its first increment hides that increment from rate() and
 // increase(), so an alert on it would miss the first failure, and a
 // dashboard or rule naming the family would see nothing at all.
+//
+// The consumer-labelled counters start at zero under OtherConsumers, so that
+// every family a dashboard or an alert names exists on a fresh server, and
+// under each consumer as it gets its label (zeroConsumer).
 func (m *Metrics) initializeSeries() {
+	m.other = &consumerSeries{label: OtherConsumers}
+	m.zeroConsumer(OtherConsumers)
 	for _, r := range []string{"ok", "error"} {
 		m.reaperPasses.WithLabelValues(r)
 	}
@@ -178,15 +184,45 @@ func (m *Metrics) consumer(name string) *consumerSeries {
 		return s.(*consumerSeries)
 	}
 	if m.labelled >= MaxConsumerLabels {
-		if m.other == nil {
-			m.other = &consumerSeries{label: OtherConsumers}
-		}
 		return m.other
 	}
 	s := &consumerSeries{label: name}
+	m.zeroConsumer(name)
 	m.consumers.Store(name, s)
 	m.labelled++
 	return s
+}
+
+// Label values of the consumer-labelled counters, besides the consumer.
+var (
+	claimOutcomes       = []string{"acquired", "in_progress", "completed", "rejected"}
+	streamClaimOutcomes = []string{"acquired", "in_progress", "duplicate"}
+	streamRefusals      = []string{rpcerrors.ReasonSequenceGap, rpcerrors.ReasonStreamModeMismatch}
+	// leaseMethods are the calls that can lose a lease (LEASE_LOST).
+	leaseMethods = []string{"Complete", "Reject", "ExtendLease", "FinishBatch", "ExtendLeaseBatch",
+		"CompleteStream", "RejectStream", "ReleaseStream", "ExtendStreamLease"}
+)
+
+// zeroConsumer exports every series of a consumer label at zero, when the
+// label is given out (see initializeSeries): once a consumer is seen, a
+// digest conflict or a lost lease is a rise from 0 that rate() and alerts
+// see, not a series that appears from nothing, and its panel shows 0
+// rather than no data.
+func (m *Metrics) zeroConsumer(label string) {
+	for _, o := range claimOutcomes {
+		m.claims.WithLabelValues(label, o)
+	}
+	for _, o := range streamClaimOutcomes {
+		m.streamClaims.WithLabelValues(label, o)
+	}
+	for _, r := range streamRefusals {
+		m.streamRefusals.WithLabelValues(label, r)
+	}
+	for _, method := range leaseMethods {
+		m.leasesLost.WithLabelValues(label, method)
+	}
+	m.reacquired.WithLabelValues(label)
+	m.digestConflicts.WithLabelValues(label)
 }
 
 // Handler serves the registry in the Prometheus text format.

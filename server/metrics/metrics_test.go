@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -18,14 +19,41 @@ func TestConsumerLabelIsCapped(t *testing.T) {
 	for i := range MaxConsumerLabels + 50 {
 		m.claims.WithLabelValues(m.consumerLabel(fmt.Sprintf("c%d", i)), "acquired").Inc()
 	}
-	if n := testutil.CollectAndCount(m.claims); n != MaxConsumerLabels+1 {
-		t.Fatalf("%d series, want %d consumers plus %q", n, MaxConsumerLabels, OtherConsumers)
+	// Each label value has a series per outcome (4), at zero until counted.
+	if n := testutil.CollectAndCount(m.claims); n != (MaxConsumerLabels+1)*4 {
+		t.Fatalf("%d series, want 4 outcomes of %d consumers plus %q", n, MaxConsumerLabels, OtherConsumers)
 	}
 	if got := testutil.ToFloat64(m.claims.WithLabelValues(OtherConsumers, "acquired")); got != 50 {
 		t.Fatalf("%s = %v, want the 50 consumers past the cap", OtherConsumers, got)
 	}
 	if m.consumerLabel("c0") != "c0" {
 		t.Fatal("a consumer seen before the cap lost its label")
+	}
+}
+
+// TestConsumerSeriesStartAtZero: before any call every consumer-labelled
+// family exists (under OtherConsumers), and a consumer seen once has its
+// conflict and lost-lease series at 0, so their first rise is visible.
+func TestConsumerSeriesStartAtZero(t *testing.T) {
+	m := New()
+	for name, c := range map[string]prometheus.Collector{
+		"claims": m.claims, "streamClaims": m.streamClaims, "streamRefusals": m.streamRefusals,
+		"reacquired": m.reacquired, "digestConflicts": m.digestConflicts, "leasesLost": m.leasesLost,
+	} {
+		if n := testutil.CollectAndCount(c); n == 0 {
+			t.Errorf("%s has no series on a fresh registry", name)
+		}
+	}
+	m.claims.WithLabelValues(m.consumerLabel("payments"), "acquired").Inc()
+	for _, c := range []prometheus.Counter{m.digestConflicts.WithLabelValues("payments"),
+		m.leasesLost.WithLabelValues("payments", "Complete"), m.streamRefusals.WithLabelValues("payments", "SEQUENCE_GAP")} {
+		if got := testutil.ToFloat64(c); got != 0 {
+			t.Errorf("%v = %v, want 0", c.Desc(), got)
+		}
+	}
+	// 2 labels (payments, _other) x 9 methods, all exported before any loss.
+	if n := testutil.CollectAndCount(m.leasesLost); n != 2*9 {
+		t.Errorf("dedupd_leases_lost_total has %d series, want 18", n)
 	}
 }
 

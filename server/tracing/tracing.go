@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -64,11 +65,14 @@ func Enabled(getenv func(string) string) (bool, error) {
 // endpoint the environment names, sampled as OTEL_TRACES_SAMPLER says
 // (parent-based, always on, by default), or nil when Enabled says tracing
 // is off. The caller shuts it down, which flushes the spans still queued.
-func FromEnv(ctx context.Context) (*sdktrace.TracerProvider, error) {
+// When tracing is on it says so on log, naming the exporter, the endpoint
+// and the sampler, and OpenTelemetry's own errors go to log (LogTo).
+func FromEnv(ctx context.Context, log *slog.Logger) (*sdktrace.TracerProvider, error) {
 	on, err := Enabled(os.Getenv)
 	if err != nil || !on {
 		return nil, err
 	}
+	LogTo(log)
 	exporter, err := otlptracegrpc.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
@@ -81,5 +85,7 @@ func FromEnv(ctx context.Context) (*sdktrace.TracerProvider, error) {
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, errors.Join(fmt.Errorf("trace resource: %w", err), exporter.Shutdown(ctx))
 	}
+	log.Info("tracing on", "exporter", "otlp", "protocol", "grpc", "endpoint", Endpoint(os.Getenv),
+		"sampler", Sampler(os.Getenv))
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), nil
 }

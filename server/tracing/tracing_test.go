@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -41,13 +42,13 @@ func TestEnabled(t *testing.T) {
 func TestFromEnv(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_TRACES_EXPORTER", "")
-	if tp, err := FromEnv(context.Background()); tp != nil || err != nil {
+	if tp, err := FromEnv(context.Background(), slog.New(slog.DiscardHandler)); tp != nil || err != nil {
 		t.Fatalf("unconfigured: %v, %v; want nil, nil", tp, err)
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 	for _, tc := range []struct{ serviceName, want string }{{"", ServiceName}, {"billing-dedupd", "billing-dedupd"}} {
 		t.Setenv("OTEL_SERVICE_NAME", tc.serviceName)
-		tp, err := FromEnv(context.Background())
+		tp, err := FromEnv(context.Background(), slog.New(slog.DiscardHandler))
 		if err != nil || tp == nil {
 			t.Fatalf("configured: %v, %v", tp, err)
 		}

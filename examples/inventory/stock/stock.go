@@ -138,26 +138,59 @@ func fence(ctx context.Context, tx pgx.Tx, eventID string, token int64) (applied
 	return applied, qtyAfter, err
 }
 
+// Settled is one key a reconciliation run settled: Decision is
+// "completed" (the stock was taken; Result is the stock left) or
+// "released" (no stock was taken; the next delivery runs it).
+type Settled struct {
+	Key, Decision, Result string
+}
+
+// Reconcile settles every event whose claim stayed PENDING past its lease
+// (see Reconciler) and returns one Settled per key it recorded a verdict
+// for. On an error it returns, with it, the keys surely settled before.
+func (c *Consumer) Reconcile(ctx context.Context) ([]Settled, error) {
+	var decided []Settled
+	r := c.Reconciler(func(s Settled) { decided = append(decided, s) })
+	_, err := r.Run(ctx)
+	if err != nil && len(decided) > 0 {
+		// Run stops at the first error, and it only lists the next key
+		// once the previous verdict is recorded: every verdict but the
+		// last is stored, the last one may not be.
+		decided = decided[:len(decided)-1]
+	}
+	return decided, err
+}
+
 // Reconciler settles events whose claim stayed PENDING past its lease: it
 // takes the key over, raises the event's fence to the new token (so the
 // stalled holder can no longer apply it), and completes the key if the
-// stock was taken, or releases it for the next delivery if not.
-func (c *Consumer) Reconciler() *client.Reconciler {
+// stock was taken, or releases it for the next delivery if not. Each
+// verdict is passed to the optional decided functions before dedupd
+// records it.
+func (c *Consumer) Reconciler(decided ...func(Settled)) *client.Reconciler {
 	return &client.Reconciler{Client: c.Dedup, Consumer: c.Name, Owner: "inventory-reconciler", LeaseTTL: c.LeaseTTL,
 		Check: func(ctx context.Context, a client.Attempt) (client.Verdict, error) {
 			var verdict client.Verdict
+			s := Settled{Key: a.Record.GetKey()}
 			err := pgx.BeginFunc(ctx, c.DB, func(tx pgx.Tx) error {
-				applied, qtyAfter, err := fence(ctx, tx, a.Record.GetKey(), a.FencingToken)
+				applied, qtyAfter, err := fence(ctx, tx, s.Key, a.FencingToken)
 				switch {
 				case err != nil:
 					return err
 				case applied:
-					verdict = client.CompleteWith([]byte(strconv.Itoa(qtyAfter)))
+					s.Decision, s.Result = "completed", strconv.Itoa(qtyAfter)
+					verdict = client.CompleteWith([]byte(s.Result))
 				default:
+					s.Decision, s.Result = "released", "NOT_APPLIED: no stock was taken; redeliver"
 					verdict = client.Release("NOT_APPLIED", "no stock was taken; redeliver")
 				}
 				return nil
 			})
+			if err == nil {
+				for _, f := range decided {
+					f(s)
+				}
+			}
 			return verdict, err
 		}}
 }

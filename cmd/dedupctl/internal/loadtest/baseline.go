@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,10 +27,12 @@ import (
 // Expiry, takeover of abandoned leases and digest checks are left out, so
 // the baseline is lighter than the service: a fair bar, not a flattering one.
 type baseline struct {
-	pool     *pgxpool.Pool
-	consumer string
-	digest   []byte
-	result   []byte
+	pool *pgxpool.Pool
+	// statements are this run's texts of the baseline statements.
+	statements map[string]string
+	consumer   string
+	digest     []byte
+	result     []byte
 	*scenarios
 }
 
@@ -55,8 +58,26 @@ RETURNING fencing_token`
 SET state = 'COMPLETED', result = $3, expires_at = statement_timestamp() + INTERVAL '24 hours'
 WHERE consumer = $1 AND key = $2 AND fencing_token = $4 AND state = 'PENDING'`
 	baselineRelease = `DELETE FROM dedupd_bench_baseline WHERE consumer = $1 AND key = $2 AND fencing_token = $3`
-	baselineCleanup = `DELETE FROM dedupd_bench_baseline WHERE consumer = $1`
+	baselineDrop    = `DROP TABLE IF EXISTS dedupd_bench_baseline`
 )
+
+// baselineTableName is the table's name in the statements above; each run
+// has a table of its own (the name with the run's id), dropped at its end,
+// so runs never share rows and none is left behind.
+const baselineTableName = "dedupd_bench_baseline"
+
+// baselineStatements are the statements the baseline runs.
+var baselineStatements = []string{baselineTable, baselineIndex, baselineInsert, baselineSelect, baselineComplete,
+	baselineRelease, baselineDrop, baselineInsertMany, baselineSelectMany, baselineCompleteMany}
+
+// statementsFor returns each statement with the run's table named in it.
+func statementsFor(table string) map[string]string {
+	out := make(map[string]string, len(baselineStatements))
+	for _, q := range baselineStatements {
+		out[q] = strings.ReplaceAll(q, baselineTableName, table)
+	}
+	return out
+}
 
 func openBaseline(ctx context.Context, cfg Config, runID string) (*baseline, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.BaselineDatabaseURL)
@@ -68,27 +89,33 @@ func openBaseline(ctx context.Context, cfg Config, runID string) (*baseline, err
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: baseline database: %w", err)
 	}
+	b := &baseline{pool: pool, statements: statementsFor(baselineTableName + "_" + runID), consumer: cfg.Consumer,
+		digest: []byte("dedupctl-bench-digest-0123456789"), result: resultOf(cfg.ResultBytes)}
 	for _, ddl := range []string{baselineTable, baselineIndex} {
-		if _, err := pool.Exec(ctx, ddl); err != nil {
-			pool.Close()
+		if _, err := pool.Exec(ctx, b.sql(ddl)); err != nil {
+			b.close()
 			return nil, fmt.Errorf("loadtest: creating the baseline table: %w", err)
 		}
 	}
-	b := &baseline{pool: pool, consumer: "bench-" + runID, digest: []byte("dedupctl-bench-digest-0123456789"),
-		result: resultOf(cfg.ResultBytes)}
 	b.scenarios = newScenarios(b, cfg)
 	return b, nil
 }
 
-// close deletes the run's rows and closes the pool.
+// sql is statement q of this run.
+func (b *baseline) sql(q string) string { return b.statements[q] }
+
+// close drops the run's table and closes the pool; it runs on a context of
+// its own, so that it also runs after Ctrl-C.
 func (b *baseline) close() {
-	_, _ = b.pool.Exec(context.Background(), baselineCleanup, b.consumer)
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	_, _ = b.pool.Exec(ctx, b.sql(baselineDrop))
 	b.pool.Close()
 }
 
 func (b *baseline) claim(ctx context.Context, key string) (claimed, error) {
 	var token int64
-	err := b.pool.QueryRow(ctx, baselineInsert, b.consumer, key, b.digest).Scan(&token)
+	err := b.pool.QueryRow(ctx, b.sql(baselineInsert), b.consumer, key, b.digest).Scan(&token)
 	if err == nil {
 		return claimed{outcome: acquired, token: token}, nil
 	}
@@ -99,7 +126,7 @@ func (b *baseline) claim(ctx context.Context, key string) (claimed, error) {
 		c      claimed
 		digest []byte
 	)
-	if err := b.pool.QueryRow(ctx, baselineSelect, b.consumer, key).Scan(&c.outcome, &digest, &c.result); err != nil {
+	if err := b.pool.QueryRow(ctx, b.sql(baselineSelect), b.consumer, key).Scan(&c.outcome, &digest, &c.result); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Released between the two statements: the worker would retry.
 			return claimed{outcome: inProgress}, nil
@@ -116,7 +143,7 @@ func (b *baseline) claim(ctx context.Context, key string) (claimed, error) {
 }
 
 func (b *baseline) complete(ctx context.Context, key string, token int64) error {
-	tag, err := b.pool.Exec(ctx, baselineComplete, b.consumer, key, b.result, token)
+	tag, err := b.pool.Exec(ctx, b.sql(baselineComplete), b.consumer, key, b.result, token)
 	if err == nil && tag.RowsAffected() != 1 {
 		err = fmt.Errorf("baseline: complete of %s changed %d rows", key, tag.RowsAffected())
 	}
@@ -124,7 +151,7 @@ func (b *baseline) complete(ctx context.Context, key string, token int64) error 
 }
 
 func (b *baseline) release(ctx context.Context, key string, token int64) error {
-	_, err := b.pool.Exec(ctx, baselineRelease, b.consumer, key, token)
+	_, err := b.pool.Exec(ctx, b.sql(baselineRelease), b.consumer, key, token)
 	return err
 }
 

@@ -89,7 +89,7 @@ func (s *scenarios) replayBatch(ctx context.Context, i int64) error {
 func (s *service) claimBatch(ctx context.Context, keys []string) ([]claimed, error) {
 	req := &dedupv1.ClaimBatchRequest{Consumer: s.consumer, Items: make([]*dedupv1.ClaimBatchItem, len(keys))}
 	for i, k := range keys {
-		req.Items[i] = &dedupv1.ClaimBatchItem{Key: k, Digest: s.digest, Owner: "dedupctl-bench"}
+		req.Items[i] = &dedupv1.ClaimBatchItem{Key: s.keyPrefix + k, Digest: s.digest, Owner: "dedupctl-bench"}
 	}
 	resp, err := s.client.ClaimBatch(ctx, req)
 	if err != nil {
@@ -108,7 +108,7 @@ func (s *service) claimBatch(ctx context.Context, keys []string) ([]claimed, err
 func (s *service) completeBatch(ctx context.Context, keys []string, tokens []int64) error {
 	req := &dedupv1.FinishBatchRequest{Consumer: s.consumer, Items: make([]*dedupv1.FinishBatchItem, len(keys))}
 	for i, k := range keys {
-		req.Items[i] = &dedupv1.FinishBatchItem{Key: k, FencingToken: tokens[i],
+		req.Items[i] = &dedupv1.FinishBatchItem{Key: s.keyPrefix + k, FencingToken: tokens[i],
 			Outcome: &dedupv1.FinishBatchItem_Result{Result: s.result}}
 	}
 	resp, err := s.client.FinishBatch(ctx, req)
@@ -139,7 +139,7 @@ WHERE b.consumer = $1 AND b.key = u.key AND b.fencing_token = u.token AND b.stat
 )
 
 func (b *baseline) claimBatch(ctx context.Context, keys []string) ([]claimed, error) {
-	rows, _ := b.pool.Query(ctx, baselineInsertMany, b.consumer, b.digest, keys)
+	rows, _ := b.pool.Query(ctx, b.sql(baselineInsertMany), b.consumer, b.digest, keys)
 	byKey := make(map[string]claimed, len(keys))
 	var (
 		key   string
@@ -156,7 +156,7 @@ func (b *baseline) claimBatch(ctx context.Context, keys []string) ([]claimed, er
 			c      claimed
 			digest []byte
 		)
-		rows, _ := b.pool.Query(ctx, baselineSelectMany, b.consumer, keys)
+		rows, _ := b.pool.Query(ctx, b.sql(baselineSelectMany), b.consumer, keys)
 		if _, err := pgx.ForEachRow(rows, []any{&key, &c.outcome, &digest, &c.result}, func() error {
 			if !bytes.Equal(digest, b.digest) {
 				return fmt.Errorf("baseline: key %s has another digest", key)
@@ -180,7 +180,7 @@ func (b *baseline) claimBatch(ctx context.Context, keys []string) ([]claimed, er
 }
 
 func (b *baseline) completeBatch(ctx context.Context, keys []string, tokens []int64) error {
-	tag, err := b.pool.Exec(ctx, baselineCompleteMany, b.consumer, b.result, keys, tokens)
+	tag, err := b.pool.Exec(ctx, b.sql(baselineCompleteMany), b.consumer, b.result, keys, tokens)
 	if err == nil && tag.RowsAffected() != int64(len(keys)) {
 		err = fmt.Errorf("baseline: batch complete changed %d rows of %d", tag.RowsAffected(), len(keys))
 	}

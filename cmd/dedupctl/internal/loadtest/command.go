@@ -2,9 +2,12 @@ package loadtest
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 )
@@ -42,7 +45,25 @@ machine (found from the baseline database, or --postmaster-pid), the table
 also gives the server side's CPU time per operation, read from /proc:
 dedupd's share, the database's share, what dedupd's side costs above the floor, and
 its ratio to the baseline's (database only). The load generator is not
-counted. On a shared machine this ratio holds steady where throughput does
+counted.
+
+The table fits 100 columns: throughput, errors, p50 and p99, and the CPU
+per operation with its ratio to the baseline; -o json has every figure
+(p90, max, dedupd's and the database's CPU shares, CPU above the floor,
+first and last errors). A progress line is redrawn on stderr only when it
+is a terminal.
+
+Failures: a caller whose operation failed backs off (10ms doubling to 1s,
+jittered), and the run stops with an error once --max-consecutive-errors
+operations in a row have failed, showing what it measured so far.
+
+Cleanup: every run claims under one consumer (--consumer, default
+dedupctl-bench; keys carry the run's id), so runs add no consumer label to
+the server's metrics, and at the end it purges that consumer's records
+(an admin credential is needed; without one it says how to purge them).
+Concurrent runs against one server need their own --consumer. The
+baseline's table is the run's own (dedupd_bench_baseline_RUNID), dropped
+at the end. On a shared machine this ratio holds steady where throughput does
 not.
 
 The database's share is, by default, the postmaster's own time plus that of
@@ -63,15 +84,20 @@ figure on a server nobody else uses.`,
 				return err
 			}
 			cfg.Conn = conn
-			cfg.Progress = cmd.ErrOrStderr()
+			if onTerminal(cmd.ErrOrStderr()) {
+				cfg.Progress = cmd.ErrOrStderr()
+			}
 			report, err := Run(cmd.Context(), cfg)
-			if err != nil {
-				return err
+			if report.Scenarios != nil {
+				// What was measured is shown, also when the run gave up.
+				if werr := writeReport(cmd.OutOrStdout(), report, output()); err == nil {
+					err = werr
+				}
 			}
-			if output() == "json" {
-				return report.WriteJSON(cmd.OutOrStdout())
+			if report.CleanupNote != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", report.CleanupNote)
 			}
-			return report.WriteTable(cmd.OutOrStdout())
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -87,8 +113,26 @@ figure on a server nobody else uses.`,
 	f.IntVar(&cfg.BatchSize, "batch-size", 100, "keys per call of the batch scenarios (claim-batch, cycle-batch, replay-batch)")
 	f.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of a local dedupd whose peak RSS and CPU time to report")
 	f.BoolVar(&cfg.WholeDatabaseServer, "whole-database-server", false, "count every PostgreSQL process as the database's CPU, exited backends included (on a server nobody else uses); by default only the processes serving the bench's database and the shared helpers count")
+	f.IntVar(&cfg.MaxConsecutiveErrors, "max-consecutive-errors", 100, "stop when this many operations in a row have failed (each failed caller also backs off, 10ms doubling to 1s)")
+	f.StringVar(&cfg.Consumer, "consumer", BenchConsumer, "consumer to claim under; its records are purged at the end (give concurrent runs against one server their own)")
+	f.BoolVar(&cfg.KeepRecords, "keep-records", false, "leave the run's records on the server instead of purging the consumer's records at the end")
 	f.IntVar(&cfg.PostmasterPID, "postmaster-pid", 0, "pid of the local PostgreSQL postmaster whose CPU time to report; 0 finds it from --baseline-database-url")
 	return cmd
+}
+
+// writeReport writes the report as the global -o asks.
+func writeReport(w io.Writer, report Report, output string) error {
+	if output == "json" {
+		return report.WriteJSON(w)
+	}
+	return report.WriteTable(w)
+}
+
+// onTerminal reports whether w is a terminal: progress lines are redrawn
+// with \r, which a log or a pipe should not get.
+func onTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // scenarioHelp lists the scenarios for --help, one per line.

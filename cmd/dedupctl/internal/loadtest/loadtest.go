@@ -71,6 +71,17 @@ type Config struct {
 	// processes that serve the run's database and the server's shared
 	// helpers are (the only fair count on a server that others use too).
 	WholeDatabaseServer bool
+	// MaxConsecutiveErrors stops the run when this many operations in a row
+	// (across all callers) have failed: the server is gone or refuses
+	// everything, and hammering it measures nothing. Zero means 100.
+	MaxConsecutiveErrors int
+	// Consumer is the consumer every dedupd-side key is claimed under; zero
+	// means BenchConsumer. Runs share it, so that a run adds no consumer
+	// label to the server's metrics; keys carry the run's id.
+	Consumer string
+	// KeepRecords leaves the run's records on the server; by default the
+	// consumer's records are purged at the end (cleanup.go).
+	KeepRecords bool
 	// Conn, when set, is the connection to dedupd (with whatever TLS and
 	// credentials it was made with) and Addr only names it in the report;
 	// otherwise Run dials Addr in plaintext.
@@ -119,13 +130,21 @@ func (c *Config) defaults() error {
 	if c.ResultBytes < 0 {
 		c.ResultBytes = 0
 	}
+	if c.MaxConsecutiveErrors <= 0 {
+		c.MaxConsecutiveErrors = 100
+	}
+	if c.Consumer == "" {
+		c.Consumer = BenchConsumer
+	}
 	return nil
 }
 
 // Run runs the scenarios and reports them. A scenario whose operations fail
-// is still reported, with its error count and first error; Run itself
-// fails only when it cannot set up.
-func Run(ctx context.Context, cfg Config) (Report, error) {
+// is still reported, with its error count and first error; Run fails when
+// it cannot set up, or when Config.MaxConsecutiveErrors operations in a row
+// failed (it then returns the report so far, that scenario included). At
+// the end it deletes what it stored (cleanup.go), even when it fails.
+func Run(ctx context.Context, cfg Config) (report Report, err error) {
 	if err := cfg.defaults(); err != nil {
 		return Report{}, err
 	}
@@ -135,6 +154,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	defer svc.close()
+	report = Report{RunID: runID, Addr: cfg.Addr, Concurrency: cfg.Concurrency,
+		Duration: cfg.Duration, Count: cfg.Count, Rate: cfg.Rate, Consumer: cfg.Consumer}
+	if !cfg.KeepRecords {
+		defer svc.cleanup(&report)
+	}
 	var base *baseline
 	if cfg.BaselineDatabaseURL != "" {
 		if base, err = openBaseline(ctx, cfg, runID); err != nil {
@@ -142,11 +166,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 		defer base.close()
 	}
-	report := Report{RunID: runID, Addr: cfg.Addr, Concurrency: cfg.Concurrency,
-		Duration: cfg.Duration, Count: cfg.Count, Rate: cfg.Rate, Baseline: base != nil}
+	report.Baseline = base != nil
 	cpu := newCPUSampler(ctx, cfg, base, &report)
 	for _, name := range cfg.Scenarios {
 		sr, err := runScenario(ctx, cfg, name, svc, base, cpu)
+		if errors.Is(err, errGaveUp) {
+			report.Scenarios = append(report.Scenarios, sr)
+		}
 		if err != nil {
 			return report, err
 		}
@@ -169,6 +195,9 @@ func runScenario(ctx context.Context, cfg Config, name string, svc *service, bas
 		return sr, fmt.Errorf("loadtest: setting up %s on dedupd: %w", name, err)
 	}
 	sr.Service = measureCPU(ctx, cfg, name+" dedupd", op, cpu, true)
+	if err := sr.Service.gaveUp(name, "dedupd"); err != nil {
+		return sr, err
+	}
 	if sc, _ := scenarioNamed(name); base == nil || sc.serviceOnly {
 		return sr, ctx.Err()
 	}
@@ -178,6 +207,9 @@ func runScenario(ctx context.Context, cfg Config, name string, svc *service, bas
 	}
 	m := measureCPU(ctx, cfg, name+" baseline", op, cpu, false)
 	sr.Baseline = &m
+	if err := m.gaveUp(name, "the baseline"); err != nil {
+		return sr, err
+	}
 	if m.PerSecond > 0 {
 		sr.Ratio = sr.Service.PerSecond / m.PerSecond
 	}
@@ -233,13 +265,21 @@ type operation func(ctx context.Context, i int64) error
 
 // measure runs op from cfg.Concurrency callers until the count is reached
 // or the duration is up, and summarises it. Ops, the rate and the
-// latencies are of the operations that succeeded; Errors counts the rest. The end of the duration stops
-// callers from starting operations; those in flight finish, so that none is
-// cut off and miscounted.
+// latencies are of the operations that succeeded; Errors counts the rest.
+// The end of the duration stops callers from starting operations; those in
+// flight finish, so that none is cut off and miscounted.
+//
+// A caller whose operation failed waits before its next one (failureBackoff)
+// and the run stops once cfg.MaxConsecutiveErrors operations in a row have
+// failed (Measurement.GaveUp): a server that is gone gets a few hundred
+// calls, not hundreds of thousands.
 func measure(ctx context.Context, cfg Config, label string, op operation) Measurement {
 	var (
 		next, errs atomic.Int64
+		streak     atomic.Int64 // operations failed in a row, all callers
 		firstErr   atomic.Value
+		lastErr    atomic.Value
+		gaveUp     atomic.Bool
 		wg         sync.WaitGroup
 		hists      = make([]histogram, cfg.Concurrency)
 		stop       atomic.Bool
@@ -252,6 +292,7 @@ func measure(ctx context.Context, cfg Config, label string, op operation) Measur
 	stopProgress := progress(cfg.Progress, label, start, &next, &errs)
 	for c := range cfg.Concurrency {
 		wg.Go(func() {
+			wait := failureBackoff()
 			for !stop.Load() && ctx.Err() == nil {
 				i := next.Add(1)
 				if cfg.Count > 0 && i > cfg.Count {
@@ -271,15 +312,24 @@ func measure(ctx context.Context, cfg Config, label string, op operation) Measur
 					next.Add(-1)
 					return
 				}
-				if err != nil {
-					// A failure is not throughput: a server that fails fast
-					// would otherwise look fast. It is counted apart, and
-					// its latency stays out of the percentiles.
-					errs.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
+				if err == nil {
+					streak.Store(0)
+					wait.Reset()
+					hists[c].record(time.Since(t0))
 					continue
 				}
-				hists[c].record(time.Since(t0))
+				// A failure is not throughput: a server that fails fast
+				// would otherwise look fast. It is counted apart, and its
+				// latency stays out of the percentiles.
+				errs.Add(1)
+				firstErr.CompareAndSwap(nil, err.Error())
+				lastErr.Store(err.Error())
+				if streak.Add(1) >= int64(cfg.MaxConsecutiveErrors) {
+					gaveUp.Store(true)
+					stop.Store(true)
+					return
+				}
+				sleep(ctx, wait.NextBackOff())
 			}
 		})
 	}
@@ -298,6 +348,9 @@ func measure(ctx context.Context, cfg Config, label string, op operation) Measur
 	}
 	if e, ok := firstErr.Load().(string); ok {
 		m.FirstError = e
+	}
+	if e, ok := lastErr.Load().(string); ok && gaveUp.Load() {
+		m.GaveUpAfter, m.LastError = cfg.MaxConsecutiveErrors, e
 	}
 	return m
 }

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -41,8 +44,9 @@ func startService(t *testing.T) (addr, url string) {
 	policy := store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
 	srv := grpc.NewServer()
 	defaults := api.Defaults{Policy: policy, Limits: api.Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 16}}
-	api.Register(srv, api.NewDedupService(st, api.NewPolicies(st, defaults, time.Minute),
-		slog.New(slog.DiscardHandler)))
+	policies := api.NewPolicies(st, defaults, time.Minute)
+	api.Register(srv, api.NewDedupService(st, policies, slog.New(slog.DiscardHandler)))
+	api.RegisterAdmin(srv, api.NewAdminService(st, policies, slog.New(slog.DiscardHandler)))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -108,10 +112,28 @@ func TestRunCountsEveryScenarioOnBothSides(t *testing.T) {
 	if err := report.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"scenario", "claim-new", "replay", "baseline", "x", "cpu µs/op", "cpu vs baseline", "postmaster pid"} {
+	for _, want := range []string{"scenario", "claim-new", "replay", "baseline", "x", "cpu µs/op", "cpu vs base", "postmaster pid",
+		"claim-batch: 100 keys/op", "records deleted at the end"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
+	}
+	for line := range strings.SplitSeq(table.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > TableWidth {
+			t.Errorf("a table line is %d columns wide, more than %d:\n%s", n, TableWidth, line)
+		}
+	}
+	// Nothing is left behind: no record of the bench consumer, no table.
+	if report.RecordsDeleted == 0 || report.CleanupNote != "" {
+		t.Errorf("cleanup deleted %d records (%s)", report.RecordsDeleted, report.CleanupNote)
+	}
+	if n := recordsOf(t, url, BenchConsumer); n != 0 {
+		t.Errorf("%d records of %s left after the run", n, BenchConsumer)
+	}
+	var left *string
+	queryRow(t, url, `SELECT to_regclass($1)::TEXT`, []any{baselineTableName + "_" + report.RunID}, &left)
+	if left != nil {
+		t.Errorf("the baseline table %s is left after the run", *left)
 	}
 	if err := report.WriteJSON(&js); err != nil {
 		t.Fatal(err)
@@ -198,5 +220,102 @@ func TestRunOnAGivenConnection(t *testing.T) {
 	report, err := Run(context.Background(), Config{Conn: unnamed, Scenarios: []string{"floor"}, Concurrency: 2, Count: 10})
 	if err != nil || report.Scenarios[0].Service.Ops != 10 {
 		t.Fatalf("run on a given connection: %v, %+v", err, report)
+	}
+}
+
+// queryRow runs one query on the database at url and scans its row.
+func queryRow(t *testing.T, url, sql string, args []any, dest ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordsOf counts the rows of a consumer in dedupd's table.
+func recordsOf(t *testing.T, url, consumer string) int64 {
+	t.Helper()
+	var n int64
+	queryRow(t, url, `SELECT count(*) FROM dedup_records WHERE consumer = $1`, []any{consumer}, &n)
+	return n
+}
+
+// Runs share one consumer, whatever their number, so that the server's
+// metrics get one consumer label from bench in all; their keys do not
+// collide, and with --keep-records both runs' records stay.
+func TestRunsShareOneConsumer(t *testing.T) {
+	addr, url := startService(t)
+	var runs []string
+	for range 2 {
+		report, err := Run(context.Background(), Config{Addr: addr, Scenarios: []string{"cycle"}, Concurrency: 2, Count: 20,
+			KeepRecords: true})
+		if err != nil || report.Scenarios[0].Service.Errors != 0 {
+			t.Fatalf("run: %v, %+v", err, report)
+		}
+		runs = append(runs, report.RunID)
+	}
+	var consumers, records int64
+	queryRow(t, url, `SELECT count(DISTINCT consumer), count(*) FROM dedup_records`, nil, &consumers, &records)
+	if consumers != 1 || records != 40 || recordsOf(t, url, BenchConsumer) != 40 {
+		t.Errorf("after runs %v: %d consumers, %d records; want 1 (%s) and 40", runs, consumers, records, BenchConsumer)
+	}
+	// A run's cleanup purges the consumer, leftovers of earlier runs too.
+	if _, err := Run(context.Background(), Config{Addr: addr, Scenarios: []string{"floor"}, Concurrency: 1, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := recordsOf(t, url, BenchConsumer); n != 0 {
+		t.Errorf("%d records left after a run that cleans up", n)
+	}
+}
+
+// Against a server that is gone, each caller backs off and the run stops
+// after MaxConsecutiveErrors failures in a row, with an error that says so
+// and the count it reached: not hundreds of thousands of calls.
+func TestRunGivesUpOnAServerThatIsGone(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	const limit, callers = 20, 4
+	report, err := Run(context.Background(), Config{Addr: addr, Scenarios: []string{"claim-new", "cycle"},
+		Concurrency: callers, Duration: time.Hour, MaxConsecutiveErrors: limit})
+	if !errors.Is(err, errGaveUp) || !strings.Contains(err.Error(), "20 operations in a row failed") {
+		t.Fatalf("Run against a dead server: %v", err)
+	}
+	if len(report.Scenarios) != 1 {
+		t.Fatalf("%d scenarios reported, want the one that gave up", len(report.Scenarios))
+	}
+	// The limit is reached by one caller; the others finish the call they
+	// are in, so at most callers-1 more fail.
+	if m := report.Scenarios[0].Service; m.Errors < limit || m.Errors > limit+callers-1 || m.GaveUpAfter != limit || m.LastError == "" {
+		t.Errorf("gave up with %d errors (%+v), want %d to %d", m.Errors, m, limit, limit+callers-1)
+	}
+	if report.CleanupNote == "" {
+		t.Errorf("the cleanup against a dead server reports no failure")
+	}
+}
+
+// The waits after failures in a row grow from about 10ms to at most 1s,
+// each within ±50% of its step.
+func TestFailureBackoff(t *testing.T) {
+	b := failureBackoff()
+	step := 10 * time.Millisecond
+	for i := range 12 {
+		d := b.NextBackOff()
+		if d < step/2 || d > step*3/2 {
+			t.Errorf("wait %d = %v, want within 50%% of %v", i, d, step)
+		}
+		step = min(2*step, time.Second)
+	}
+	b.Reset()
+	if d := b.NextBackOff(); d > 15*time.Millisecond {
+		t.Errorf("after a success the wait is %v, want about 10ms", d)
 	}
 }

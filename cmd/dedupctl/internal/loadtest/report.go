@@ -33,6 +33,12 @@ type Report struct {
 	WholeDatabaseServer bool `json:"whole_database_server,omitempty"`
 	// CPUNote says why server CPU was not measured, or not all of it.
 	CPUNote string `json:"cpu_note,omitempty"`
+	// Consumer is the consumer the dedupd side claimed under.
+	Consumer string `json:"consumer"`
+	// RecordsDeleted counts the records the cleanup purged at the end;
+	// CleanupNote says why it did not, when it could not.
+	RecordsDeleted int64  `json:"records_deleted"`
+	CleanupNote    string `json:"cleanup_note,omitempty"`
 }
 
 // ScenarioReport is one scenario, through dedupd and by hand.
@@ -97,6 +103,10 @@ type Measurement struct {
 	P99, Max   time.Duration
 	// CPU is the server side's CPU time per operation, when measured.
 	CPU *ServerCPU
+	// GaveUpAfter, when not zero, is the run of failures in a row that
+	// stopped the measurement, and LastError the last of them.
+	GaveUpAfter int
+	LastError   string
 }
 
 // MarshalJSON writes latencies as milliseconds.
@@ -113,7 +123,10 @@ func (m Measurement) MarshalJSON() ([]byte, error) {
 		P99        float64    `json:"p99_ms"`
 		Max        float64    `json:"max_ms"`
 		CPU        *ServerCPU `json:"server_cpu,omitempty"`
-	}{m.Ops, m.Errors, m.FirstError, m.Seconds, m.PerSecond, ms(m.P50), ms(m.P90), ms(m.P99), ms(m.Max), m.CPU})
+		GaveUp     int        `json:"gave_up_after_errors,omitempty"`
+		LastError  string     `json:"last_error,omitempty"`
+	}{m.Ops, m.Errors, m.FirstError, m.Seconds, m.PerSecond, ms(m.P50), ms(m.P90), ms(m.P99), ms(m.Max), m.CPU,
+		m.GaveUpAfter, m.LastError})
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -123,58 +136,126 @@ func (r Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteTable writes the report as an aligned table: one row per scenario
-// and side, and the service/baseline ratio on the service's row.
+// TableWidth is the most columns a line of WriteTable takes.
+const TableWidth = 100
+
+// WriteTable writes the report as an aligned table that fits TableWidth
+// columns: one row per scenario and side with throughput, errors, p50 and
+// p99, and the server CPU per operation; on dedupd's row, its ratios to the
+// baseline. A batch scenario's keys/s and CPU per key, the first error of
+// each side, and what the CPU columns sampled follow as notes. Every other
+// figure is in WriteJSON's output.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tside\tops\terrors\tops/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tvs baseline\t"+
-		"cpu µs/op\tdedupd µs\tdb µs\tabove floor\tcpu vs baseline\t")
-	row := func(name, side string, m Measurement, ratio string, s ScenarioReport) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, side, m.Ops, m.Errors, m.PerSecond,
-			millis(m.P50), millis(m.P90), millis(m.P99), millis(m.Max), ratio, cpuColumns(m.CPU, name != "" && side == "dedupd", s))
-	}
-	var errs []string
-	for _, s := range r.Scenarios {
-		ratio := ""
-		if s.Baseline != nil {
+	fmt.Fprintln(tw, "scenario\tside\tops/s\terrors\tp50 ms\tp99 ms\tvs base\tcpu µs/op\tcpu vs base\t")
+	row := func(name, side string, m Measurement, s ScenarioReport) {
+		ratio, cpu, cpuVs := "", "", ""
+		if side == "dedupd" && s.Baseline != nil {
 			ratio = strconv.FormatFloat(s.Ratio, 'f', 2, 64) + "x"
 		}
-		name := s.Name
-		if s.KeysPerOp > 1 {
-			name = fmt.Sprintf("%s (%d keys/op: %.0f keys/s%s)", s.Name, s.KeysPerOp,
-				s.Service.PerSecond*float64(s.KeysPerOp), perKey(s.Service.CPU, s.KeysPerOp))
+		if m.CPU != nil {
+			cpu = strconv.FormatFloat(m.CPU.Micros, 'f', 1, 64)
 		}
-		row(name, "dedupd", s.Service, ratio, s)
+		if side == "dedupd" && s.CPURatio > 0 {
+			cpuVs = strconv.FormatFloat(s.CPURatio, 'f', 2, 64) + "x"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%d\t%s\t%s\t%s\t%s\t%s\t\n", truncate(name, 14), side, m.PerSecond, m.Errors,
+			millis(m.P50), millis(m.P99), ratio, cpu, cpuVs)
+	}
+	var notes []string
+	for _, s := range r.Scenarios {
+		row(s.Name, "dedupd", s.Service, s)
 		if s.Baseline != nil {
-			row("", "baseline", *s.Baseline, "", s)
+			row("", "baseline", *s.Baseline, s)
 		}
-		for side, m := range map[string]*Measurement{"dedupd": &s.Service, "baseline": s.Baseline} {
-			if m != nil && m.FirstError != "" {
-				errs = append(errs, fmt.Sprintf("%s %s: first error: %s", s.Name, side, m.FirstError))
+		if s.KeysPerOp > 1 {
+			notes = append(notes, fmt.Sprintf("%s: %d keys/op, %.0f keys/s%s", s.Name, s.KeysPerOp,
+				s.Service.PerSecond*float64(s.KeysPerOp), perKey(s.Service.CPU, s.KeysPerOp)))
+		}
+		for _, side := range []struct {
+			name string
+			m    *Measurement
+		}{{"dedupd", &s.Service}, {"baseline", s.Baseline}} {
+			if side.m != nil && side.m.FirstError != "" {
+				notes = append(notes, fmt.Sprintf("%s %s: first error: %s", s.Name, side.name, side.m.FirstError))
 			}
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d callers", r.Concurrency)
-	if r.Rate > 0 {
-		fmt.Fprintf(w, " paced to %.0f ops/s", r.Rate)
-	}
-	if r.Count > 0 {
-		fmt.Fprintf(w, ", %d ops per scenario and side", r.Count)
-	} else {
-		fmt.Fprintf(w, ", %s per scenario and side", r.Duration)
-	}
-	if r.ServerPeakRSSBytes > 0 {
-		fmt.Fprintf(w, ", dedupd peak RSS %.1f MiB", float64(r.ServerPeakRSSBytes)/(1<<20))
-	}
 	fmt.Fprintln(w)
-	r.writeCPULegend(w)
-	for _, e := range errs {
-		fmt.Fprintln(w, e)
+	notes = append(notes, r.runLine())
+	notes = append(notes, r.cpuLegend()...)
+	notes = append(notes, r.cleanupLine())
+	for _, n := range notes {
+		for _, l := range wrap(n, TableWidth) {
+			fmt.Fprintln(w, l)
+		}
 	}
 	return nil
+}
+
+// runLine says how the run ran.
+func (r Report) runLine() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d callers", r.Concurrency)
+	if r.Rate > 0 {
+		fmt.Fprintf(&b, " paced to %.0f ops/s", r.Rate)
+	}
+	if r.Count > 0 {
+		fmt.Fprintf(&b, ", %d ops per scenario and side", r.Count)
+	} else {
+		fmt.Fprintf(&b, ", %s per scenario and side", r.Duration)
+	}
+	if r.ServerPeakRSSBytes > 0 {
+		fmt.Fprintf(&b, ", dedupd peak RSS %.1f MiB", float64(r.ServerPeakRSSBytes)/(1<<20))
+	}
+	return b.String()
+}
+
+// cleanupLine says what the run left on the server.
+func (r Report) cleanupLine() string {
+	if r.CleanupNote != "" {
+		return r.CleanupNote
+	}
+	return fmt.Sprintf("consumer %s: %d records deleted at the end", r.Consumer, r.RecordsDeleted)
+}
+
+// truncate shortens s to at most n runes.
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// wrap breaks text into lines of at most width runes at spaces; a word
+// longer than width is cut.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for word := range strings.FieldsSeq(text) {
+		for len([]rune(word)) > width {
+			if line != "" {
+				lines, line = append(lines, line), ""
+			}
+			r := []rune(word)
+			lines, word = append(lines, string(r[:width])), string(r[width:])
+		}
+		switch {
+		case line == "":
+			line = word
+		case len([]rune(line))+1+len([]rune(word)) <= width:
+			line += " " + word
+		default:
+			lines, line = append(lines, line), word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // perKey is ", N µs/key" of server CPU for a batch scenario, or "".
@@ -185,26 +266,8 @@ func perKey(c *ServerCPU, keys int) string {
 	return fmt.Sprintf(", %.1f cpu µs/key", c.Micros/float64(keys))
 }
 
-// cpuColumns are a row's server CPU columns: per op in total, dedupd's and
-// the database's shares, and on dedupd's row of a scenario, what it costs
-// above the floor and against the baseline.
-func cpuColumns(c *ServerCPU, serviceRow bool, s ScenarioReport) string {
-	if c == nil {
-		return "\t\t\t\t"
-	}
-	micros := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-	above, vs := "", ""
-	if serviceRow && s.AboveFloorMicros != 0 {
-		above = micros(s.AboveFloorMicros)
-	}
-	if serviceRow && s.CPURatio > 0 {
-		vs = strconv.FormatFloat(s.CPURatio, 'f', 2, 64) + "x"
-	}
-	return strings.Join([]string{micros(c.Micros), micros(c.DedupdMicros), micros(c.DatabaseMicros), above, vs}, "\t")
-}
-
-// writeCPULegend says what the CPU columns sampled.
-func (r Report) writeCPULegend(w io.Writer) {
+// cpuLegend says what the CPU column sampled.
+func (r Report) cpuLegend() []string {
 	var sampled []string
 	if r.DedupdPID > 0 {
 		sampled = append(sampled, fmt.Sprintf("dedupd pid %d", r.DedupdPID))
@@ -216,13 +279,15 @@ func (r Report) writeCPULegend(w io.Writer) {
 		}
 		sampled = append(sampled, fmt.Sprintf("PostgreSQL postmaster pid %d, %s", r.PostmasterPID, what))
 	}
+	var out []string
 	if len(sampled) > 0 {
-		fmt.Fprintf(w, "server CPU per op (utime+stime from /proc): %s; dedupd's row counts both, the baseline's the database only\n",
-			strings.Join(sampled, ", "))
+		out = append(out, fmt.Sprintf("server CPU per op (utime+stime from /proc): %s; dedupd's row counts both, the baseline's the database only",
+			strings.Join(sampled, ", ")))
 	}
 	if r.CPUNote != "" {
-		fmt.Fprintln(w, r.CPUNote)
+		out = append(out, r.CPUNote)
 	}
+	return out
 }
 
 func millis(d time.Duration) string {

@@ -18,8 +18,10 @@ type service struct {
 	client   dedupv1.DedupServiceClient
 	health   healthpb.HealthClient
 	consumer string
-	digest   []byte
-	result   []byte
+	// keyPrefix is the run's id: runs share the consumer, not keys.
+	keyPrefix string
+	digest    []byte
+	result    []byte
 	*scenarios
 }
 
@@ -35,7 +37,7 @@ func dialService(cfg Config, runID string) (*service, error) {
 		conn = owned
 	}
 	s := &service{conn: conn, owned: owned, client: dedupv1.NewDedupServiceClient(conn), health: healthpb.NewHealthClient(conn),
-		consumer: "bench-" + runID, digest: []byte("dedupctl-bench-digest-0123456789"), result: resultOf(cfg.ResultBytes)}
+		consumer: cfg.Consumer, keyPrefix: runID + "/", digest: []byte("dedupctl-bench-digest-0123456789"), result: resultOf(cfg.ResultBytes)}
 	s.scenarios = newScenarios(s, cfg)
 	return s, nil
 }
@@ -48,7 +50,7 @@ func (s *service) close() {
 }
 
 func (s *service) claim(ctx context.Context, key string) (claimed, error) {
-	res, err := s.client.Claim(ctx, &dedupv1.ClaimRequest{Consumer: s.consumer, Key: key, Digest: s.digest, Owner: "dedupctl-bench"})
+	res, err := s.client.Claim(ctx, &dedupv1.ClaimRequest{Consumer: s.consumer, Key: s.keyPrefix + key, Digest: s.digest, Owner: "dedupctl-bench"})
 	if err != nil {
 		return claimed{}, err
 	}
@@ -74,12 +76,12 @@ func claimedOf(res *dedupv1.ClaimResponse) claimed {
 }
 
 func (s *service) complete(ctx context.Context, key string, token int64) error {
-	_, err := s.client.Complete(ctx, &dedupv1.CompleteRequest{Consumer: s.consumer, Key: key, FencingToken: token, Result: s.result})
+	_, err := s.client.Complete(ctx, &dedupv1.CompleteRequest{Consumer: s.consumer, Key: s.keyPrefix + key, FencingToken: token, Result: s.result})
 	return err
 }
 
 func (s *service) release(ctx context.Context, key string, token int64) error {
-	_, err := s.client.Reject(ctx, &dedupv1.RejectRequest{Consumer: s.consumer, Key: key, FencingToken: token,
+	_, err := s.client.Reject(ctx, &dedupv1.RejectRequest{Consumer: s.consumer, Key: s.keyPrefix + key, FencingToken: token,
 		Reason: "BENCH", Retryable: true})
 	return err
 }
