@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import * as dedupd from '@dedupd/client';
 import type {
-  BatchOutcome, BatchWork, ClaimBatchItem, ClaimOptions, ClaimResponse, ClientOptions, DoBatchOptions,
+  BatchOutcome, BatchWork, CallOptions, ClaimBatchItem, ClaimOptions, ClaimResponse, ClientOptions, DoBatchOptions,
   ExtendLeaseBatchItem, FinishBatchItem, ItemResult, Decide, Decision, DedupErrorOptions, DedupRecord, DoOptions,
   DoResult, Duration, ErrorReason, ExtendLeaseOptions, FencingToken, Int64, JSONValue, ListRecordsFilters,
   ListRecordsResponse, Outcome, Payload, ReconcileOptions, Rejection, RejectOptions, Settled, State,
@@ -169,6 +169,19 @@ async function typedErrors(c: dedupd.Client, key: string): Promise<void> {
   assert.ok(dedupd.fromServiceError(service) instanceof dedupd.Unavailable);
 }
 
+/** Per-call options: a deadline (Date or epoch milliseconds) and an AbortSignal on any method. */
+async function callOptions(c: dedupd.Client, key: string): Promise<void> {
+  const soon: CallOptions = { deadline: new Date(Date.now() + 10_000), signal: new AbortController().signal };
+  const claimed: ClaimResponse = await c.claim(CONSUMER, key, { leaseTtl: 30, ...soon });
+  await c.complete(CONSUMER, key, claimed.fencingToken, 'done', { deadline: Date.now() + 10_000 });
+  const past = await c.lookup(CONSUMER, key, { deadline: Date.now() - 1000 }).catch((e: unknown) => e);
+  assert.ok(past instanceof dedupd.DedupError && past.code === 4); // DEADLINE_EXCEEDED
+  const aborted = await c.lookup(CONSUMER, key, { signal: AbortSignal.abort() }).catch((e: unknown) => e);
+  assert.ok(aborted instanceof dedupd.AbortError && aborted.name === 'AbortError');
+  // @ts-expect-error: the deadline is a Date or milliseconds, not a duration string
+  await c.lookup(CONSUMER, key, { deadline: '5s' }).catch(() => null);
+}
+
 function digests(): void {
   const value: JSONValue = { b: [1, 2.5, 'x'], a: { nested: null } };
   assert.equal(dedupd.canonicalJSON(value).toString(), '{"a":{"nested":null},"b":[1,2.5,"x"]}');
@@ -257,6 +270,7 @@ async function main(): Promise<void> {
   await twoPhase(c, `${run}-do`);
   await reconciling(c, `${run}-crashed`);
   await typedErrors(c, `${run}-low`);
+  await callOptions(c, `${run}-call-options`);
   assert.equal((await streams(c, `${run}-stream`)).highWater, '4');
   await batches(c, `${run}-batch`);
   errors(record);

@@ -13,6 +13,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { before, after, describe, it } = require('node:test');
+const { pathToFileURL } = require('node:url');
 
 const { PROTO_FILES } = require('../src/proto');
 const { startServer } = require('../testing/server');
@@ -49,9 +50,9 @@ describe('npm pack, then install into a scratch project', () => {
   it('packs only the sources, their declarations, the protos and the README', () => {
     const files = packed.files.map((f) => f.path).sort();
     const protos = PROTO_FILES.map((f) => `proto/${f}`);
-    const extra = files.filter((f) => !/^(src\/[a-z]+\.(js|d\.ts)|package\.json|README\.md)$/.test(f) && !protos.includes(f));
+    const extra = files.filter((f) => !/^(src\/[a-z]+\.(js|mjs|d\.ts)|package\.json|README\.md)$/.test(f) && !protos.includes(f));
     assert.deepEqual(extra, [], 'the tarball should not carry these');
-    for (const need of ['src/index.js', 'src/index.d.ts', ...protos]) {
+    for (const need of ['src/index.js', 'src/index.mjs', 'src/index.d.ts', ...protos]) {
       assert.ok(files.includes(need), `the tarball lacks ${need}`);
     }
     assert.ok(!fs.existsSync(path.join(PACKAGE_DIR, 'proto')), 'postpack left client/node/proto behind');
@@ -64,6 +65,29 @@ describe('npm pack, then install into a scratch project', () => {
     for (const file of PROTO_FILES) {
       assert.equal(fs.readFileSync(path.join(protoDir, file), 'utf8'), fs.readFileSync(path.join(REPO, 'proto', file), 'utf8'), file);
     }
+  });
+
+  it('imports the installed package by name from an ES module, and require() still works', () => {
+    // An .mjs file: an ES module whatever the scratch project's "type".
+    // Named imports (do included), one call against the server, and the
+    // same classes as require() gives in the same process.
+    const script = path.join(project, 'esm-import.mjs');
+    fs.writeFileSync(script, [
+      "import { createRequire } from 'node:module';",
+      "import dedupdDefault, { Client, do as doOnce, AbortError, RecordNotFound } from '@dedupd/client';",
+      "const cjs = createRequire(import.meta.url)('@dedupd/client');",
+      "if (cjs !== dedupdDefault || cjs.Client !== Client || cjs.do !== doOnce) throw new Error('ESM and CommonJS differ');",
+      "const c = new Client(process.env.DEDUPD_ADDR);",
+      "const err = await c.lookup('node-esm', `absent-${process.pid}`).catch((e) => e);",
+      "if (!(err instanceof RecordNotFound)) throw err;",
+      "const aborted = await c.lookup('node-esm', 'k', { signal: AbortSignal.abort() }).catch((e) => e);",
+      "if (!(aborted instanceof AbortError)) throw aborted;",
+      "c.close();",
+      "console.log(`esm import: ok ${import.meta.resolve('@dedupd/client')}`);",
+    ].join('\n'));
+    const out = run('node', [script], { cwd: project, env: { ...process.env, DEDUPD_ADDR: server.addr } });
+    const installed = path.join(project, 'node_modules', '@dedupd', 'client');
+    assert.equal(out.trim(), `esm import: ok ${pathToFileURL(path.join(installed, 'src', 'index.mjs')).href}`);
   });
 
   it('runs the README walkthrough with the installed package', () => {

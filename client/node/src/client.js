@@ -4,10 +4,11 @@
 // fields, enums as strings, int64 as decimal strings, bytes as Buffers) and
 // rejects with a DedupError subclass.
 
-const net = require('node:net');
 const grpc = require('@grpc/grpc-js');
 const { DedupService, StreamService } = require('./proto');
-const { fromServiceError, fromStatus } = require('./errors');
+const { AbortError, fromServiceError, fromStatus } = require('./errors');
+const { callDeadline, checkSignal } = require('./calloptions');
+const { isLoopback } = require('./loopback');
 
 // UNAVAILABLE means nothing was done, so gRPC retries it. Every
 // DedupService call is safe to repeat: Complete, Reject and ExtendLease
@@ -55,62 +56,6 @@ function seconds(d) {
 /** The environment variable a Client takes its token from when none is given. */
 const TOKEN_ENV = 'DEDUPD_TOKEN';
 
-// The addresses a plaintext token may go to: 127.0.0.0/8 and ::1. BlockList
-// also matches an IPv4-mapped ::ffff:127.x.y.z against 127.0.0.0/8, as Go's
-// net.IP.IsLoopback does.
-const LOOPBACK = new net.BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-
-/**
- * Whether a gRPC target names this machine only, where a plaintext token
- * crosses no network. The rule is the server's and the Go client's
- * (internal/loopback), with the Python client's one addition:
- * - unix: and unix-abstract: targets are loopback;
- * - an ipv4:/ipv6: list is loopback only if every address in it is
- *   (grpc-js may connect to any of them);
- * - a dns: or passthrough: scheme is set aside and the one host:port after
- *   it judged; behind an explicit resolver (dns://resolver/host:port) only
- *   an address qualifies, since that resolver may map even localhost
- *   anywhere;
- * - a host is loopback if it is exactly localhost or an address in
- *   127.0.0.0/8 (IPv4-mapped too) or ::1; no other name is (no DNS lookup),
- *   nor is any other scheme.
- */
-function isLoopback(target) {
-  const [, scheme = 'dns', rest = target] = /^(unix|unix-abstract|ipv4|ipv6|dns|passthrough):(.*)$/s.exec(target) || [];
-  if (scheme === 'unix' || scheme === 'unix-abstract') return true;
-  if (scheme === 'ipv4' || scheme === 'ipv6') {
-    return rest.replace(/^\/+/, '').split(',').every((addr) => isLoopbackAddress(hostOf(addr)));
-  }
-  if (rest.includes(',')) return false; // one host only; a list here is malformed
-  if (!rest.startsWith('//')) return isLoopbackHost(hostOf(rest));
-  const slash = rest.indexOf('/', 2); // dns://[resolver]/host:port
-  if (slash < 0) return false;
-  const host = hostOf(rest.slice(slash + 1));
-  return slash > 2 ? isLoopbackAddress(host) : isLoopbackHost(host);
-}
-
-/** The host of host, host:port, [v6] or [v6]:port, or a bare IPv6 address; null if malformed. */
-function hostOf(hostPort) {
-  if (hostPort.startsWith('[')) {
-    const end = hostPort.indexOf(']');
-    if (end < 0 || !(end === hostPort.length - 1 || hostPort[end + 1] === ':')) return null;
-    return hostPort.slice(1, end);
-  }
-  if (hostPort.split(':').length > 2) return hostPort;
-  return hostPort.split(':')[0];
-}
-
-function isLoopbackHost(host) {
-  return host === 'localhost' || isLoopbackAddress(host);
-}
-
-function isLoopbackAddress(host) {
-  const family = host ? net.isIP(host) : 0;
-  return family !== 0 && LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6');
-}
-
 /** Channel credentials for the tls option (see Client). */
 function transportCredentials(tls) {
   if (!tls) return grpc.credentials.createInsecure();
@@ -152,42 +97,63 @@ class Client {
     this.stub.close();
   }
 
-  call(method, request, stub = this.stub) {
-    const options = this.timeout == null ? {} : { deadline: new Date(Date.now() + this.timeout * 1000) };
-    return new Promise((resolve, reject) => {
-      stub[method](request, this.metadata.clone(), options,
-        (err, resp) => (err ? reject(fromServiceError(err)) : resolve(resp)));
+  /**
+   * Makes one unary call. callOptions: deadline (a Date, or milliseconds
+   * since the epoch as grpc-js takes it; replaces the client's timeout for
+   * this call) and signal (an AbortSignal: aborting cancels the call, which
+   * rejects with AbortError; an already aborted signal rejects before
+   * anything is sent).
+   */
+  call(method, request, stub = this.stub, { deadline, signal } = {}) {
+    return new Promise((resolve, reject) => { // a TypeError thrown here rejects
+      checkSignal(signal);
+      const options = { deadline: callDeadline(deadline, this.timeout) };
+      if (options.deadline === undefined) delete options.deadline;
+      if (signal && signal.aborted) {
+        reject(new AbortError(signal.reason));
+        return;
+      }
+      const cancel = () => call.cancel();
+      const call = stub[method](request, this.metadata.clone(), options, (err, resp) => {
+        if (signal) signal.removeEventListener('abort', cancel);
+        if (!err) resolve(resp);
+        // A CANCELLED answer after our abort is our own cancel.
+        else reject(signal && signal.aborted && err.code === grpc.status.CANCELLED ? new AbortError(signal.reason) : fromServiceError(err));
+      });
+      if (signal) signal.addEventListener('abort', cancel, { once: true });
     });
   }
 
   /** Resolves to the ClaimResponse {outcome, record, fencingToken, retryAfter}. leaseTtl in seconds. */
-  claim(consumer, key, { digest = Buffer.alloc(0), leaseTtl, owner = '' } = {}) {
-    return this.call('Claim', { consumer, key, digest, leaseTtl: duration(leaseTtl), owner });
+  claim(consumer, key, { digest = Buffer.alloc(0), leaseTtl, owner = '', ...callOptions } = {}) {
+    return this.call('Claim', { consumer, key, digest, leaseTtl: duration(leaseTtl), owner }, this.stub, callOptions);
   }
 
   /** Stores the result; resolves to the COMPLETED record. */
-  async complete(consumer, key, fencingToken, result = Buffer.alloc(0)) {
-    return (await this.call('Complete', { consumer, key, fencingToken: int64(fencingToken), result: toBuffer(result) })).record;
+  async complete(consumer, key, fencingToken, result = Buffer.alloc(0), callOptions = {}) {
+    return (await this.call('Complete', { consumer, key, fencingToken: int64(fencingToken), result: toBuffer(result) }, this.stub, callOptions)).record;
   }
 
   /** Stores a terminal rejection, or with retryable releases the key; resolves to the record. */
-  async reject(consumer, key, fencingToken, { reason = '', message = '', detail = Buffer.alloc(0), retryable = false } = {}) {
-    return (await this.call('Reject', { consumer, key, fencingToken: int64(fencingToken), reason, message, detail: toBuffer(detail), retryable })).record;
+  async reject(consumer, key, fencingToken, { reason = '', message = '', detail = Buffer.alloc(0), retryable = false, ...callOptions } = {}) {
+    return (await this.call('Reject', { consumer, key, fencingToken: int64(fencingToken), reason, message, detail: toBuffer(detail), retryable },
+      this.stub, callOptions)).record;
   }
 
   /** Resolves to the key's record; rejects with RecordNotFound if there is none. */
-  async lookup(consumer, key) {
-    return (await this.call('Lookup', { consumer, key })).record;
+  async lookup(consumer, key, callOptions = {}) {
+    return (await this.call('Lookup', { consumer, key }, this.stub, callOptions)).record;
   }
 
   /** Pushes the lease out to leaseTtl seconds from now; resolves to the record. */
-  async extendLease(consumer, key, fencingToken, { leaseTtl } = {}) {
-    return (await this.call('ExtendLease', { consumer, key, fencingToken: int64(fencingToken), leaseTtl: duration(leaseTtl) })).record;
+  async extendLease(consumer, key, fencingToken, { leaseTtl, ...callOptions } = {}) {
+    return (await this.call('ExtendLease', { consumer, key, fencingToken: int64(fencingToken), leaseTtl: duration(leaseTtl) },
+      this.stub, callOptions)).record;
   }
 
   /** One page of ListRecords: filters are ListRecordsRequest fields in camelCase. */
-  listRecords(consumer, filters = {}) {
-    return this.call('ListRecords', { consumer, ...filters });
+  listRecords(consumer, { deadline, signal, ...filters } = {}) {
+    return this.call('ListRecords', { consumer, ...filters }, this.stub, { deadline, signal });
   }
 
   /** Every record ListRecords lists, following the pages. */
@@ -207,37 +173,37 @@ class Client {
    * {outcome, stream, fencingToken, retryAfter}. Rejects with SequenceGap
    * (err.expected) for an early event of a dense stream.
    */
-  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0) } = {}) {
+  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0), ...callOptions } = {}) {
     return this.call('ClaimStream', { consumer, stream, sequence: int64(sequence, 'sequence'), mode, digest,
-      leaseTtl: duration(leaseTtl), owner }, this.streamStub);
+      leaseTtl: duration(leaseTtl), owner }, this.streamStub, callOptions);
   }
 
   /** Finishes the sequence and moves the high-water mark to it; resolves to the stream. */
-  async completeStream(consumer, stream, sequence, fencingToken) {
+  async completeStream(consumer, stream, sequence, fencingToken, callOptions = {}) {
     return (await this.call('CompleteStream', { consumer, stream, sequence: int64(sequence, 'sequence'),
-      fencingToken: int64(fencingToken) }, this.streamStub)).stream;
+      fencingToken: int64(fencingToken) }, this.streamStub, callOptions)).stream;
   }
 
   /** Finishes the sequence as a poison event: the mark moves past it. */
-  async rejectStream(consumer, stream, sequence, fencingToken, { reason = '', message = '', detail = Buffer.alloc(0) } = {}) {
+  async rejectStream(consumer, stream, sequence, fencingToken, { reason = '', message = '', detail = Buffer.alloc(0), ...callOptions } = {}) {
     return (await this.call('RejectStream', { consumer, stream, sequence: int64(sequence, 'sequence'),
-      fencingToken: int64(fencingToken), reason, message, detail: toBuffer(detail) }, this.streamStub)).stream;
+      fencingToken: int64(fencingToken), reason, message, detail: toBuffer(detail) }, this.streamStub, callOptions)).stream;
   }
 
   /** Gives the claim up without moving the mark. */
-  async releaseStream(consumer, stream, sequence, fencingToken) {
+  async releaseStream(consumer, stream, sequence, fencingToken, callOptions = {}) {
     return (await this.call('ReleaseStream', { consumer, stream, sequence: int64(sequence, 'sequence'),
-      fencingToken: int64(fencingToken) }, this.streamStub)).stream;
+      fencingToken: int64(fencingToken) }, this.streamStub, callOptions)).stream;
   }
 
   /** Resolves to the stream; rejects with StreamNotFound when it has none. */
-  async getStream(consumer, stream) {
-    return (await this.call('GetStream', { consumer, stream }, this.streamStub)).stream;
+  async getStream(consumer, stream, callOptions = {}) {
+    return (await this.call('GetStream', { consumer, stream }, this.streamStub, callOptions)).stream;
   }
 
   /** One page of ListStreams: {leaseExpired, pageSize, pageToken}. */
-  listStreams(consumer, filters = {}) {
-    return this.call('ListStreams', { consumer, ...filters }, this.streamStub);
+  listStreams(consumer, { deadline, signal, ...filters } = {}) {
+    return this.call('ListStreams', { consumer, ...filters }, this.streamStub, { deadline, signal });
   }
 }
 
@@ -248,38 +214,38 @@ class Client {
 // the whole call (the consumer, the credential, too many items).
 Object.assign(Client.prototype, {
   /** items: [{key, digest, leaseTtl, owner}] or key strings. */
-  async claimBatch(consumer, items) {
+  async claimBatch(consumer, items, callOptions = {}) {
     const resp = await this.call('ClaimBatch', {
       consumer,
       items: items.map((it) => (typeof it === 'string' ? { key: it } : it)).map(({ key, digest = Buffer.alloc(0), leaseTtl, owner = '' }) => (
         { key, digest, leaseTtl: duration(leaseTtl), owner })),
-    });
+    }, this.stub, callOptions);
     return resp.results.map((r) => itemResult(r, r.claim));
   },
 
   /** items: [{key, fencingToken, result}] to Complete, or [{key, fencingToken, rejection: {reason, message, detail, retryable}}] to Reject. */
-  async finishBatch(consumer, items) {
+  async finishBatch(consumer, items, callOptions = {}) {
     const resp = await this.call('FinishBatch', {
       consumer,
       items: items.map(({ key, fencingToken, result, rejection }) => (rejection
         ? { key, fencingToken: int64(fencingToken), rejection: { ...rejection, detail: toBuffer(rejection.detail) } }
         : { key, fencingToken: int64(fencingToken), result: toBuffer(result) })),
-    });
+    }, this.stub, callOptions);
     return recordResults(resp);
   },
 
   /** items: [{key, fencingToken, leaseTtl}]: the heartbeat of a whole poll. */
-  async extendLeaseBatch(consumer, items) {
+  async extendLeaseBatch(consumer, items, callOptions = {}) {
     const resp = await this.call('ExtendLeaseBatch', {
       consumer,
       items: items.map(({ key, fencingToken, leaseTtl }) => ({ key, fencingToken: int64(fencingToken), leaseTtl: duration(leaseTtl) })),
-    });
+    }, this.stub, callOptions);
     return recordResults(resp);
   },
 
   /** Reads many keys; a key with no record has RecordNotFound. */
-  async lookupBatch(consumer, keys) {
-    return recordResults(await this.call('LookupBatch', { consumer, keys }));
+  async lookupBatch(consumer, keys, callOptions = {}) {
+    return recordResults(await this.call('LookupBatch', { consumer, keys }, this.stub, callOptions));
   },
 });
 

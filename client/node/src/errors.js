@@ -65,6 +65,18 @@ class StreamNotFound extends DedupError {}
 class InProgressTimeout extends DedupError {}
 
 /**
+ * The call's signal was aborted: before it was sent (nothing reached the
+ * server), or while it was in flight (the call was cancelled; the server may
+ * or may not have done it). name is 'AbortError', as for fetch and Node's
+ * own APIs; code is CANCELLED; cause is the signal's reason.
+ */
+class AbortError extends DedupError {
+  constructor(reason) {
+    super('CANCELLED: the call\'s signal was aborted', { code: Code.CANCELLED, cause: reason });
+  }
+}
+
+/**
  * The key's outcome is a terminal rejection: fresh (fn threw Terminal;
  * replayed false) or stored earlier (replayed true). err.rejection holds
  * reason, message and detail.
@@ -160,6 +172,6 @@ function toError(code, message, details, cause) {
 
 module.exports = {
   ERROR_DOMAIN, Reason, CLASS_BY_REASON, DedupError, DigestMismatch, LeaseLost, AlreadyFinished, RecordNotFound,
-  InvalidRequest, Unavailable, Unauthenticated, PermissionDenied, InProgressTimeout, Rejected,
+  InvalidRequest, Unavailable, Unauthenticated, PermissionDenied, InProgressTimeout, Rejected, AbortError,
   SequenceGap, StreamModeMismatch, StreamNotFound, fromServiceError, fromStatus,
 };

@@ -122,6 +122,19 @@ export interface ClientOptions {
   channelOptions?: ChannelOptions;
 }
 
+/**
+ * Options of one call, taken by every Client method that makes a call.
+ * deadline replaces the client's timeout for this call: a Date, or
+ * milliseconds since the epoch (as grpc-js takes it); past it the call
+ * rejects with DEADLINE_EXCEEDED. Aborting signal cancels the call, which
+ * rejects with AbortError; an already aborted signal rejects before
+ * anything is sent.
+ */
+export interface CallOptions {
+  deadline?: Date | number;
+  signal?: AbortSignal;
+}
+
 export interface ClaimOptions {
   digest?: Uint8Array;
   /** Lease length in seconds; the server default when unset. */
@@ -149,37 +162,39 @@ export class Client {
   /** The per-call deadline in seconds, or null. */
   timeout: number | null;
   close(): void;
-  claim(consumer: string, key: string, options?: ClaimOptions): Promise<ClaimResponse>;
-  complete(consumer: string, key: string, fencingToken: FencingToken, result?: Payload): Promise<DedupRecord>;
-  reject(consumer: string, key: string, fencingToken: FencingToken, options?: RejectOptions): Promise<DedupRecord>;
+  claim(consumer: string, key: string, options?: ClaimOptions & CallOptions): Promise<ClaimResponse>;
+  complete(consumer: string, key: string, fencingToken: FencingToken, result?: Payload, options?: CallOptions): Promise<DedupRecord>;
+  reject(consumer: string, key: string, fencingToken: FencingToken, options?: RejectOptions & CallOptions): Promise<DedupRecord>;
   /** Rejects with RecordNotFound when the key has no live record. */
-  lookup(consumer: string, key: string): Promise<DedupRecord>;
-  extendLease(consumer: string, key: string, fencingToken: FencingToken, options?: ExtendLeaseOptions): Promise<DedupRecord>;
-  listRecords(consumer: string, filters?: ListRecordsFilters): Promise<ListRecordsResponse>;
-  /** Every record ListRecords lists, following the pages. */
-  iterRecords(consumer: string, filters?: ListRecordsFilters): AsyncGenerator<DedupRecord, void, undefined>;
+  lookup(consumer: string, key: string, options?: CallOptions): Promise<DedupRecord>;
+  extendLease(consumer: string, key: string, fencingToken: FencingToken, options?: ExtendLeaseOptions & CallOptions): Promise<DedupRecord>;
+  listRecords(consumer: string, filters?: ListRecordsFilters & CallOptions): Promise<ListRecordsResponse>;
+  /** Every record ListRecords lists, following the pages; deadline and signal apply to each page's call. */
+  iterRecords(consumer: string, filters?: ListRecordsFilters & CallOptions): AsyncGenerator<DedupRecord, void, undefined>;
   /** Claims one sequence of a stream; rejects with SequenceGap for an early event of a dense stream. */
-  claimStream(consumer: string, stream: string, sequence: FencingToken, options?: ClaimStreamOptions): Promise<ClaimStreamResponse>;
+  claimStream(consumer: string, stream: string, sequence: FencingToken, options?: ClaimStreamOptions & CallOptions): Promise<ClaimStreamResponse>;
   /** Finishes the sequence and moves the high-water mark to it; repeating it is harmless. */
-  completeStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken): Promise<DedupStream>;
+  completeStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken,
+    options?: CallOptions): Promise<DedupStream>;
   /** Finishes the sequence as a poison event: the mark moves past it. */
   rejectStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken,
-    options?: RejectStreamOptions): Promise<DedupStream>;
+    options?: RejectStreamOptions & CallOptions): Promise<DedupStream>;
   /** Gives the claim up without moving the mark. */
-  releaseStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken): Promise<DedupStream>;
+  releaseStream(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken,
+    options?: CallOptions): Promise<DedupStream>;
   /** Rejects with StreamNotFound when the stream has no live record. */
-  getStream(consumer: string, stream: string): Promise<DedupStream>;
-  listStreams(consumer: string, filters?: ListStreamsFilters): Promise<ListStreamsResponse>;
+  getStream(consumer: string, stream: string, options?: CallOptions): Promise<DedupStream>;
+  listStreams(consumer: string, filters?: ListStreamsFilters & CallOptions): Promise<ListStreamsResponse>;
   /**
    * Batch calls (docs/api.md, Batches): one ItemResult per item, in order,
    * each what the lone call would have resolved to or rejected with. They
    * reject only for what concerns the whole call (consumer, credential,
    * too many items).
    */
-  claimBatch(consumer: string, items: Array<ClaimBatchItem | string>): Promise<Array<ItemResult<ClaimResponse>>>;
-  finishBatch(consumer: string, items: FinishBatchItem[]): Promise<Array<ItemResult<DedupRecord>>>;
-  extendLeaseBatch(consumer: string, items: ExtendLeaseBatchItem[]): Promise<Array<ItemResult<DedupRecord>>>;
-  lookupBatch(consumer: string, keys: string[]): Promise<Array<ItemResult<DedupRecord>>>;
+  claimBatch(consumer: string, items: Array<ClaimBatchItem | string>, options?: CallOptions): Promise<Array<ItemResult<ClaimResponse>>>;
+  finishBatch(consumer: string, items: FinishBatchItem[], options?: CallOptions): Promise<Array<ItemResult<DedupRecord>>>;
+  extendLeaseBatch(consumer: string, items: ExtendLeaseBatchItem[], options?: CallOptions): Promise<Array<ItemResult<DedupRecord>>>;
+  lookupBatch(consumer: string, keys: string[], options?: CallOptions): Promise<Array<ItemResult<DedupRecord>>>;
 }
 
 /** One key of a claimBatch: a key string, or a key with claim()'s options. */
@@ -576,6 +591,14 @@ export class SequenceGap extends DedupError {
 export class StreamModeMismatch extends DedupError {}
 /** getStream of a stream with no live record. */
 export class StreamNotFound extends DedupError {}
+/**
+ * The call's signal was aborted, before sending (nothing reached the server)
+ * or in flight (the call was cancelled; it may or may not have been done).
+ * name is 'AbortError', code CANCELLED, cause the signal's reason.
+ */
+export class AbortError extends DedupError {
+  constructor(reason?: unknown);
+}
 /** doInOrder's fn threw Terminal: the event was recorded as poison; stream is the stream afterwards. */
 export class StreamRejected extends DedupError {}
 

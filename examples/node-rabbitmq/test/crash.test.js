@@ -26,7 +26,7 @@ const { after, before, describe, it } = require('node:test');
 
 const amqp = require('amqplib');
 const dedupd = require('@dedupd/client');
-const { startServer } = require('@dedupd/client/testing/server');
+const { startServer } = require('../../../client/node/testing/server');
 const { messages, startHarness, supervise } = require('../harness/harness');
 
 const AMQP_URL = process.env.AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672';
