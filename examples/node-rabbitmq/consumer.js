@@ -115,11 +115,25 @@ async function consume({
     conn.on('error', () => {});
   });
   const stopped = new Promise((resolve) => {
-    if (signal) signal.addEventListener('abort', () => resolve(true), { once: true });
+    if (!signal) return;
+    if (signal.aborted) resolve(true); // asked to stop while it was connecting
+    else signal.addEventListener('abort', () => resolve(true), { once: true });
   });
   const graceful = await Promise.race([closed, stopped]);
-  if (graceful) await channel.cancel(consumerTag);
-  await Promise.allSettled([...inflight]);
+  // A stop waits for the work in hand, but not for ever: past a bound the
+  // process ends as a crash would (the messages in hand go back to the
+  // queue with the connection, and settle sorts out what they did), since
+  // whoever asked it to stop would kill it next anyway.
+  const bound = new Promise((resolve) => setTimeout(resolve, (6 * leaseTtl + 5) * 1000).unref());
+  const finish = async () => {
+    if (graceful) await channel.cancel(consumerTag);
+    await Promise.allSettled([...inflight]);
+    return true;
+  };
+  if (!(await Promise.race([finish(), bound]))) {
+    client.close();
+    return false;
+  }
   if (graceful) {
     await channel.close(); // queued behind the acks on the channel, so they reach the broker first
     await conn.close();
