@@ -23,6 +23,18 @@ import (
 )
 
 // runServer runs Run with cfg until the test ends and returns its address.
+// dialServer is a plaintext client of the server at addr, closed at the
+// test's end.
+func dialServer(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 func runServer(t *testing.T, cfg Config) string {
 	t.Helper()
 	if cfg.DataDir == "" || cfg.DataDir == testConfig().DataDir {
@@ -79,22 +91,14 @@ func TestIdleConnectionsCannotLockOthersOut(t *testing.T) {
 		silentConn(t, fmt.Sprintf("127.0.0.%d", 2+i%4), addr, i%2 == 1)
 	}
 
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, addr)
 	ctx, cancel := context.WithTimeout(withToken(inventoryToken), answerDeadline)
 	defer cancel()
-	_, err = dedupv1.NewDedupServiceClient(conn).Lookup(ctx, &dedupv1.LookupRequest{Consumer: "inventory", Key: "k"})
+	_, err := dedupv1.NewDedupServiceClient(conn).Lookup(ctx, &dedupv1.LookupRequest{Consumer: "inventory", Key: "k"})
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("Lookup while 256 idle connections are held: %v, want NOT_FOUND from the handler", err)
 	}
-	hc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hc.Close()
+	hc := dialServer(t, addr)
 	resp, err := healthpb.NewHealthClient(hc).Check(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health check while 256 idle connections are held: %v, %v; want SERVING", resp, err)
@@ -131,11 +135,7 @@ func TestIdleConnectionIsSentGoAway(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxConnectionIdle = time.Second
 	addr := runServer(t, cfg)
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), answerDeadline)
 	defer cancel()
 	conn.Connect()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/dedupd/dedupd/internal/testing/dedupdproc"
@@ -36,11 +35,7 @@ func TestShutdownEndsHealthWatches(t *testing.T) {
 	go func() { ran <- Run(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil))) }()
 	addr := waitReady(t, cfg.ReadyFile, ran)
 
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, addr)
 	var watches []grpc.ServerStreamingClient[healthpb.HealthCheckResponse]
 	for _, service := range []string{"", "dedup.v1.DedupService", "no.such.Service"} {
 		w, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{Service: service})

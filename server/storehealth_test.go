@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -62,11 +60,7 @@ func TestHealthFollowsWrites(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.HealthInterval = time.Second // how often the probe runs, and a ping's window
 	addr := runServer(t, cfg)
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), answerDeadline)
 	defer cancel()
 	dedup, hc := dedupv1.NewDedupServiceClient(conn), healthpb.NewHealthClient(conn)

@@ -8,8 +8,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
@@ -30,11 +28,7 @@ func TestStreamCallsGoThroughTheDecorators(t *testing.T) {
 	cfg.ReplayCacheBytes, cfg.ReplayCacheTTL = 1<<20, time.Minute
 	addr := runInProcess(t, cfg)
 
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, addr)
 	const stream = "stream-id-never-traced"
 	resp, err := dedupv1.NewStreamServiceClient(conn).ClaimStream(context.Background(),
 		&dedupv1.ClaimStreamRequest{Consumer: "billing", Stream: stream, Sequence: 1, Owner: "w"})
