@@ -35,7 +35,8 @@ const (
 	Outcome_OUTCOME_UNSPECIFIED Outcome = 0
 	// The caller holds the lease and must do the work, then Complete or Reject.
 	Outcome_OUTCOME_ACQUIRED Outcome = 1
-	// Another caller holds a live lease; try again after retry_after.
+	// Another caller holds a live lease; try again after retry_after (or
+	// claim with wait and let the server do the waiting).
 	Outcome_OUTCOME_IN_PROGRESS Outcome = 2
 	// The work is done; record.result holds its stored result.
 	Outcome_OUTCOME_COMPLETED Outcome = 3
@@ -440,7 +441,17 @@ type ClaimRequest struct {
 	// server maximum.
 	LeaseTtl *durationpb.Duration `protobuf:"bytes,4,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
 	// Free text recorded for diagnostics, such as a host name or worker id.
-	Owner         string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	Owner string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	// How long the server may hold the call while another caller holds the
+	// key (IN_PROGRESS), answering as soon as the holder finishes: with the
+	// stored outcome, or ACQUIRED for this caller once the holder released
+	// the key or its lease ran out. IN_PROGRESS comes back only when the
+	// wait elapses, or at once past the server's waiter bounds. Unset or
+	// zero answers at once. More than the server's --max-claim-wait is
+	// clamped to it; a negative one is INVALID_ARGUMENT (INVALID_FIELD
+	// "wait"). A server without this field ignores it and answers at once.
+	// See docs/api.md, "Waiting claims".
+	Wait          *durationpb.Duration `protobuf:"bytes,30,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -508,6 +519,13 @@ func (x *ClaimRequest) GetOwner() string {
 		return x.Owner
 	}
 	return ""
+}
+
+func (x *ClaimRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
 }
 
 type ClaimResponse struct {
@@ -1239,11 +1257,14 @@ func (x *ListRecordsResponse) GetNextPageToken() string {
 
 // One claim of a ClaimBatch: the fields of a ClaimRequest but the consumer.
 type ClaimBatchItem struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Digest        []byte                 `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
-	LeaseTtl      *durationpb.Duration   `protobuf:"bytes,3,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
-	Owner         string                 `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Key      string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Digest   []byte                 `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	LeaseTtl *durationpb.Duration   `protobuf:"bytes,3,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
+	Owner    string                 `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	// As ClaimRequest.wait. The batch answers once every waiting item has
+	// its answer, or the longest wait elapsed.
+	Wait          *durationpb.Duration `protobuf:"bytes,30,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1304,6 +1325,13 @@ func (x *ClaimBatchItem) GetOwner() string {
 		return x.Owner
 	}
 	return ""
+}
+
+func (x *ClaimBatchItem) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
 }
 
 type ClaimBatchRequest struct {
@@ -2075,13 +2103,14 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12D\n" +
 	"\x10lease_expires_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x129\n" +
 	"\n" +
-	"expires_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xa2\x01\n" +
+	"expires_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xd1\x01\n" +
 	"\fClaimRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x16\n" +
 	"\x06digest\x18\x03 \x01(\fR\x06digest\x126\n" +
 	"\tlease_ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\x12\x14\n" +
-	"\x05owner\x18\x05 \x01(\tR\x05owner\"\xc7\x01\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\x12-\n" +
+	"\x04wait\x18\x1e \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\xc7\x01\n" +
 	"\rClaimResponse\x12+\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x11.dedup.v1.OutcomeR\aoutcome\x12(\n" +
 	"\x06record\x18\x02 \x01(\v2\x10.dedup.v1.RecordR\x06record\x12#\n" +
@@ -2134,12 +2163,13 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\x04view\x18\v \x01(\x0e2\x14.dedup.v1.RecordViewR\x04view\"i\n" +
 	"\x13ListRecordsResponse\x12*\n" +
 	"\arecords\x18\x01 \x03(\v2\x10.dedup.v1.RecordR\arecords\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x88\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb7\x01\n" +
 	"\x0eClaimBatchItem\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\fR\x06digest\x126\n" +
 	"\tlease_ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\x12\x14\n" +
-	"\x05owner\x18\x04 \x01(\tR\x05owner\"_\n" +
+	"\x05owner\x18\x04 \x01(\tR\x05owner\x12-\n" +
+	"\x04wait\x18\x1e \x01(\v2\x19.google.protobuf.DurationR\x04wait\"_\n" +
 	"\x11ClaimBatchRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12.\n" +
 	"\x05items\x18\x02 \x03(\v2\x18.dedup.v1.ClaimBatchItemR\x05items\"\xa0\x01\n" +
@@ -2267,60 +2297,62 @@ var file_dedup_v1_dedup_proto_depIdxs = []int32{
 	30, // 4: dedup.v1.Record.lease_expires_at:type_name -> google.protobuf.Timestamp
 	30, // 5: dedup.v1.Record.expires_at:type_name -> google.protobuf.Timestamp
 	31, // 6: dedup.v1.ClaimRequest.lease_ttl:type_name -> google.protobuf.Duration
-	0,  // 7: dedup.v1.ClaimResponse.outcome:type_name -> dedup.v1.Outcome
-	4,  // 8: dedup.v1.ClaimResponse.record:type_name -> dedup.v1.Record
-	31, // 9: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
-	4,  // 10: dedup.v1.CompleteResponse.record:type_name -> dedup.v1.Record
-	4,  // 11: dedup.v1.RejectResponse.record:type_name -> dedup.v1.Record
-	4,  // 12: dedup.v1.LookupResponse.record:type_name -> dedup.v1.Record
-	31, // 13: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
-	4,  // 14: dedup.v1.ExtendLeaseResponse.record:type_name -> dedup.v1.Record
-	1,  // 15: dedup.v1.ListRecordsRequest.states:type_name -> dedup.v1.State
-	30, // 16: dedup.v1.ListRecordsRequest.created_after:type_name -> google.protobuf.Timestamp
-	30, // 17: dedup.v1.ListRecordsRequest.created_before:type_name -> google.protobuf.Timestamp
-	30, // 18: dedup.v1.ListRecordsRequest.updated_after:type_name -> google.protobuf.Timestamp
-	30, // 19: dedup.v1.ListRecordsRequest.updated_before:type_name -> google.protobuf.Timestamp
-	2,  // 20: dedup.v1.ListRecordsRequest.view:type_name -> dedup.v1.RecordView
-	4,  // 21: dedup.v1.ListRecordsResponse.records:type_name -> dedup.v1.Record
-	31, // 22: dedup.v1.ClaimBatchItem.lease_ttl:type_name -> google.protobuf.Duration
-	17, // 23: dedup.v1.ClaimBatchRequest.items:type_name -> dedup.v1.ClaimBatchItem
-	6,  // 24: dedup.v1.ClaimBatchResult.claim:type_name -> dedup.v1.ClaimResponse
-	32, // 25: dedup.v1.ClaimBatchResult.error:type_name -> google.rpc.Status
-	19, // 26: dedup.v1.ClaimBatchResponse.results:type_name -> dedup.v1.ClaimBatchResult
-	3,  // 27: dedup.v1.FinishBatchItem.rejection:type_name -> dedup.v1.Rejection
-	21, // 28: dedup.v1.FinishBatchRequest.items:type_name -> dedup.v1.FinishBatchItem
-	4,  // 29: dedup.v1.RecordResult.record:type_name -> dedup.v1.Record
-	32, // 30: dedup.v1.RecordResult.error:type_name -> google.rpc.Status
-	23, // 31: dedup.v1.FinishBatchResponse.results:type_name -> dedup.v1.RecordResult
-	31, // 32: dedup.v1.ExtendLeaseBatchItem.lease_ttl:type_name -> google.protobuf.Duration
-	25, // 33: dedup.v1.ExtendLeaseBatchRequest.items:type_name -> dedup.v1.ExtendLeaseBatchItem
-	23, // 34: dedup.v1.ExtendLeaseBatchResponse.results:type_name -> dedup.v1.RecordResult
-	23, // 35: dedup.v1.LookupBatchResponse.results:type_name -> dedup.v1.RecordResult
-	5,  // 36: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
-	7,  // 37: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
-	9,  // 38: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
-	11, // 39: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
-	13, // 40: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
-	15, // 41: dedup.v1.DedupService.ListRecords:input_type -> dedup.v1.ListRecordsRequest
-	18, // 42: dedup.v1.DedupService.ClaimBatch:input_type -> dedup.v1.ClaimBatchRequest
-	22, // 43: dedup.v1.DedupService.FinishBatch:input_type -> dedup.v1.FinishBatchRequest
-	26, // 44: dedup.v1.DedupService.ExtendLeaseBatch:input_type -> dedup.v1.ExtendLeaseBatchRequest
-	28, // 45: dedup.v1.DedupService.LookupBatch:input_type -> dedup.v1.LookupBatchRequest
-	6,  // 46: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
-	8,  // 47: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
-	10, // 48: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
-	12, // 49: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
-	14, // 50: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
-	16, // 51: dedup.v1.DedupService.ListRecords:output_type -> dedup.v1.ListRecordsResponse
-	20, // 52: dedup.v1.DedupService.ClaimBatch:output_type -> dedup.v1.ClaimBatchResponse
-	24, // 53: dedup.v1.DedupService.FinishBatch:output_type -> dedup.v1.FinishBatchResponse
-	27, // 54: dedup.v1.DedupService.ExtendLeaseBatch:output_type -> dedup.v1.ExtendLeaseBatchResponse
-	29, // 55: dedup.v1.DedupService.LookupBatch:output_type -> dedup.v1.LookupBatchResponse
-	46, // [46:56] is the sub-list for method output_type
-	36, // [36:46] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	31, // 7: dedup.v1.ClaimRequest.wait:type_name -> google.protobuf.Duration
+	0,  // 8: dedup.v1.ClaimResponse.outcome:type_name -> dedup.v1.Outcome
+	4,  // 9: dedup.v1.ClaimResponse.record:type_name -> dedup.v1.Record
+	31, // 10: dedup.v1.ClaimResponse.retry_after:type_name -> google.protobuf.Duration
+	4,  // 11: dedup.v1.CompleteResponse.record:type_name -> dedup.v1.Record
+	4,  // 12: dedup.v1.RejectResponse.record:type_name -> dedup.v1.Record
+	4,  // 13: dedup.v1.LookupResponse.record:type_name -> dedup.v1.Record
+	31, // 14: dedup.v1.ExtendLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
+	4,  // 15: dedup.v1.ExtendLeaseResponse.record:type_name -> dedup.v1.Record
+	1,  // 16: dedup.v1.ListRecordsRequest.states:type_name -> dedup.v1.State
+	30, // 17: dedup.v1.ListRecordsRequest.created_after:type_name -> google.protobuf.Timestamp
+	30, // 18: dedup.v1.ListRecordsRequest.created_before:type_name -> google.protobuf.Timestamp
+	30, // 19: dedup.v1.ListRecordsRequest.updated_after:type_name -> google.protobuf.Timestamp
+	30, // 20: dedup.v1.ListRecordsRequest.updated_before:type_name -> google.protobuf.Timestamp
+	2,  // 21: dedup.v1.ListRecordsRequest.view:type_name -> dedup.v1.RecordView
+	4,  // 22: dedup.v1.ListRecordsResponse.records:type_name -> dedup.v1.Record
+	31, // 23: dedup.v1.ClaimBatchItem.lease_ttl:type_name -> google.protobuf.Duration
+	31, // 24: dedup.v1.ClaimBatchItem.wait:type_name -> google.protobuf.Duration
+	17, // 25: dedup.v1.ClaimBatchRequest.items:type_name -> dedup.v1.ClaimBatchItem
+	6,  // 26: dedup.v1.ClaimBatchResult.claim:type_name -> dedup.v1.ClaimResponse
+	32, // 27: dedup.v1.ClaimBatchResult.error:type_name -> google.rpc.Status
+	19, // 28: dedup.v1.ClaimBatchResponse.results:type_name -> dedup.v1.ClaimBatchResult
+	3,  // 29: dedup.v1.FinishBatchItem.rejection:type_name -> dedup.v1.Rejection
+	21, // 30: dedup.v1.FinishBatchRequest.items:type_name -> dedup.v1.FinishBatchItem
+	4,  // 31: dedup.v1.RecordResult.record:type_name -> dedup.v1.Record
+	32, // 32: dedup.v1.RecordResult.error:type_name -> google.rpc.Status
+	23, // 33: dedup.v1.FinishBatchResponse.results:type_name -> dedup.v1.RecordResult
+	31, // 34: dedup.v1.ExtendLeaseBatchItem.lease_ttl:type_name -> google.protobuf.Duration
+	25, // 35: dedup.v1.ExtendLeaseBatchRequest.items:type_name -> dedup.v1.ExtendLeaseBatchItem
+	23, // 36: dedup.v1.ExtendLeaseBatchResponse.results:type_name -> dedup.v1.RecordResult
+	23, // 37: dedup.v1.LookupBatchResponse.results:type_name -> dedup.v1.RecordResult
+	5,  // 38: dedup.v1.DedupService.Claim:input_type -> dedup.v1.ClaimRequest
+	7,  // 39: dedup.v1.DedupService.Complete:input_type -> dedup.v1.CompleteRequest
+	9,  // 40: dedup.v1.DedupService.Reject:input_type -> dedup.v1.RejectRequest
+	11, // 41: dedup.v1.DedupService.Lookup:input_type -> dedup.v1.LookupRequest
+	13, // 42: dedup.v1.DedupService.ExtendLease:input_type -> dedup.v1.ExtendLeaseRequest
+	15, // 43: dedup.v1.DedupService.ListRecords:input_type -> dedup.v1.ListRecordsRequest
+	18, // 44: dedup.v1.DedupService.ClaimBatch:input_type -> dedup.v1.ClaimBatchRequest
+	22, // 45: dedup.v1.DedupService.FinishBatch:input_type -> dedup.v1.FinishBatchRequest
+	26, // 46: dedup.v1.DedupService.ExtendLeaseBatch:input_type -> dedup.v1.ExtendLeaseBatchRequest
+	28, // 47: dedup.v1.DedupService.LookupBatch:input_type -> dedup.v1.LookupBatchRequest
+	6,  // 48: dedup.v1.DedupService.Claim:output_type -> dedup.v1.ClaimResponse
+	8,  // 49: dedup.v1.DedupService.Complete:output_type -> dedup.v1.CompleteResponse
+	10, // 50: dedup.v1.DedupService.Reject:output_type -> dedup.v1.RejectResponse
+	12, // 51: dedup.v1.DedupService.Lookup:output_type -> dedup.v1.LookupResponse
+	14, // 52: dedup.v1.DedupService.ExtendLease:output_type -> dedup.v1.ExtendLeaseResponse
+	16, // 53: dedup.v1.DedupService.ListRecords:output_type -> dedup.v1.ListRecordsResponse
+	20, // 54: dedup.v1.DedupService.ClaimBatch:output_type -> dedup.v1.ClaimBatchResponse
+	24, // 55: dedup.v1.DedupService.FinishBatch:output_type -> dedup.v1.FinishBatchResponse
+	27, // 56: dedup.v1.DedupService.ExtendLeaseBatch:output_type -> dedup.v1.ExtendLeaseBatchResponse
+	29, // 57: dedup.v1.DedupService.LookupBatch:output_type -> dedup.v1.LookupBatchResponse
+	48, // [48:58] is the sub-list for method output_type
+	38, // [38:48] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_dedup_v1_dedup_proto_init() }

@@ -373,9 +373,15 @@ type ClaimStreamRequest struct {
 	Mode StreamMode `protobuf:"varint,4,opt,name=mode,proto3,enum=dedup.v1.StreamMode" json:"mode,omitempty"`
 	// Optional digest of the event, at most 64 bytes; a claim of the
 	// in-flight sequence with another digest is DIGEST_MISMATCH.
-	Digest        []byte               `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
-	LeaseTtl      *durationpb.Duration `protobuf:"bytes,6,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
-	Owner         string               `protobuf:"bytes,7,opt,name=owner,proto3" json:"owner,omitempty"`
+	Digest   []byte               `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	LeaseTtl *durationpb.Duration `protobuf:"bytes,6,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
+	Owner    string               `protobuf:"bytes,7,opt,name=owner,proto3" json:"owner,omitempty"`
+	// How long the server may hold the call while another caller holds the
+	// stream (IN_PROGRESS): it answers DUPLICATE as soon as the holder
+	// completes or rejects this sequence, ACQUIRED once the holder released
+	// it or its lease ran out, and IN_PROGRESS only when the wait elapses.
+	// Bounds and clamping as ClaimRequest.wait.
+	Wait          *durationpb.Duration `protobuf:"bytes,30,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -457,6 +463,13 @@ func (x *ClaimStreamRequest) GetOwner() string {
 		return x.Owner
 	}
 	return ""
+}
+
+func (x *ClaimStreamRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
 }
 
 type ClaimStreamResponse struct {
@@ -1736,7 +1749,7 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x129\n" +
 	"\n" +
-	"expires_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xf4\x01\n" +
+	"expires_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xa3\x02\n" +
 	"\x12ClaimStreamRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1a\n" +
@@ -1744,7 +1757,8 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\x04mode\x18\x04 \x01(\x0e2\x14.dedup.v1.StreamModeR\x04mode\x12\x16\n" +
 	"\x06digest\x18\x05 \x01(\fR\x06digest\x126\n" +
 	"\tlease_ttl\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\x12\x14\n" +
-	"\x05owner\x18\a \x01(\tR\x05owner\"\xd3\x01\n" +
+	"\x05owner\x18\a \x01(\tR\x05owner\x12-\n" +
+	"\x04wait\x18\x1e \x01(\v2\x19.google.protobuf.DurationR\x04wait\"\xd3\x01\n" +
 	"\x13ClaimStreamResponse\x121\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x17.dedup.v1.StreamOutcomeR\aoutcome\x12(\n" +
 	"\x06stream\x18\x02 \x01(\v2\x10.dedup.v1.StreamR\x06stream\x12#\n" +
@@ -1912,54 +1926,55 @@ var file_dedup_v1_stream_proto_depIdxs = []int32{
 	29, // 6: dedup.v1.Stream.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 7: dedup.v1.ClaimStreamRequest.mode:type_name -> dedup.v1.StreamMode
 	30, // 8: dedup.v1.ClaimStreamRequest.lease_ttl:type_name -> google.protobuf.Duration
-	1,  // 9: dedup.v1.ClaimStreamResponse.outcome:type_name -> dedup.v1.StreamOutcome
-	3,  // 10: dedup.v1.ClaimStreamResponse.stream:type_name -> dedup.v1.Stream
-	30, // 11: dedup.v1.ClaimStreamResponse.retry_after:type_name -> google.protobuf.Duration
-	3,  // 12: dedup.v1.CompleteStreamResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 13: dedup.v1.RejectStreamResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 14: dedup.v1.ReleaseStreamResponse.stream:type_name -> dedup.v1.Stream
-	30, // 15: dedup.v1.ExtendStreamLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
-	3,  // 16: dedup.v1.ExtendStreamLeaseResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 17: dedup.v1.GetStreamResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 18: dedup.v1.ListStreamsResponse.streams:type_name -> dedup.v1.Stream
-	0,  // 19: dedup.v1.ResetStreamRequest.mode:type_name -> dedup.v1.StreamMode
-	3,  // 20: dedup.v1.ResetStreamResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 21: dedup.v1.ResetStreamResponse.previous:type_name -> dedup.v1.Stream
-	30, // 22: dedup.v1.StreamPolicy.stream_ttl:type_name -> google.protobuf.Duration
-	0,  // 23: dedup.v1.StreamPolicy.mode:type_name -> dedup.v1.StreamMode
-	2,  // 24: dedup.v1.StreamPolicy.start:type_name -> dedup.v1.StreamStart
-	29, // 25: dedup.v1.StreamPolicy.updated_at:type_name -> google.protobuf.Timestamp
-	20, // 26: dedup.v1.SetStreamPolicyRequest.policy:type_name -> dedup.v1.StreamPolicy
-	20, // 27: dedup.v1.SetStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
-	20, // 28: dedup.v1.GetStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
-	20, // 29: dedup.v1.DeleteStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
-	4,  // 30: dedup.v1.StreamService.ClaimStream:input_type -> dedup.v1.ClaimStreamRequest
-	6,  // 31: dedup.v1.StreamService.CompleteStream:input_type -> dedup.v1.CompleteStreamRequest
-	8,  // 32: dedup.v1.StreamService.RejectStream:input_type -> dedup.v1.RejectStreamRequest
-	10, // 33: dedup.v1.StreamService.ReleaseStream:input_type -> dedup.v1.ReleaseStreamRequest
-	12, // 34: dedup.v1.StreamService.ExtendStreamLease:input_type -> dedup.v1.ExtendStreamLeaseRequest
-	14, // 35: dedup.v1.StreamService.GetStream:input_type -> dedup.v1.GetStreamRequest
-	16, // 36: dedup.v1.StreamService.ListStreams:input_type -> dedup.v1.ListStreamsRequest
-	18, // 37: dedup.v1.StreamAdminService.ResetStream:input_type -> dedup.v1.ResetStreamRequest
-	21, // 38: dedup.v1.StreamAdminService.SetStreamPolicy:input_type -> dedup.v1.SetStreamPolicyRequest
-	23, // 39: dedup.v1.StreamAdminService.GetStreamPolicy:input_type -> dedup.v1.GetStreamPolicyRequest
-	25, // 40: dedup.v1.StreamAdminService.DeleteStreamPolicy:input_type -> dedup.v1.DeleteStreamPolicyRequest
-	5,  // 41: dedup.v1.StreamService.ClaimStream:output_type -> dedup.v1.ClaimStreamResponse
-	7,  // 42: dedup.v1.StreamService.CompleteStream:output_type -> dedup.v1.CompleteStreamResponse
-	9,  // 43: dedup.v1.StreamService.RejectStream:output_type -> dedup.v1.RejectStreamResponse
-	11, // 44: dedup.v1.StreamService.ReleaseStream:output_type -> dedup.v1.ReleaseStreamResponse
-	13, // 45: dedup.v1.StreamService.ExtendStreamLease:output_type -> dedup.v1.ExtendStreamLeaseResponse
-	15, // 46: dedup.v1.StreamService.GetStream:output_type -> dedup.v1.GetStreamResponse
-	17, // 47: dedup.v1.StreamService.ListStreams:output_type -> dedup.v1.ListStreamsResponse
-	19, // 48: dedup.v1.StreamAdminService.ResetStream:output_type -> dedup.v1.ResetStreamResponse
-	22, // 49: dedup.v1.StreamAdminService.SetStreamPolicy:output_type -> dedup.v1.SetStreamPolicyResponse
-	24, // 50: dedup.v1.StreamAdminService.GetStreamPolicy:output_type -> dedup.v1.GetStreamPolicyResponse
-	26, // 51: dedup.v1.StreamAdminService.DeleteStreamPolicy:output_type -> dedup.v1.DeleteStreamPolicyResponse
-	41, // [41:52] is the sub-list for method output_type
-	30, // [30:41] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	30, // 9: dedup.v1.ClaimStreamRequest.wait:type_name -> google.protobuf.Duration
+	1,  // 10: dedup.v1.ClaimStreamResponse.outcome:type_name -> dedup.v1.StreamOutcome
+	3,  // 11: dedup.v1.ClaimStreamResponse.stream:type_name -> dedup.v1.Stream
+	30, // 12: dedup.v1.ClaimStreamResponse.retry_after:type_name -> google.protobuf.Duration
+	3,  // 13: dedup.v1.CompleteStreamResponse.stream:type_name -> dedup.v1.Stream
+	3,  // 14: dedup.v1.RejectStreamResponse.stream:type_name -> dedup.v1.Stream
+	3,  // 15: dedup.v1.ReleaseStreamResponse.stream:type_name -> dedup.v1.Stream
+	30, // 16: dedup.v1.ExtendStreamLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
+	3,  // 17: dedup.v1.ExtendStreamLeaseResponse.stream:type_name -> dedup.v1.Stream
+	3,  // 18: dedup.v1.GetStreamResponse.stream:type_name -> dedup.v1.Stream
+	3,  // 19: dedup.v1.ListStreamsResponse.streams:type_name -> dedup.v1.Stream
+	0,  // 20: dedup.v1.ResetStreamRequest.mode:type_name -> dedup.v1.StreamMode
+	3,  // 21: dedup.v1.ResetStreamResponse.stream:type_name -> dedup.v1.Stream
+	3,  // 22: dedup.v1.ResetStreamResponse.previous:type_name -> dedup.v1.Stream
+	30, // 23: dedup.v1.StreamPolicy.stream_ttl:type_name -> google.protobuf.Duration
+	0,  // 24: dedup.v1.StreamPolicy.mode:type_name -> dedup.v1.StreamMode
+	2,  // 25: dedup.v1.StreamPolicy.start:type_name -> dedup.v1.StreamStart
+	29, // 26: dedup.v1.StreamPolicy.updated_at:type_name -> google.protobuf.Timestamp
+	20, // 27: dedup.v1.SetStreamPolicyRequest.policy:type_name -> dedup.v1.StreamPolicy
+	20, // 28: dedup.v1.SetStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
+	20, // 29: dedup.v1.GetStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
+	20, // 30: dedup.v1.DeleteStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
+	4,  // 31: dedup.v1.StreamService.ClaimStream:input_type -> dedup.v1.ClaimStreamRequest
+	6,  // 32: dedup.v1.StreamService.CompleteStream:input_type -> dedup.v1.CompleteStreamRequest
+	8,  // 33: dedup.v1.StreamService.RejectStream:input_type -> dedup.v1.RejectStreamRequest
+	10, // 34: dedup.v1.StreamService.ReleaseStream:input_type -> dedup.v1.ReleaseStreamRequest
+	12, // 35: dedup.v1.StreamService.ExtendStreamLease:input_type -> dedup.v1.ExtendStreamLeaseRequest
+	14, // 36: dedup.v1.StreamService.GetStream:input_type -> dedup.v1.GetStreamRequest
+	16, // 37: dedup.v1.StreamService.ListStreams:input_type -> dedup.v1.ListStreamsRequest
+	18, // 38: dedup.v1.StreamAdminService.ResetStream:input_type -> dedup.v1.ResetStreamRequest
+	21, // 39: dedup.v1.StreamAdminService.SetStreamPolicy:input_type -> dedup.v1.SetStreamPolicyRequest
+	23, // 40: dedup.v1.StreamAdminService.GetStreamPolicy:input_type -> dedup.v1.GetStreamPolicyRequest
+	25, // 41: dedup.v1.StreamAdminService.DeleteStreamPolicy:input_type -> dedup.v1.DeleteStreamPolicyRequest
+	5,  // 42: dedup.v1.StreamService.ClaimStream:output_type -> dedup.v1.ClaimStreamResponse
+	7,  // 43: dedup.v1.StreamService.CompleteStream:output_type -> dedup.v1.CompleteStreamResponse
+	9,  // 44: dedup.v1.StreamService.RejectStream:output_type -> dedup.v1.RejectStreamResponse
+	11, // 45: dedup.v1.StreamService.ReleaseStream:output_type -> dedup.v1.ReleaseStreamResponse
+	13, // 46: dedup.v1.StreamService.ExtendStreamLease:output_type -> dedup.v1.ExtendStreamLeaseResponse
+	15, // 47: dedup.v1.StreamService.GetStream:output_type -> dedup.v1.GetStreamResponse
+	17, // 48: dedup.v1.StreamService.ListStreams:output_type -> dedup.v1.ListStreamsResponse
+	19, // 49: dedup.v1.StreamAdminService.ResetStream:output_type -> dedup.v1.ResetStreamResponse
+	22, // 50: dedup.v1.StreamAdminService.SetStreamPolicy:output_type -> dedup.v1.SetStreamPolicyResponse
+	24, // 51: dedup.v1.StreamAdminService.GetStreamPolicy:output_type -> dedup.v1.GetStreamPolicyResponse
+	26, // 52: dedup.v1.StreamAdminService.DeleteStreamPolicy:output_type -> dedup.v1.DeleteStreamPolicyResponse
+	42, // [42:53] is the sub-list for method output_type
+	31, // [31:42] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_dedup_v1_stream_proto_init() }

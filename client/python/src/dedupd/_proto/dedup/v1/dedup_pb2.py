@@ -23,7 +23,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/dedup.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"z\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x8b\x03\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\x12\"\n\x04view\x18\x0b \x01(\x0e\x32\x14.dedup.v1.RecordView\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"j\n\x0e\x43laimBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\x0c\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\"N\n\x11\x43laimBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\'\n\x05items\x18\x02 \x03(\x0b\x32\x18.dedup.v1.ClaimBatchItem\"\x83\x01\n\x10\x43laimBatchResult\x12(\n\x05\x63laim\x18\x01 \x01(\x0b\x32\x17.dedup.v1.ClaimResponseH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\"A\n\x12\x43laimBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.dedup.v1.ClaimBatchResult\"|\n\x0f\x46inishBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12\x10\n\x06result\x18\x03 \x01(\x0cH\x00\x12(\n\trejection\x18\x04 \x01(\x0b\x32\x13.dedup.v1.RejectionH\x00\x42\t\n\x07outcome\"P\n\x12\x46inishBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12(\n\x05items\x18\x02 \x03(\x0b\x32\x19.dedup.v1.FinishBatchItem\"y\n\x0cRecordResult\x12\"\n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.RecordH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\">\n\x13\x46inishBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"h\n\x14\x45xtendLeaseBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"Z\n\x17\x45xtendLeaseBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\x05items\x18\x02 \x03(\x0b\x32\x1e.dedup.v1.ExtendLeaseBatchItem\"C\n\x18\x45xtendLeaseBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"4\n\x12LookupBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\">\n\x13LookupBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04*V\n\nRecordView\x12\x1b\n\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n\x10RECORD_VIEW_FULL\x10\x02\x32\xd9\x05\n\x0c\x44\x65\x64upService\x12\x38\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12\x41\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\x12G\n\nClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\x12J\n\x0b\x46inishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\x12Y\n\x10\x45xtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\x12J\n\x0bLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xa3\x01\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\x12\'\n\x04wait\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x8b\x03\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\x12\"\n\x04view\x18\x0b \x01(\x0e\x32\x14.dedup.v1.RecordView\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x93\x01\n\x0e\x43laimBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\x0c\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\x12\'\n\x04wait\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\"N\n\x11\x43laimBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\'\n\x05items\x18\x02 \x03(\x0b\x32\x18.dedup.v1.ClaimBatchItem\"\x83\x01\n\x10\x43laimBatchResult\x12(\n\x05\x63laim\x18\x01 \x01(\x0b\x32\x17.dedup.v1.ClaimResponseH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\"A\n\x12\x43laimBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.dedup.v1.ClaimBatchResult\"|\n\x0f\x46inishBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12\x10\n\x06result\x18\x03 \x01(\x0cH\x00\x12(\n\trejection\x18\x04 \x01(\x0b\x32\x13.dedup.v1.RejectionH\x00\x42\t\n\x07outcome\"P\n\x12\x46inishBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12(\n\x05items\x18\x02 \x03(\x0b\x32\x19.dedup.v1.FinishBatchItem\"y\n\x0cRecordResult\x12\"\n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.RecordH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\">\n\x13\x46inishBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"h\n\x14\x45xtendLeaseBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"Z\n\x17\x45xtendLeaseBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\x05items\x18\x02 \x03(\x0b\x32\x1e.dedup.v1.ExtendLeaseBatchItem\"C\n\x18\x45xtendLeaseBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"4\n\x12LookupBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\">\n\x13LookupBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04*V\n\nRecordView\x12\x1b\n\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n\x10RECORD_VIEW_FULL\x10\x02\x32\xd9\x05\n\x0c\x44\x65\x64upService\x12\x38\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12\x41\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\x12G\n\nClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\x12J\n\x0b\x46inishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\x12Y\n\x10\x45xtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\x12J\n\x0bLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
   dependencies=[google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,google_dot_rpc_dot_status__pb2.DESCRIPTOR,])
 
@@ -56,8 +56,8 @@ _OUTCOME = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3152,
-  serialized_end=3278,
+  serialized_start=3236,
+  serialized_end=3362,
 )
 _sym_db.RegisterEnumDescriptor(_OUTCOME)
 
@@ -91,8 +91,8 @@ _STATE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3280,
-  serialized_end=3390,
+  serialized_start=3364,
+  serialized_end=3474,
 )
 _sym_db.RegisterEnumDescriptor(_STATE)
 
@@ -118,8 +118,8 @@ _RECORDVIEW = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3392,
-  serialized_end=3478,
+  serialized_start=3476,
+  serialized_end=3562,
 )
 _sym_db.RegisterEnumDescriptor(_RECORDVIEW)
 
@@ -349,6 +349,13 @@ _CLAIMREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='wait', full_name='dedup.v1.ClaimRequest.wait', index=5,
+      number=30, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -361,8 +368,8 @@ _CLAIMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=605,
-  serialized_end=727,
+  serialized_start=606,
+  serialized_end=769,
 )
 
 
@@ -413,8 +420,8 @@ _CLAIMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=730,
-  serialized_end=886,
+  serialized_start=772,
+  serialized_end=928,
 )
 
 
@@ -465,8 +472,8 @@ _COMPLETEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=888,
-  serialized_end=975,
+  serialized_start=930,
+  serialized_end=1017,
 )
 
 
@@ -496,8 +503,8 @@ _COMPLETERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=977,
-  serialized_end=1029,
+  serialized_start=1019,
+  serialized_end=1071,
 )
 
 
@@ -569,8 +576,8 @@ _REJECTREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1032,
-  serialized_end=1169,
+  serialized_start=1074,
+  serialized_end=1211,
 )
 
 
@@ -600,8 +607,8 @@ _REJECTRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1171,
-  serialized_end=1221,
+  serialized_start=1213,
+  serialized_end=1263,
 )
 
 
@@ -638,8 +645,8 @@ _LOOKUPREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1223,
-  serialized_end=1269,
+  serialized_start=1265,
+  serialized_end=1311,
 )
 
 
@@ -669,8 +676,8 @@ _LOOKUPRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1271,
-  serialized_end=1321,
+  serialized_start=1313,
+  serialized_end=1363,
 )
 
 
@@ -721,8 +728,8 @@ _EXTENDLEASEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1323,
-  serialized_end=1443,
+  serialized_start=1365,
+  serialized_end=1485,
 )
 
 
@@ -752,8 +759,8 @@ _EXTENDLEASERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1445,
-  serialized_end=1500,
+  serialized_start=1487,
+  serialized_end=1542,
 )
 
 
@@ -853,8 +860,8 @@ _LISTRECORDSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1503,
-  serialized_end=1898,
+  serialized_start=1545,
+  serialized_end=1940,
 )
 
 
@@ -891,8 +898,8 @@ _LISTRECORDSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1900,
-  serialized_end=1981,
+  serialized_start=1942,
+  serialized_end=2023,
 )
 
 
@@ -931,6 +938,13 @@ _CLAIMBATCHITEM = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='wait', full_name='dedup.v1.ClaimBatchItem.wait', index=4,
+      number=30, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -943,8 +957,8 @@ _CLAIMBATCHITEM = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1983,
-  serialized_end=2089,
+  serialized_start=2026,
+  serialized_end=2173,
 )
 
 
@@ -981,8 +995,8 @@ _CLAIMBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2091,
-  serialized_end=2169,
+  serialized_start=2175,
+  serialized_end=2253,
 )
 
 
@@ -1029,8 +1043,8 @@ _CLAIMBATCHRESULT = _descriptor.Descriptor(
       name='result', full_name='dedup.v1.ClaimBatchResult.result',
       index=0, containing_type=None, fields=[]),
   ],
-  serialized_start=2172,
-  serialized_end=2303,
+  serialized_start=2256,
+  serialized_end=2387,
 )
 
 
@@ -1060,8 +1074,8 @@ _CLAIMBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2305,
-  serialized_end=2370,
+  serialized_start=2389,
+  serialized_end=2454,
 )
 
 
@@ -1115,8 +1129,8 @@ _FINISHBATCHITEM = _descriptor.Descriptor(
       name='outcome', full_name='dedup.v1.FinishBatchItem.outcome',
       index=0, containing_type=None, fields=[]),
   ],
-  serialized_start=2372,
-  serialized_end=2496,
+  serialized_start=2456,
+  serialized_end=2580,
 )
 
 
@@ -1153,8 +1167,8 @@ _FINISHBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2498,
-  serialized_end=2578,
+  serialized_start=2582,
+  serialized_end=2662,
 )
 
 
@@ -1201,8 +1215,8 @@ _RECORDRESULT = _descriptor.Descriptor(
       name='result', full_name='dedup.v1.RecordResult.result',
       index=0, containing_type=None, fields=[]),
   ],
-  serialized_start=2580,
-  serialized_end=2701,
+  serialized_start=2664,
+  serialized_end=2785,
 )
 
 
@@ -1232,8 +1246,8 @@ _FINISHBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2703,
-  serialized_end=2765,
+  serialized_start=2787,
+  serialized_end=2849,
 )
 
 
@@ -1277,8 +1291,8 @@ _EXTENDLEASEBATCHITEM = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2767,
-  serialized_end=2871,
+  serialized_start=2851,
+  serialized_end=2955,
 )
 
 
@@ -1315,8 +1329,8 @@ _EXTENDLEASEBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2873,
-  serialized_end=2963,
+  serialized_start=2957,
+  serialized_end=3047,
 )
 
 
@@ -1346,8 +1360,8 @@ _EXTENDLEASEBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2965,
-  serialized_end=3032,
+  serialized_start=3049,
+  serialized_end=3116,
 )
 
 
@@ -1384,8 +1398,8 @@ _LOOKUPBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3034,
-  serialized_end=3086,
+  serialized_start=3118,
+  serialized_end=3170,
 )
 
 
@@ -1415,8 +1429,8 @@ _LOOKUPBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3088,
-  serialized_end=3150,
+  serialized_start=3172,
+  serialized_end=3234,
 )
 
 _RECORD.fields_by_name['state'].enum_type = _STATE
@@ -1426,6 +1440,7 @@ _RECORD.fields_by_name['updated_at'].message_type = google_dot_protobuf_dot_time
 _RECORD.fields_by_name['lease_expires_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _RECORD.fields_by_name['expires_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _CLAIMREQUEST.fields_by_name['lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
+_CLAIMREQUEST.fields_by_name['wait'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
 _CLAIMRESPONSE.fields_by_name['outcome'].enum_type = _OUTCOME
 _CLAIMRESPONSE.fields_by_name['record'].message_type = _RECORD
 _CLAIMRESPONSE.fields_by_name['retry_after'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
@@ -1442,6 +1457,7 @@ _LISTRECORDSREQUEST.fields_by_name['updated_before'].message_type = google_dot_p
 _LISTRECORDSREQUEST.fields_by_name['view'].enum_type = _RECORDVIEW
 _LISTRECORDSRESPONSE.fields_by_name['records'].message_type = _RECORD
 _CLAIMBATCHITEM.fields_by_name['lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
+_CLAIMBATCHITEM.fields_by_name['wait'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
 _CLAIMBATCHREQUEST.fields_by_name['items'].message_type = _CLAIMBATCHITEM
 _CLAIMBATCHRESULT.fields_by_name['claim'].message_type = _CLAIMRESPONSE
 _CLAIMBATCHRESULT.fields_by_name['error'].message_type = google_dot_rpc_dot_status__pb2._STATUS
@@ -1704,8 +1720,8 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=3481,
-  serialized_end=4210,
+  serialized_start=3565,
+  serialized_end=4294,
   methods=[
   _descriptor.MethodDescriptor(
     name='Claim',

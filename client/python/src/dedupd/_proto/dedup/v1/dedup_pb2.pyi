@@ -25,7 +25,9 @@ class _OutcomeEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTy
     """The caller holds the lease and must do the work, then Complete or Reject."""
 
     OUTCOME_IN_PROGRESS: _Outcome.ValueType  # 2
-    """Another caller holds a live lease; try again after retry_after."""
+    """Another caller holds a live lease; try again after retry_after (or
+    claim with wait and let the server do the waiting).
+    """
 
     OUTCOME_COMPLETED: _Outcome.ValueType  # 3
     """The work is done; record.result holds its stored result."""
@@ -42,7 +44,9 @@ OUTCOME_ACQUIRED: Outcome.ValueType  # 1
 """The caller holds the lease and must do the work, then Complete or Reject."""
 
 OUTCOME_IN_PROGRESS: Outcome.ValueType  # 2
-"""Another caller holds a live lease; try again after retry_after."""
+"""Another caller holds a live lease; try again after retry_after (or
+claim with wait and let the server do the waiting).
+"""
 
 OUTCOME_COMPLETED: Outcome.ValueType  # 3
 """The work is done; record.result holds its stored result."""
@@ -237,6 +241,7 @@ class ClaimRequest(google.protobuf.message.Message):
     DIGEST_FIELD_NUMBER: builtins.int
     LEASE_TTL_FIELD_NUMBER: builtins.int
     OWNER_FIELD_NUMBER: builtins.int
+    WAIT_FIELD_NUMBER: builtins.int
     consumer: typing.Text
     """The consumer that owns the key, matching ^[a-z0-9][a-z0-9._-]{0,127}$."""
 
@@ -257,6 +262,19 @@ class ClaimRequest(google.protobuf.message.Message):
     owner: typing.Text
     """Free text recorded for diagnostics, such as a host name or worker id."""
 
+    @property
+    def wait(self) -> google.protobuf.duration_pb2.Duration:
+        """How long the server may hold the call while another caller holds the
+        key (IN_PROGRESS), answering as soon as the holder finishes: with the
+        stored outcome, or ACQUIRED for this caller once the holder released
+        the key or its lease ran out. IN_PROGRESS comes back only when the
+        wait elapses, or at once past the server's waiter bounds. Unset or
+        zero answers at once. More than the server's --max-claim-wait is
+        clamped to it; a negative one is INVALID_ARGUMENT (INVALID_FIELD
+        "wait"). A server without this field ignores it and answers at once.
+        See docs/api.md, "Waiting claims".
+        """
+        pass
     def __init__(self,
         *,
         consumer: typing.Text = ...,
@@ -264,9 +282,10 @@ class ClaimRequest(google.protobuf.message.Message):
         digest: builtins.bytes = ...,
         lease_ttl: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
         owner: typing.Text = ...,
+        wait: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
         ) -> None: ...
-    def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","digest",b"digest","key",b"key","lease_ttl",b"lease_ttl","owner",b"owner"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl","wait",b"wait"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","digest",b"digest","key",b"key","lease_ttl",b"lease_ttl","owner",b"owner","wait",b"wait"]) -> None: ...
 global___ClaimRequest = ClaimRequest
 
 class ClaimResponse(google.protobuf.message.Message):
@@ -550,20 +569,28 @@ class ClaimBatchItem(google.protobuf.message.Message):
     DIGEST_FIELD_NUMBER: builtins.int
     LEASE_TTL_FIELD_NUMBER: builtins.int
     OWNER_FIELD_NUMBER: builtins.int
+    WAIT_FIELD_NUMBER: builtins.int
     key: typing.Text
     digest: builtins.bytes
     @property
     def lease_ttl(self) -> google.protobuf.duration_pb2.Duration: ...
     owner: typing.Text
+    @property
+    def wait(self) -> google.protobuf.duration_pb2.Duration:
+        """As ClaimRequest.wait. The batch answers once every waiting item has
+        its answer, or the longest wait elapsed.
+        """
+        pass
     def __init__(self,
         *,
         key: typing.Text = ...,
         digest: builtins.bytes = ...,
         lease_ttl: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
         owner: typing.Text = ...,
+        wait: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
         ) -> None: ...
-    def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["digest",b"digest","key",b"key","lease_ttl",b"lease_ttl","owner",b"owner"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl","wait",b"wait"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["digest",b"digest","key",b"key","lease_ttl",b"lease_ttl","owner",b"owner","wait",b"wait"]) -> None: ...
 global___ClaimBatchItem = ClaimBatchItem
 
 class ClaimBatchRequest(google.protobuf.message.Message):

@@ -23,7 +23,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/stream.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x15\x64\x65\x64up/v1/stream.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x03\n\x06Stream\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x12\n\nhigh_water\x18\x04 \x01(\x03\x12%\n\x0clast_outcome\x18\x05 \x01(\x0e\x32\x0f.dedup.v1.State\x12+\n\x0elast_rejection\x18\x06 \x01(\x0b\x32\x13.dedup.v1.Rejection\x12\x10\n\x08rejected\x18\x07 \x01(\x03\x12\x11\n\tin_flight\x18\x08 \x01(\x03\x12\x0e\n\x06\x64igest\x18\t \x01(\x0c\x12\x15\n\rfencing_token\x18\n \x01(\x03\x12\r\n\x05owner\x18\x0b \x01(\t\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb9\x01\n\x12\x43laimStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0e\n\x06\x64igest\x18\x05 \x01(\x0c\x12,\n\tlease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x07 \x01(\t\"\xa8\x01\n\x13\x43laimStreamResponse\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.dedup.v1.StreamOutcome\x12 \n\x06stream\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"b\n\x15\x43ompleteStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\":\n\x16\x43ompleteStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"\x91\x01\n\x13RejectStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x07 \x01(\x0c\"8\n\x14RejectStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"a\n\x14ReleaseStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\"9\n\x15ReleaseStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"\x93\x01\n\x18\x45xtendStreamLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12,\n\tlease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"=\n\x19\x45xtendStreamLeaseResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"4\n\x10GetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"5\n\x11GetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"d\n\x12ListStreamsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x15\n\rlease_expired\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"Q\n\x13ListStreamsResponse\x12!\n\x07streams\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Stream\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x7f\n\x12ResetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x12\n\nhigh_water\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"[\n\x13ResetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\"\xc9\x01\n\x0cStreamPolicy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\nstream_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12$\n\x05start\x18\x04 \x01(\x0e\x32\x15.dedup.v1.StreamStart\x12.\n\nupdated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"@\n\x16SetStreamPolicyRequest\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"A\n\x17SetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"*\n\x16GetStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"A\n\x17GetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"-\n\x19\x44\x65leteStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"D\n\x1a\x44\x65leteStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy*Z\n\nStreamMode\x12\x1b\n\x17STREAM_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11STREAM_MODE_DENSE\x10\x01\x12\x18\n\x14STREAM_MODE_VERSIONS\x10\x02*\x8a\x01\n\rStreamOutcome\x12\x1e\n\x1aSTREAM_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17STREAM_OUTCOME_ACQUIRED\x10\x01\x12\x1e\n\x1aSTREAM_OUTCOME_IN_PROGRESS\x10\x02\x12\x1c\n\x18STREAM_OUTCOME_DUPLICATE\x10\x03*_\n\x0bStreamStart\x12\x1c\n\x18STREAM_START_UNSPECIFIED\x10\x00\x12\x14\n\x10STREAM_START_ONE\x10\x01\x12\x1c\n\x18STREAM_START_FIRST_CLAIM\x10\x02\x32\xc1\x04\n\rStreamService\x12J\n\x0b\x43laimStream\x12\x1c.dedup.v1.ClaimStreamRequest\x1a\x1d.dedup.v1.ClaimStreamResponse\x12S\n\x0e\x43ompleteStream\x12\x1f.dedup.v1.CompleteStreamRequest\x1a .dedup.v1.CompleteStreamResponse\x12M\n\x0cRejectStream\x12\x1d.dedup.v1.RejectStreamRequest\x1a\x1e.dedup.v1.RejectStreamResponse\x12P\n\rReleaseStream\x12\x1e.dedup.v1.ReleaseStreamRequest\x1a\x1f.dedup.v1.ReleaseStreamResponse\x12\\\n\x11\x45xtendStreamLease\x12\".dedup.v1.ExtendStreamLeaseRequest\x1a#.dedup.v1.ExtendStreamLeaseResponse\x12\x44\n\tGetStream\x12\x1a.dedup.v1.GetStreamRequest\x1a\x1b.dedup.v1.GetStreamResponse\x12J\n\x0bListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse2\xf1\x02\n\x12StreamAdminService\x12J\n\x0bResetStream\x12\x1c.dedup.v1.ResetStreamRequest\x1a\x1d.dedup.v1.ResetStreamResponse\x12V\n\x0fSetStreamPolicy\x12 .dedup.v1.SetStreamPolicyRequest\x1a!.dedup.v1.SetStreamPolicyResponse\x12V\n\x0fGetStreamPolicy\x12 .dedup.v1.GetStreamPolicyRequest\x1a!.dedup.v1.GetStreamPolicyResponse\x12_\n\x12\x44\x65leteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x15\x64\x65\x64up/v1/stream.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x03\n\x06Stream\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x12\n\nhigh_water\x18\x04 \x01(\x03\x12%\n\x0clast_outcome\x18\x05 \x01(\x0e\x32\x0f.dedup.v1.State\x12+\n\x0elast_rejection\x18\x06 \x01(\x0b\x32\x13.dedup.v1.Rejection\x12\x10\n\x08rejected\x18\x07 \x01(\x03\x12\x11\n\tin_flight\x18\x08 \x01(\x03\x12\x0e\n\x06\x64igest\x18\t \x01(\x0c\x12\x15\n\rfencing_token\x18\n \x01(\x03\x12\r\n\x05owner\x18\x0b \x01(\t\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xe2\x01\n\x12\x43laimStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0e\n\x06\x64igest\x18\x05 \x01(\x0c\x12,\n\tlease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x07 \x01(\t\x12\'\n\x04wait\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\"\xa8\x01\n\x13\x43laimStreamResponse\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.dedup.v1.StreamOutcome\x12 \n\x06stream\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"b\n\x15\x43ompleteStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\":\n\x16\x43ompleteStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"\x91\x01\n\x13RejectStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x07 \x01(\x0c\"8\n\x14RejectStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"a\n\x14ReleaseStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\"9\n\x15ReleaseStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"\x93\x01\n\x18\x45xtendStreamLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12,\n\tlease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"=\n\x19\x45xtendStreamLeaseResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"4\n\x10GetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"5\n\x11GetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"d\n\x12ListStreamsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x15\n\rlease_expired\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"Q\n\x13ListStreamsResponse\x12!\n\x07streams\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Stream\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x7f\n\x12ResetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x12\n\nhigh_water\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"[\n\x13ResetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\"\xc9\x01\n\x0cStreamPolicy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\nstream_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12$\n\x05start\x18\x04 \x01(\x0e\x32\x15.dedup.v1.StreamStart\x12.\n\nupdated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"@\n\x16SetStreamPolicyRequest\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"A\n\x17SetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"*\n\x16GetStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"A\n\x17GetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"-\n\x19\x44\x65leteStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"D\n\x1a\x44\x65leteStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy*Z\n\nStreamMode\x12\x1b\n\x17STREAM_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11STREAM_MODE_DENSE\x10\x01\x12\x18\n\x14STREAM_MODE_VERSIONS\x10\x02*\x8a\x01\n\rStreamOutcome\x12\x1e\n\x1aSTREAM_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17STREAM_OUTCOME_ACQUIRED\x10\x01\x12\x1e\n\x1aSTREAM_OUTCOME_IN_PROGRESS\x10\x02\x12\x1c\n\x18STREAM_OUTCOME_DUPLICATE\x10\x03*_\n\x0bStreamStart\x12\x1c\n\x18STREAM_START_UNSPECIFIED\x10\x00\x12\x14\n\x10STREAM_START_ONE\x10\x01\x12\x1c\n\x18STREAM_START_FIRST_CLAIM\x10\x02\x32\xc1\x04\n\rStreamService\x12J\n\x0b\x43laimStream\x12\x1c.dedup.v1.ClaimStreamRequest\x1a\x1d.dedup.v1.ClaimStreamResponse\x12S\n\x0e\x43ompleteStream\x12\x1f.dedup.v1.CompleteStreamRequest\x1a .dedup.v1.CompleteStreamResponse\x12M\n\x0cRejectStream\x12\x1d.dedup.v1.RejectStreamRequest\x1a\x1e.dedup.v1.RejectStreamResponse\x12P\n\rReleaseStream\x12\x1e.dedup.v1.ReleaseStreamRequest\x1a\x1f.dedup.v1.ReleaseStreamResponse\x12\\\n\x11\x45xtendStreamLease\x12\".dedup.v1.ExtendStreamLeaseRequest\x1a#.dedup.v1.ExtendStreamLeaseResponse\x12\x44\n\tGetStream\x12\x1a.dedup.v1.GetStreamRequest\x1a\x1b.dedup.v1.GetStreamResponse\x12J\n\x0bListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse2\xf1\x02\n\x12StreamAdminService\x12J\n\x0bResetStream\x12\x1c.dedup.v1.ResetStreamRequest\x1a\x1d.dedup.v1.ResetStreamResponse\x12V\n\x0fSetStreamPolicy\x12 .dedup.v1.SetStreamPolicyRequest\x1a!.dedup.v1.SetStreamPolicyResponse\x12V\n\x0fGetStreamPolicy\x12 .dedup.v1.GetStreamPolicyRequest\x1a!.dedup.v1.GetStreamPolicyResponse\x12_\n\x12\x44\x65leteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
   dependencies=[dedup_dot_v1_dot_dedup__pb2.DESCRIPTOR,google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,])
 
@@ -48,8 +48,8 @@ _STREAMMODE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=2773,
-  serialized_end=2863,
+  serialized_start=2814,
+  serialized_end=2904,
 )
 _sym_db.RegisterEnumDescriptor(_STREAMMODE)
 
@@ -79,8 +79,8 @@ _STREAMOUTCOME = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=2866,
-  serialized_end=3004,
+  serialized_start=2907,
+  serialized_end=3045,
 )
 _sym_db.RegisterEnumDescriptor(_STREAMOUTCOME)
 
@@ -106,8 +106,8 @@ _STREAMSTART = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3006,
-  serialized_end=3101,
+  serialized_start=3047,
+  serialized_end=3142,
 )
 _sym_db.RegisterEnumDescriptor(_STREAMSTART)
 
@@ -310,6 +310,13 @@ _CLAIMSTREAMREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='wait', full_name='dedup.v1.ClaimStreamRequest.wait', index=7,
+      number=30, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -323,7 +330,7 @@ _CLAIMSTREAMREQUEST = _descriptor.Descriptor(
   oneofs=[
   ],
   serialized_start=597,
-  serialized_end=782,
+  serialized_end=823,
 )
 
 
@@ -374,8 +381,8 @@ _CLAIMSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=785,
-  serialized_end=953,
+  serialized_start=826,
+  serialized_end=994,
 )
 
 
@@ -426,8 +433,8 @@ _COMPLETESTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=955,
-  serialized_end=1053,
+  serialized_start=996,
+  serialized_end=1094,
 )
 
 
@@ -457,8 +464,8 @@ _COMPLETESTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1055,
-  serialized_end=1113,
+  serialized_start=1096,
+  serialized_end=1154,
 )
 
 
@@ -530,8 +537,8 @@ _REJECTSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1116,
-  serialized_end=1261,
+  serialized_start=1157,
+  serialized_end=1302,
 )
 
 
@@ -561,8 +568,8 @@ _REJECTSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1263,
-  serialized_end=1319,
+  serialized_start=1304,
+  serialized_end=1360,
 )
 
 
@@ -613,8 +620,8 @@ _RELEASESTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1321,
-  serialized_end=1418,
+  serialized_start=1362,
+  serialized_end=1459,
 )
 
 
@@ -644,8 +651,8 @@ _RELEASESTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1420,
-  serialized_end=1477,
+  serialized_start=1461,
+  serialized_end=1518,
 )
 
 
@@ -703,8 +710,8 @@ _EXTENDSTREAMLEASEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1480,
-  serialized_end=1627,
+  serialized_start=1521,
+  serialized_end=1668,
 )
 
 
@@ -734,8 +741,8 @@ _EXTENDSTREAMLEASERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1629,
-  serialized_end=1690,
+  serialized_start=1670,
+  serialized_end=1731,
 )
 
 
@@ -772,8 +779,8 @@ _GETSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1692,
-  serialized_end=1744,
+  serialized_start=1733,
+  serialized_end=1785,
 )
 
 
@@ -803,8 +810,8 @@ _GETSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1746,
-  serialized_end=1799,
+  serialized_start=1787,
+  serialized_end=1840,
 )
 
 
@@ -855,8 +862,8 @@ _LISTSTREAMSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1801,
-  serialized_end=1901,
+  serialized_start=1842,
+  serialized_end=1942,
 )
 
 
@@ -893,8 +900,8 @@ _LISTSTREAMSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1903,
-  serialized_end=1984,
+  serialized_start=1944,
+  serialized_end=2025,
 )
 
 
@@ -952,8 +959,8 @@ _RESETSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1986,
-  serialized_end=2113,
+  serialized_start=2027,
+  serialized_end=2154,
 )
 
 
@@ -990,8 +997,8 @@ _RESETSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2115,
-  serialized_end=2206,
+  serialized_start=2156,
+  serialized_end=2247,
 )
 
 
@@ -1049,8 +1056,8 @@ _STREAMPOLICY = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2209,
-  serialized_end=2410,
+  serialized_start=2250,
+  serialized_end=2451,
 )
 
 
@@ -1080,8 +1087,8 @@ _SETSTREAMPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2412,
-  serialized_end=2476,
+  serialized_start=2453,
+  serialized_end=2517,
 )
 
 
@@ -1111,8 +1118,8 @@ _SETSTREAMPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2478,
-  serialized_end=2543,
+  serialized_start=2519,
+  serialized_end=2584,
 )
 
 
@@ -1142,8 +1149,8 @@ _GETSTREAMPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2545,
-  serialized_end=2587,
+  serialized_start=2586,
+  serialized_end=2628,
 )
 
 
@@ -1173,8 +1180,8 @@ _GETSTREAMPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2589,
-  serialized_end=2654,
+  serialized_start=2630,
+  serialized_end=2695,
 )
 
 
@@ -1204,8 +1211,8 @@ _DELETESTREAMPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2656,
-  serialized_end=2701,
+  serialized_start=2697,
+  serialized_end=2742,
 )
 
 
@@ -1235,8 +1242,8 @@ _DELETESTREAMPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2703,
-  serialized_end=2771,
+  serialized_start=2744,
+  serialized_end=2812,
 )
 
 _STREAM.fields_by_name['mode'].enum_type = _STREAMMODE
@@ -1248,6 +1255,7 @@ _STREAM.fields_by_name['updated_at'].message_type = google_dot_protobuf_dot_time
 _STREAM.fields_by_name['expires_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _CLAIMSTREAMREQUEST.fields_by_name['mode'].enum_type = _STREAMMODE
 _CLAIMSTREAMREQUEST.fields_by_name['lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
+_CLAIMSTREAMREQUEST.fields_by_name['wait'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
 _CLAIMSTREAMRESPONSE.fields_by_name['outcome'].enum_type = _STREAMOUTCOME
 _CLAIMSTREAMRESPONSE.fields_by_name['stream'].message_type = _STREAM
 _CLAIMSTREAMRESPONSE.fields_by_name['retry_after'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
@@ -1476,8 +1484,8 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=3104,
-  serialized_end=3681,
+  serialized_start=3145,
+  serialized_end=3722,
   methods=[
   _descriptor.MethodDescriptor(
     name='ClaimStream',
@@ -1554,8 +1562,8 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=1,
   options=None,
-  serialized_start=3684,
-  serialized_end=4053,
+  serialized_start=3725,
+  serialized_end=4094,
   methods=[
   _descriptor.MethodDescriptor(
     name='ResetStream',

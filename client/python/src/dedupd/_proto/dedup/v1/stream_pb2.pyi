@@ -222,6 +222,7 @@ class ClaimStreamRequest(google.protobuf.message.Message):
     DIGEST_FIELD_NUMBER: builtins.int
     LEASE_TTL_FIELD_NUMBER: builtins.int
     OWNER_FIELD_NUMBER: builtins.int
+    WAIT_FIELD_NUMBER: builtins.int
     consumer: typing.Text
     """The consumer, matching ^[a-z0-9][a-z0-9._-]{0,127}$."""
 
@@ -244,6 +245,15 @@ class ClaimStreamRequest(google.protobuf.message.Message):
     @property
     def lease_ttl(self) -> google.protobuf.duration_pb2.Duration: ...
     owner: typing.Text
+    @property
+    def wait(self) -> google.protobuf.duration_pb2.Duration:
+        """How long the server may hold the call while another caller holds the
+        stream (IN_PROGRESS): it answers DUPLICATE as soon as the holder
+        completes or rejects this sequence, ACQUIRED once the holder released
+        it or its lease ran out, and IN_PROGRESS only when the wait elapses.
+        Bounds and clamping as ClaimRequest.wait.
+        """
+        pass
     def __init__(self,
         *,
         consumer: typing.Text = ...,
@@ -253,9 +263,10 @@ class ClaimStreamRequest(google.protobuf.message.Message):
         digest: builtins.bytes = ...,
         lease_ttl: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
         owner: typing.Text = ...,
+        wait: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
         ) -> None: ...
-    def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","digest",b"digest","lease_ttl",b"lease_ttl","mode",b"mode","owner",b"owner","sequence",b"sequence","stream",b"stream"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl","wait",b"wait"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","digest",b"digest","lease_ttl",b"lease_ttl","mode",b"mode","owner",b"owner","sequence",b"sequence","stream",b"stream","wait",b"wait"]) -> None: ...
 global___ClaimStreamRequest = ClaimStreamRequest
 
 class ClaimStreamResponse(google.protobuf.message.Message):
