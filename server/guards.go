@@ -18,6 +18,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/auth"
+	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/replybudget"
 	"github.com/dedupd/dedupd/server/store"
@@ -64,8 +65,8 @@ func newGuards(cfg Config, m *metrics.Metrics, log *slog.Logger) (guards, func()
 
 // newDedupService is the DedupService behind the guards: batch items take
 // their rate-limit tokens from the same per-consumer buckets as calls.
-func newDedupService(st store.Store, policies *api.Policies, log *slog.Logger, g guards) *api.DedupService {
-	var opts api.ServiceOptions
+func newDedupService(st store.Store, policies *api.Policies, log *slog.Logger, g guards, waits *claimwait.Registry) *api.DedupService {
+	opts := api.ServiceOptions{Waits: waits}
 	if g.limiter != nil {
 		opts.Items = g.limiter
 	}

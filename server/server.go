@@ -21,6 +21,7 @@ import (
 	"github.com/dedupd/dedupd/internal/loopback"
 	"github.com/dedupd/dedupd/internal/version"
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
@@ -122,6 +123,9 @@ type Config struct {
 	// (0: none for being slow).
 	LogAllCalls  bool
 	LogSlowCalls time.Duration
+	// ClaimWait bounds the claims that wait for an in-flight outcome
+	// (server/claimwait); MaxWait zero turns waiting off.
+	ClaimWait claimwait.Options
 	// MetricsListen is the address of /metrics and /healthz; empty: off.
 	MetricsListen string
 	// HealthInterval is how often the store is pinged for health.
@@ -177,6 +181,10 @@ func (c Config) Validate() error {
 		{c.HealthInterval > 0, "--health-interval must be positive"},
 		{c.LogSlowCalls >= 0, "--log-slow-calls must not be negative"},
 		{c.ReplayCacheBytes >= 0, "--replay-cache-bytes must not be negative"},
+		{c.ClaimWait.MaxWait >= 0, "--max-claim-wait must not be negative"},
+		{c.ClaimWait.Poll >= 0, "--claim-wait-poll must not be negative"},
+		{c.ClaimWait.PerKey >= 0 && c.ClaimWait.PerConsumer >= 0 && c.ClaimWait.PerServer >= 0,
+			"--max-claim-waiters, --max-claim-waiters-per-consumer and --max-claim-waiters-per-key must not be negative"},
 		{c.ReplayCacheBytes == 0 || c.ReplayCacheTTL > 0, "--replay-cache-ttl must be positive"},
 	}
 	for _, check := range checks {
@@ -272,13 +280,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 // key and stream calls alike go through them.
 func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Backend) *grpc.Server {
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
+	waits := claimwait.New(cfg.ClaimWait)
+	if waits.On() {
+		st = claimwait.Notify(st, waits) // a finish served here wakes this server's waiters
+	}
 	// One resolver for every service, so that a policy changed through
 	// AdminService applies to this server's next call.
 	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, newDedupService(st, policies, log, g))
+	api.Register(grpcSrv, newDedupService(st, policies, log, g, waits))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
 	sp := api.NewStreamPolicies(st, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
-	api.RegisterStreams(grpcSrv, api.NewStreamService(st, sp, log), api.NewStreamAdminService(st, sp, log))
+	api.RegisterStreams(grpcSrv, api.NewStreamService(st, sp, log).WaitWith(waits), api.NewStreamAdminService(st, sp, log))
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dedupd/dedupd/server"
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 	"github.com/dedupd/dedupd/server/tracing"
@@ -125,6 +126,11 @@ see docs/operations.md).`,
 	f.DurationVar(&cfg.MaxConnectionIdle, "max-connection-idle", server.DefaultMaxConnectionIdle, "a connection with no call open for this long is sent GOAWAY (the client reconnects when it next calls)")
 	f.IntVar(&cfg.MaxConcurrentStreams, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "calls open at once on one connection; a client queues more")
 	f.IntVar(&cfg.Limits.MaxPageBytes, "max-page-bytes", api.PageBytesCeiling, "most bytes of records in one ListRecords page (a larger record comes alone); at most 4 MiB less 64 KiB, so that a client left at its defaults accepts every page")
+	f.DurationVar(&cfg.ClaimWait.MaxWait, "max-claim-wait", claimwait.DefaultMaxWait, "longest a claim's wait (ClaimRequest.wait) may hold the call while another caller holds the key; longer waits are clamped to it; 0 answers every claim at once")
+	f.DurationVar(&cfg.ClaimWait.Poll, "claim-wait-poll", claimwait.DefaultPoll, "longest a waiting claim goes without reading the store again: how late it sees an outcome stored through another replica (one served here wakes it at once)")
+	f.IntVar(&cfg.ClaimWait.PerKey, "max-claim-waiters-per-key", claimwait.DefaultPerKey, "waiting claims at once on one key or stream; past it a claim is answered IN_PROGRESS at once")
+	f.IntVar(&cfg.ClaimWait.PerConsumer, "max-claim-waiters-per-consumer", claimwait.DefaultPerConsumer, "waiting claims at once of one consumer; past it a claim is answered IN_PROGRESS at once")
+	f.IntVar(&cfg.ClaimWait.PerServer, "max-claim-waiters", claimwait.DefaultPerServer, "waiting claims at once on this server; past it a claim is answered IN_PROGRESS at once")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:9090; empty turns it off")
 	f.DurationVar(&cfg.HealthInterval, "health-interval", 2*time.Second, "how often the store is pinged; health is NOT_SERVING while it does not answer")
 	logs.register(f)

@@ -151,6 +151,7 @@ func (s *DedupService) ClaimBatch(ctx context.Context, req *dedupv1.ClaimBatchRe
 		v.bytes("digest", it.GetDigest(), MaxDigestBytes)
 		lease := v.leaseTTL(it.GetLeaseTtl(), MaxTTLCeiling)
 		v.text("owner", it.GetOwner(), MaxOwnerBytes)
+		v.wait(it.GetWait())
 		v.digestRequired(it.GetDigest(), policy)
 		v.leaseWithin(lease, policy)
 		return store.ClaimParams{Consumer: consumer, Key: it.GetKey(), Digest: it.GetDigest(),
@@ -158,6 +159,9 @@ func (s *DedupService) ClaimBatch(ctx context.Context, req *dedupv1.ClaimBatchRe
 	})
 	if err != nil {
 		return nil, err
+	}
+	if err := s.awaitBatch(ctx, consumer, reqs, items); err != nil {
+		return nil, s.fail(ctx, err, consumer, "")
 	}
 	return &dedupv1.ClaimBatchResponse{Results: s.claimResults(ctx, consumer, items)}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -46,6 +47,8 @@ type DedupService struct {
 	log      *slog.Logger
 	// items, when set, takes a rate-limit token for each item of a batch.
 	items ItemLimiter
+	// waits holds the claims that wait for an in-flight outcome; nil: none do.
+	waits *claimwait.Registry
 }
 
 // NewDedupService returns the service; policies resolves each consumer's
@@ -58,11 +61,14 @@ func NewDedupService(s store.Store, policies *Policies, log *slog.Logger) *Dedup
 type ServiceOptions struct {
 	// Items takes a rate-limit token per batch item; nil: no limit.
 	Items ItemLimiter
+	// Waits lets claims wait for an in-flight outcome (claimwait.go); nil:
+	// every claim is answered at once.
+	Waits *claimwait.Registry
 }
 
 // NewDedupServiceWith is NewDedupService with options.
 func NewDedupServiceWith(s store.Store, policies *Policies, log *slog.Logger, opts ServiceOptions) *DedupService {
-	return &DedupService{store: s, policies: policies, log: log, items: opts.Items}
+	return &DedupService{store: s, policies: policies, log: log, items: opts.Items, waits: opts.Waits}
 }
 
 // policy checks the request fields that do not depend on the policy, then
@@ -93,6 +99,7 @@ func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*d
 	v.bytes("digest", req.GetDigest(), MaxDigestBytes)
 	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
 	v.text("owner", req.GetOwner(), MaxOwnerBytes)
+	wait := v.wait(req.GetWait())
 	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p Effective) {
 		v.digestRequired(req.GetDigest(), p)
 		v.leaseWithin(lease, p)
@@ -100,14 +107,18 @@ func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*d
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}
-	res, err := s.store.Claim(ctx, store.ClaimParams{
+	params := store.ClaimParams{
 		Consumer: req.GetConsumer(),
 		Key:      req.GetKey(),
 		Digest:   req.GetDigest(),
 		LeaseTTL: lease,
 		Owner:    req.GetOwner(),
 		Policy:   policy.Store,
-	})
+	}
+	res, err := s.store.Claim(ctx, params)
+	if err == nil {
+		res, err = s.awaitClaim(ctx, params, wait, res)
+	}
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())
 	}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -19,6 +20,7 @@ type StreamService struct {
 	store   store.StreamStore
 	streams *StreamPolicies
 	log     *slog.Logger
+	waits   *claimwait.Registry // see WaitWith
 }
 
 // NewStreamService returns the service on st; streams resolves each
@@ -89,14 +91,19 @@ func (s *StreamService) ClaimStream(ctx context.Context, req *dedupv1.ClaimStrea
 	v.bytes("digest", req.GetDigest(), MaxDigestBytes)
 	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
 	v.text("owner", req.GetOwner(), MaxOwnerBytes)
+	wait := v.wait(req.GetWait())
 	policy, err := s.policy(ctx, &v, req.GetConsumer(), lease)
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
-	res, err := s.store.ClaimStream(ctx, store.ClaimStreamParams{
+	params := store.ClaimStreamParams{
 		Consumer: req.GetConsumer(), Stream: req.GetStream(), Sequence: req.GetSequence(),
 		Mode: mode, Digest: req.GetDigest(), LeaseTTL: lease, Owner: req.GetOwner(), Policy: policy,
-	})
+	}
+	res, err := s.store.ClaimStream(ctx, params)
+	if err == nil {
+		res, err = s.awaitStream(ctx, params, wait, res)
+	}
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/tap"
 
+	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 )
@@ -255,16 +256,45 @@ func (f *InFlight) overloaded(name, where string) error {
 }
 
 // UnaryServerInterceptor answers RESOURCE_EXHAUSTED / OVERLOADED at once
-// when maxCalls calls are already running.
+// when maxCalls calls are already running. The handler gets its slot in
+// its context (claimwait.WithAdmission), so that a claim waiting for an
+// in-flight outcome gives the slot back while it sleeps (and stops
+// counting as arrived), and takes one again, when one is free, to claim.
 func (f *InFlight) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		defer endArrival(ctx)
 		if !f.acquire() {
 			return nil, f.refusal(ctx)
 		}
-		defer f.release()
-		return handler(ctx, req)
+		s := &slot{f: f, ctx: ctx, held: true}
+		defer s.Release()
+		return handler(claimwait.WithAdmission(ctx, s), req)
 	}
+}
+
+// slot is one unary call's in-flight slot, as claimwait.Admission. Only
+// the call's own goroutine uses it: the handler, then the interceptor.
+type slot struct {
+	f    *InFlight
+	ctx  context.Context
+	held bool
+}
+
+// Release gives the slot back and uncounts the call's arrival (once).
+func (s *slot) Release() {
+	if s.held {
+		s.held = false
+		s.f.release()
+		endArrival(s.ctx)
+	}
+}
+
+// Resume takes a slot again if one is free.
+func (s *slot) Resume() bool {
+	if !s.held {
+		s.held = s.f.acquire()
+	}
+	return s.held
 }
 
 // StreamServerInterceptor is the same bound for streaming calls.
