@@ -73,11 +73,16 @@ func (w *Waiter) Await(ctx context.Context, wait time.Duration, claim func(conte
 // slot back, trying again every slotRetry until end when none is free; it
 // reports whether it got one.
 func (w *Waiter) sleep(ctx context.Context, timer *time.Timer, nap time.Duration, end time.Time, adm Admission) (bool, error) {
+	w.r.asleep.Add(1)
+	defer w.r.asleep.Add(-1)
 	for {
 		timer.Reset(nap)
 		select {
 		case <-w.woken:
 		case <-timer.C:
+			if !time.Now().Before(end) {
+				return false, nil // the wait is over: its answer is the last claim's
+			}
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}

@@ -68,6 +68,8 @@ type Registry struct {
 	// waiting counts the waiters, read without the lock by Wake, whose
 	// callers (every finishing call) mostly find nobody waiting.
 	waiting atomic.Int64
+	// asleep counts the waiters between two claims, waiting to be woken.
+	asleep atomic.Int64
 
 	mu        sync.Mutex
 	keys      map[Key]map[*Waiter]struct{}
@@ -110,6 +112,15 @@ func (r *Registry) Waiting() int {
 		return 0
 	}
 	return int(r.waiting.Load())
+}
+
+// Asleep is the number of waiters between two claims, waiting to be woken
+// (a waiter on many keys of a batch counts once).
+func (r *Registry) Asleep() int {
+	if r == nil {
+		return 0
+	}
+	return int(r.asleep.Load())
 }
 
 // Wake tells every waiter on k to claim again.

@@ -1,0 +1,203 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/claimwait"
+	"github.com/dedupd/dedupd/server/rpcerrors"
+)
+
+func TestWaitingStreamClaimOutcomes(t *testing.T) {
+	const consumer, stream = "c", "order-1"
+	tests := []struct {
+		name   string
+		lease  time.Duration
+		finish func(ctx context.Context, c dedupv1.StreamServiceClient, token int64) error
+		want   dedupv1.StreamOutcome
+	}{
+		{name: "holder completes the sequence", lease: time.Hour, want: dedupv1.StreamOutcome_STREAM_OUTCOME_DUPLICATE,
+			finish: func(ctx context.Context, c dedupv1.StreamServiceClient, token int64) error {
+				_, err := c.CompleteStream(ctx, &dedupv1.CompleteStreamRequest{Consumer: consumer, Stream: stream, Sequence: 1, FencingToken: token})
+				return err
+			}},
+		{name: "holder rejects the sequence", lease: time.Hour, want: dedupv1.StreamOutcome_STREAM_OUTCOME_DUPLICATE,
+			finish: func(ctx context.Context, c dedupv1.StreamServiceClient, token int64) error {
+				_, err := c.RejectStream(ctx, &dedupv1.RejectStreamRequest{Consumer: consumer, Stream: stream, Sequence: 1, FencingToken: token, Reason: "POISON"})
+				return err
+			}},
+		{name: "holder releases", lease: time.Hour, want: dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED,
+			finish: func(ctx context.Context, c dedupv1.StreamServiceClient, token int64) error {
+				_, err := c.ReleaseStream(ctx, &dedupv1.ReleaseStreamRequest{Consumer: consumer, Stream: stream, Sequence: 1, FencingToken: token})
+				return err
+			}},
+		{name: "holder's lease runs out", lease: 300 * time.Millisecond, want: dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newWaitingServer(t, claimwait.Options{MaxWait: time.Hour, Poll: noPoll})
+			ctx := context.Background()
+			claim := &dedupv1.ClaimStreamRequest{Consumer: consumer, Stream: stream, Sequence: 1, Owner: "holder", LeaseTtl: durationpb.New(tt.lease)}
+			held, err := s.streams.ClaimStream(ctx, claim)
+			if err != nil || held.GetOutcome() != dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED {
+				t.Fatalf("holder's claim: %v, %v", held, err)
+			}
+			type reply struct {
+				res *dedupv1.ClaimStreamResponse
+				err error
+			}
+			out := make(chan reply, 1)
+			go func() {
+				res, err := s.streams.ClaimStream(ctx, &dedupv1.ClaimStreamRequest{Consumer: consumer, Stream: stream, Sequence: 1,
+					Owner: "waiter", Wait: durationpb.New(patience)})
+				out <- reply{res, err}
+			}()
+			if tt.finish != nil {
+				s.untilAsleep(t, 1)
+				if err := tt.finish(ctx, s.streams, held.GetFencingToken()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := <-out
+			if got.err != nil || got.res.GetOutcome() != tt.want {
+				t.Fatalf("waiter got %v, %v; want %v", got.res.GetOutcome(), got.err, tt.want)
+			}
+			if tt.want == dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED && got.res.GetFencingToken() <= held.GetFencingToken() {
+				t.Fatalf("waiter acquired with token %d, not past the holder's %d", got.res.GetFencingToken(), held.GetFencingToken())
+			}
+		})
+	}
+	t.Run("negative wait refused", func(t *testing.T) {
+		s := newWaitingServer(t, claimwait.Options{MaxWait: time.Hour})
+		_, err := s.streams.ClaimStream(context.Background(), &dedupv1.ClaimStreamRequest{Consumer: consumer, Stream: stream, Sequence: 1,
+			Wait: durationpb.New(-time.Millisecond)})
+		if info := wantReason(t, err, rpcerrors.ReasonInvalidField); info.GetMetadata()["field"] != "wait" {
+			t.Fatalf("refusal names %q", info.GetMetadata()["field"])
+		}
+	})
+}
+
+// A batch answers once each waiting item has its answer: a free key at
+// once, a held one with the holder's outcome, a key named twice behind its
+// own acquisition without waiting (its holder is the batch's caller), and a
+// negative wait as that item's own error.
+func TestWaitingClaimBatch(t *testing.T) {
+	s := newWaitingServer(t, claimwait.Options{MaxWait: time.Hour, Poll: noPoll})
+	ctx := context.Background()
+	held, err := s.keys.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "c", Key: "held", Owner: "holder", LeaseTtl: durationpb.New(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := durationpb.New(patience)
+	out := make(chan *dedupv1.ClaimBatchResponse, 1)
+	go func() {
+		res, err := s.keys.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: "c", Items: []*dedupv1.ClaimBatchItem{
+			{Key: "held", Wait: wait}, {Key: "free", Wait: wait}, {Key: "free", Wait: wait}, {Key: "bad", Wait: durationpb.New(-time.Second)},
+		}})
+		if err != nil {
+			t.Error(err)
+		}
+		out <- res
+	}()
+	s.untilAsleep(t, 1)
+	if n := s.waits.Waiting(); n != 1 {
+		t.Fatalf("%d keys waited on, want 1 (only the held key)", n)
+	}
+	if _, err := s.keys.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "c", Key: "held", FencingToken: held.GetFencingToken(), Result: []byte("r")}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-out
+	r := res.GetResults()
+	if len(r) != 4 {
+		t.Fatalf("%d results", len(r))
+	}
+	if c := r[0].GetClaim(); c.GetOutcome() != dedupv1.Outcome_OUTCOME_COMPLETED || string(c.GetRecord().GetResult()) != "r" {
+		t.Errorf("held item: %v", r[0])
+	}
+	if r[1].GetClaim().GetOutcome() != dedupv1.Outcome_OUTCOME_ACQUIRED || r[2].GetClaim().GetOutcome() != dedupv1.Outcome_OUTCOME_IN_PROGRESS {
+		t.Errorf("free key named twice: %v, %v", r[1], r[2])
+	}
+	if e := r[3].GetError(); e == nil || fieldOf(status.FromProto(e)) != "items[3].wait" {
+		t.Errorf("negative wait item: %v", r[3])
+	}
+}
+
+// fieldOf is the field an INVALID_FIELD status names.
+func fieldOf(st *status.Status) string {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == rpcerrors.ReasonInvalidField {
+			return info.GetMetadata()["field"]
+		}
+	}
+	return ""
+}
+
+// Many waiters on one key against a holder that finishes: every waiter
+// gets the stored outcome, or, after a release, exactly one acquires and
+// the others then get that one's outcome. The invariant is the oracle.
+func TestWaitingClaimRace(t *testing.T) {
+	const waiters = 24
+	for _, release := range []bool{false, true} {
+		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) {
+			s := newWaitingServer(t, claimwait.Options{MaxWait: time.Hour, Poll: noPoll})
+			ctx := context.Background()
+			held, err := s.keys.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "c", Key: "k", Owner: "holder", LeaseTtl: durationpb.New(time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			results := make([]*dedupv1.ClaimResponse, waiters)
+			for i := range waiters {
+				wg.Go(func() {
+					res, err := s.keys.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "c", Key: "k", Owner: fmt.Sprint("w", i), Wait: durationpb.New(patience)})
+					if err != nil {
+						t.Error(err)
+					}
+					results[i] = res
+					if res.GetOutcome() == dedupv1.Outcome_OUTCOME_ACQUIRED { // the new holder finishes at once
+						_, err := s.keys.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "c", Key: "k", FencingToken: res.GetFencingToken(), Result: []byte("second")})
+						if err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			s.untilAsleep(t, waiters)
+			if release {
+				_, err = s.keys.Reject(ctx, &dedupv1.RejectRequest{Consumer: "c", Key: "k", FencingToken: held.GetFencingToken(), Reason: "AGAIN", Retryable: true})
+			} else {
+				_, err = s.keys.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "c", Key: "k", FencingToken: held.GetFencingToken(), Result: []byte("first")})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			acquired, completed := 0, map[string]int{}
+			for _, r := range results {
+				switch r.GetOutcome() {
+				case dedupv1.Outcome_OUTCOME_ACQUIRED:
+					acquired++
+				case dedupv1.Outcome_OUTCOME_COMPLETED:
+					completed[string(r.GetRecord().GetResult())]++
+				default:
+					t.Errorf("waiter got %v", r.GetOutcome())
+				}
+			}
+			want, wantAcquired := map[string]int{"first": waiters}, 0
+			if release {
+				want, wantAcquired = map[string]int{"second": waiters - 1}, 1
+			}
+			if acquired != wantAcquired || fmt.Sprint(completed) != fmt.Sprint(want) {
+				t.Fatalf("%d acquired and completed %v; want %d and %v", acquired, completed, wantAcquired, want)
+			}
+		})
+	}
+}
