@@ -21,6 +21,7 @@ import (
 	"github.com/dedupd/dedupd/server/accesslog"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/auth"
+	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/loglimit"
 	"github.com/dedupd/dedupd/server/metrics"
@@ -60,6 +61,9 @@ type guards struct {
 	replies  *replybudget.Budget
 	metrics  *metrics.Metrics
 	creds    credentials.TransportCredentials
+	// waits holds the claims waiting for an in-flight outcome, which give
+	// their in-flight slot back while they sleep (server/claimwait).
+	waits *claimwait.Registry
 }
 
 // maxMessageBytes is --max-message-bytes, or by default room for the

@@ -29,7 +29,7 @@ import (
 // The function it returns reloads the files (SIGHUP); a file that fails to
 // load leaves the one in force.
 func newGuards(cfg Config, m *metrics.Metrics, log *slog.Logger) (guards, func() error, error) {
-	g := guards{metrics: m, inflight: throttle.NewInFlight(cfg.MaxInFlight, cfg.MaxWaiting, m.Shed),
+	g := guards{metrics: m, inflight: throttle.NewInFlight(cfg.MaxInFlight, cfg.MaxWaiting, m.Shed), waits: claimwait.New(cfg.ClaimWait),
 		replies: replybudget.New(int64(cmp.Or(cfg.MaxReplyBytesInFlight, DefaultMaxReplyBytesInFlight)))}
 	var reloads []func() error
 	if cfg.AuthTokens != "" {
@@ -65,8 +65,8 @@ func newGuards(cfg Config, m *metrics.Metrics, log *slog.Logger) (guards, func()
 
 // newDedupService is the DedupService behind the guards: batch items take
 // their rate-limit tokens from the same per-consumer buckets as calls.
-func newDedupService(st store.Store, policies *api.Policies, log *slog.Logger, g guards, waits *claimwait.Registry) *api.DedupService {
-	opts := api.ServiceOptions{Waits: waits}
+func newDedupService(st store.Store, policies *api.Policies, log *slog.Logger, g guards) *api.DedupService {
+	opts := api.ServiceOptions{Waits: g.waits}
 	if g.limiter != nil {
 		opts.Items = g.limiter
 	}

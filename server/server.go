@@ -280,17 +280,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 // key and stream calls alike go through them.
 func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Backend) *grpc.Server {
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
-	waits := claimwait.New(cfg.ClaimWait)
-	if waits.On() {
-		st = claimwait.Notify(st, waits) // a finish served here wakes this server's waiters
+	if g.waits.On() {
+		st = claimwait.Notify(st, g.waits) // a finish served here wakes this server's waiters
 	}
 	// One resolver for every service, so that a policy changed through
 	// AdminService applies to this server's next call.
 	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, newDedupService(st, policies, log, g, waits))
+	api.Register(grpcSrv, newDedupService(st, policies, log, g))
 	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
 	sp := api.NewStreamPolicies(st, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
-	api.RegisterStreams(grpcSrv, api.NewStreamService(st, sp, log).WaitWith(waits), api.NewStreamAdminService(st, sp, log))
+	api.RegisterStreams(grpcSrv, api.NewStreamService(st, sp, log).WaitWith(g.waits), api.NewStreamAdminService(st, sp, log))
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv
 }

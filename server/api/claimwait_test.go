@@ -55,11 +55,15 @@ func newWaitingServer(t *testing.T, opts claimwait.Options, interceptors ...grpc
 
 // untilAsleep blocks until n waiters sleep, waiting to be woken: each has
 // claimed since it joined, and found the key held, so only a wake (or the
-// end of its wait) makes it claim again. A count, not a time.
+// end of its wait) makes it claim again. A count, not a time: the bound
+// only turns a waiter that answered without sleeping into a failure
+// instead of a hang.
 func (w waitingServer) untilAsleep(t *testing.T, n int) {
 	t.Helper()
-	for w.waits.Asleep() != n {
-		time.Sleep(time.Millisecond)
+	for give := time.Now().Add(2 * patience); w.waits.Asleep() != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(give) {
+			t.Fatalf("%d waiters asleep, never %d", w.waits.Asleep(), n)
+		}
 	}
 }
 

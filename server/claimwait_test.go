@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/health"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/dedupd/dedupd/internal/testing/grpctest"
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/claimwait"
+	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/store/sqlitestore"
+)
+
+// waitingStack is the whole in-process path of `dedupd serve` (guards,
+// interceptors, services, replay cache) on an embedded store, over
+// bufconn, with the guards kept for their counts.
+func waitingStack(tb testing.TB, cfg Config) (dedupv1.DedupServiceClient, guards) {
+	tb.Helper()
+	log := slog.New(slog.DiscardHandler)
+	backend, err := sqlitestore.Open(context.Background(), tb.TempDir(), sqlitestore.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st := withReplayCache(backend, cfg)
+	tb.Cleanup(func() { st.Close() })
+	m := metrics.New()
+	g, _, err := newGuards(cfg, m, log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := newServices(cfg, log, health.NewServer(), g, m.ObserveStore(st))
+	return dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(tb, srv)), g
+}
+
+// untilAsleep blocks until n waiters sleep, or reports false when ended
+// delivers first (the waiter answered without waiting).
+func untilAsleep[T any](r *claimwait.Registry, n int, ended <-chan T) bool {
+	for r.Asleep() != n {
+		select {
+		case <-ended:
+			return false
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+	return true
+}
+
+// A waiting claim holds no in-flight slot and no longer counts as
+// arrived: with room for one call and none waiting, the holder's Complete
+// gets in while the waiter waits, and wakes it.
+func TestWaitingClaimGivesBackItsSlot(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxInFlight, cfg.MaxWaiting = 1, 0
+	cfg.ClaimWait = claimwait.Options{MaxWait: time.Minute, Poll: time.Hour}
+	c, g := waitingStack(t, cfg)
+	ctx := context.Background()
+	held, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "c", Key: "k", LeaseTtl: durationpb.New(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := make(chan *dedupv1.ClaimResponse, 1)
+	go func() {
+		res, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "c", Key: "k", Wait: durationpb.New(time.Minute)})
+		if err != nil {
+			t.Error(err)
+		}
+		reply <- res
+	}()
+	if !untilAsleep(g.waits, 1, reply) {
+		t.Fatal("the claim answered without waiting")
+	}
+	if n := g.inflight.Running(); n != 0 {
+		t.Fatalf("%d calls hold a slot while the only call waits", n)
+	}
+	if _, err := c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "c", Key: "k", FencingToken: held.GetFencingToken(), Result: []byte("r")}); err != nil {
+		t.Fatalf("the holder's Complete, beside a waiting claim, with room for one call: %v", err)
+	}
+	if res := <-reply; res.GetOutcome() != dedupv1.Outcome_OUTCOME_COMPLETED {
+		t.Fatalf("waiter got %v", res.GetOutcome())
+	}
+	if n := g.inflight.Running(); n != 0 {
+		t.Fatalf("%d slots still taken after every call ended", n)
+	}
+}
+
+// BenchmarkClaimWaitWake measures how soon a waiting claim answers after
+// the holder's Complete on the same server (the whole in-process path of
+// BenchmarkHotPath, embedded store with group commit and replay cache):
+// one holder, one waiter a key, one key per iteration. wake-* is from the
+// Complete being sent to the waiter's answer arriving (it includes the
+// Complete's own commit), after-* from the Complete's answer to the
+// waiter's.
+//
+//	go test -run '^$' -bench ClaimWaitWake -benchtime 500x ./server
+func BenchmarkClaimWaitWake(b *testing.B) {
+	cfg := testConfig()
+	cfg.GroupCommit, cfg.ReplayCacheBytes, cfg.ReplayCacheTTL = true, 32<<20, time.Minute
+	cfg.MaxInFlight, cfg.PolicyCacheTTL = 1024, 5*time.Second
+	cfg.ClaimWait = claimwait.Options{MaxWait: claimwait.DefaultMaxWait, Poll: claimwait.DefaultPoll}
+	c, g := waitingStack(b, cfg)
+	ctx := context.Background()
+	var wake, after []time.Duration
+	i := 0
+	for b.Loop() {
+		key := fmt.Sprint("k-", i)
+		i++
+		held, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "bench", Key: key, LeaseTtl: durationpb.New(time.Minute)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		answered := make(chan time.Time, 1)
+		go func() {
+			res, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "bench", Key: key, Wait: durationpb.New(time.Minute)})
+			if err != nil || res.GetOutcome() != dedupv1.Outcome_OUTCOME_COMPLETED {
+				b.Errorf("waiter got %v, %v", res.GetOutcome(), err)
+			}
+			answered <- time.Now()
+		}()
+		if !untilAsleep(g.waits, 1, answered) {
+			b.Fatal("the claim answered without waiting")
+		}
+		sent := time.Now()
+		if _, err := c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "bench", Key: key, FencingToken: held.GetFencingToken(), Result: []byte("r")}); err != nil {
+			b.Fatal(err)
+		}
+		done := time.Now()
+		at := <-answered
+		wake, after = append(wake, at.Sub(sent)), append(after, at.Sub(done))
+	}
+	report(b, "wake", wake)
+	report(b, "after", after)
+}
+
+// report adds p50, p99 and max of ds, in milliseconds, to b's results.
+func report(b *testing.B, name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(ds[len(ds)/2]), name+"-p50-ms")
+	b.ReportMetric(ms(ds[len(ds)*99/100]), name+"-p99-ms")
+	b.ReportMetric(ms(ds[len(ds)-1]), name+"-max-ms")
+}
