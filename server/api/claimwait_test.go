@@ -34,7 +34,7 @@ type waitingServer struct {
 	waits   *claimwait.Registry
 }
 
-func newWaitingServer(t *testing.T, opts claimwait.Options, interceptors ...grpc.ServerOption) waitingServer {
+func newWaitingServer(t *testing.T, opts claimwait.Options) waitingServer {
 	t.Helper()
 	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 	if err != nil {
@@ -43,7 +43,7 @@ func newWaitingServer(t *testing.T, opts claimwait.Options, interceptors ...grpc
 	waits := claimwait.New(opts)
 	st := claimwait.Notify(inner, waits)
 	t.Cleanup(func() { st.Close() })
-	srv := grpc.NewServer(interceptors...)
+	srv := grpc.NewServer()
 	log := slog.New(slog.DiscardHandler)
 	policies := NewPolicies(st, testDefaults, time.Hour)
 	Register(srv, NewDedupServiceWith(st, policies, log, ServiceOptions{Waits: waits}))

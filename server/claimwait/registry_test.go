@@ -19,7 +19,7 @@ func TestBounds(t *testing.T) {
 	}{
 		{key("a", "x"), true},
 		{key("a", "x"), true},
-		{key("a", "x"), false}, // per key
+		{key("a", "x"), false},                              // per key
 		{Key{Consumer: "a", Name: "x", Stream: true}, true}, // a stream is another name
 		{key("a", "y"), false},                              // per consumer
 		{key("b", "x"), true},
