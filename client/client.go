@@ -140,6 +140,11 @@ type ClaimOptions struct {
 	// Owner describes the claimer in the record, for diagnostics (and for
 	// Do, to recognise its own claim; see Do).
 	Owner string
+	// Wait lets the server hold the call, while another caller holds the
+	// key, until the holder's outcome is stored or its lease runs out, for
+	// at most Wait (and the server's --max-claim-wait). Zero answers at
+	// once. A server without waiting ignores it and answers at once.
+	Wait time.Duration
 }
 
 // ClaimResult is what a Claim found.
@@ -160,6 +165,9 @@ func (c *Client) Claim(ctx context.Context, consumer, key string, digest []byte,
 	req := &dedupv1.ClaimRequest{Consumer: consumer, Key: key, Digest: digest, Owner: opt.Owner}
 	if opt.LeaseTTL > 0 {
 		req.LeaseTtl = durationpb.New(opt.LeaseTTL)
+	}
+	if opt.Wait > 0 {
+		req.Wait = durationpb.New(opt.Wait)
 	}
 	resp, err := c.dedup.Claim(ctx, req)
 	if err != nil {

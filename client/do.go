@@ -78,9 +78,12 @@ const (
 //   - it claims the key; a stored COMPLETED outcome is returned with
 //     Replayed set, and a stored rejection as a *RejectedError (Replayed
 //     set), both without running fn;
-//   - while another caller holds the key it waits, with backoff and jitter
-//     but never past the holder's retry_after, up to MaxWait, then returns
-//     an *InProgressError (ErrInProgressTimeout);
+//   - while another caller holds the key it waits, up to MaxWait, then
+//     returns an *InProgressError (ErrInProgressTimeout): each claim asks
+//     the server to wait for the holder's outcome (ClaimOptions.Wait), and
+//     a claim answered IN_PROGRESS before MaxWait is over (a server without
+//     waiting, or past its waiter bounds) is repeated with backoff and
+//     jitter, never past the holder's retry_after;
 //   - once it holds the lease, and when an earlier holder may have done
 //     the effect (Attempt.Number above 1), it runs opt.Settle first: an
 //     effect found completes the key with Settle's result (Settled set)
@@ -135,7 +138,9 @@ func (c *Client) claimOrWait(ctx context.Context, consumer, key string, digest [
 	backoff := firstWaitBackoff
 	for claims := 1; ; claims++ {
 		start := time.Now()
-		r, err := c.Claim(ctx, consumer, key, digest, ClaimOptions{LeaseTTL: opt.LeaseTTL, Owner: owner})
+		// The server waits for what is left of MaxWait, where it can; one
+		// that cannot answers IN_PROGRESS at once and the loop polls.
+		r, err := c.Claim(ctx, consumer, key, digest, ClaimOptions{LeaseTTL: opt.LeaseTTL, Owner: owner, Wait: time.Until(deadline)})
 		if err != nil {
 			return r, time.Time{}, err
 		}

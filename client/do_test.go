@@ -77,11 +77,45 @@ func TestDoOutcomes(t *testing.T) {
 	})
 }
 
-// TestDoWaitsForTheHolder: a Do that finds the key held waits and then
-// replays the holder's outcome; with a small MaxWait it gives up with a
-// typed error; once the holder's lease runs out it takes the key over.
-func TestDoWaitsForTheHolder(t *testing.T) {
+// TestDoWaitsOnTheServer: a Do that finds the key held asks the server to
+// wait, and the server answers it the holder's outcome as soon as it is
+// stored: one claim, however long the holder takes.
+func TestDoWaitsOnTheServer(t *testing.T) {
 	dedupdtest.ForEach(t, nil, func(t *testing.T, addr string) {
+		var counter callCounter
+		c := newClient(t, addr, client.WithDialOptions(grpc.WithUnaryInterceptor(counter.interceptor())))
+		ctx := testContext(t)
+		held, err := c.Claim(ctx, "shop", "waited", nil, client.ClaimOptions{LeaseTTL: time.Hour, Owner: "holder"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			waitFor(t, "the waiter to claim", func() bool { return counter.claims.Load() >= 2 })
+			time.Sleep(300 * time.Millisecond) // a polling Do would claim again meanwhile
+			if _, err := c.Complete(ctx, "shop", "waited", held.FencingToken, []byte("holder's result")); err != nil {
+				t.Error(err)
+			}
+		}()
+		res, err := c.Do(ctx, "shop", "waited", nil, client.DoOptions{MaxWait: time.Hour}, func(context.Context, client.Attempt) ([]byte, error) {
+			t.Error("fn ran while another caller held the key")
+			return nil, nil
+		})
+		if err != nil || !res.Replayed || string(res.Result) != "holder's result" {
+			t.Fatalf("waiting Do = %+v, %v; want the holder's result replayed", res, err)
+		}
+		if n := counter.claims.Load() - 1; n != 1 {
+			t.Fatalf("Do claimed %d times; want once, the server doing the waiting", n)
+		}
+	})
+}
+
+// TestDoWaitsForTheHolder: against a server that does not wait (as one
+// older than ClaimRequest.wait, which ignores the field), a Do that finds
+// the key held polls and then replays the holder's outcome; with a small
+// MaxWait it gives up with a typed error; once the holder's lease runs out
+// it takes the key over.
+func TestDoWaitsForTheHolder(t *testing.T) {
+	dedupdtest.ForEach(t, []string{"--max-claim-wait=0"}, func(t *testing.T, addr string) {
 		var counter callCounter
 		c := newClient(t, addr, client.WithDialOptions(grpc.WithUnaryInterceptor(counter.interceptor())))
 		ctx := testContext(t)

@@ -32,7 +32,7 @@ func testContext(t testing.TB) context.Context {
 
 // callCounter counts the calls of each method that leave the client.
 type callCounter struct {
-	claims, extends                            atomic.Int64
+	claims, extends, streamClaims              atomic.Int64
 	claimBatches, extendBatches, finishBatches atomic.Int64
 }
 
@@ -41,6 +41,8 @@ func (c *callCounter) interceptor() grpc.UnaryClientInterceptor {
 		switch method {
 		case "/dedup.v1.DedupService/Claim":
 			c.claims.Add(1)
+		case "/dedup.v1.StreamService/ClaimStream":
+			c.streamClaims.Add(1)
 		case "/dedup.v1.DedupService/ExtendLease":
 			c.extends.Add(1)
 		case "/dedup.v1.DedupService/ClaimBatch":

@@ -39,6 +39,10 @@ type StreamClaimOptions struct {
 	Mode dedupv1.StreamMode
 	// Digest of the event, optional.
 	Digest []byte
+	// Wait is as ClaimOptions.Wait: the server answers DUPLICATE once the
+	// holder finishes this sequence, ACQUIRED once it releases it or its
+	// lease runs out.
+	Wait time.Duration
 }
 
 // StreamClaimResult is what a ClaimStream found.
@@ -67,6 +71,9 @@ func (c *Client) ClaimStream(ctx context.Context, consumer, stream string, seq i
 		Mode: opt.Mode, Digest: opt.Digest, Owner: opt.Owner}
 	if opt.LeaseTTL > 0 {
 		req.LeaseTtl = durationpb.New(opt.LeaseTTL)
+	}
+	if opt.Wait > 0 {
+		req.Wait = durationpb.New(opt.Wait)
 	}
 	resp, err := c.Streams().ClaimStream(ctx, req)
 	if err != nil {
@@ -209,7 +216,10 @@ func settleStream(settle StreamSettleFunc) SettleFunc {
 }
 
 // claimStreamOrWait claims until the claim acquires, is a duplicate, or
-// fails; it waits out other holders' leases up to opt.MaxWait.
+// fails; it waits out other holders' leases up to opt.MaxWait: on the
+// server (each claim asks it to wait for what is left), and with backoff
+// polling when a claim comes back IN_PROGRESS early (a server without
+// waiting, or past its bounds).
 func (c *Client) claimStreamOrWait(ctx context.Context, consumer, stream string, seq int64, opt InOrderOptions) (StreamClaimResult, error) {
 	maxWait := opt.MaxWait
 	if maxWait == 0 {
@@ -219,7 +229,7 @@ func (c *Client) claimStreamOrWait(ctx context.Context, consumer, stream string,
 	backoff := firstWaitBackoff
 	for {
 		claim, err := c.ClaimStream(ctx, consumer, stream, seq, StreamClaimOptions{
-			LeaseTTL: opt.LeaseTTL, Owner: opt.Owner, Mode: opt.Mode, Digest: opt.Digest})
+			LeaseTTL: opt.LeaseTTL, Owner: opt.Owner, Mode: opt.Mode, Digest: opt.Digest, Wait: time.Until(deadline)})
 		if err != nil || claim.Outcome != StreamInProgress {
 			return claim, err
 		}

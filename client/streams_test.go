@@ -5,6 +5,9 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/dedupd/dedupd/client"
 	"github.com/dedupd/dedupd/client/dedupdtest"
@@ -101,5 +104,53 @@ func TestDoInOrderFailures(t *testing.T) {
 	res, err := c.DoInOrder(ctx, "orders", "s", 2, client.InOrderOptions{}, func(context.Context, int64) error { return nil })
 	if err != nil || res.Stream.GetHighWater() != 2 {
 		t.Fatalf("the stream goes on: %+v, %v", res, err)
+	}
+}
+
+// DoInOrder behind another holder of the stream answers DUPLICATE once the
+// holder completes the sequence: with one claim that the server holds, or,
+// against a server that does not wait (as an older one), by polling.
+func TestDoInOrderWaitsForTheHolder(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		flags       []string
+		serverWaits bool
+	}{
+		{"server waits", nil, true},
+		{"server answers at once", []string{"--max-claim-wait=0"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var counter callCounter
+			addr := dedupdtest.Start(t, dedupdtest.Embedded, tt.flags...)
+			c := newClient(t, addr, client.WithDialOptions(grpc.WithUnaryInterceptor(counter.interceptor())))
+			ctx := testContext(t)
+			held, err := c.ClaimStream(ctx, "orders", "order-9", 1, client.StreamClaimOptions{LeaseTTL: time.Hour, Owner: "holder"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				if tt.serverWaits {
+					waitFor(t, "the waiter to claim", func() bool { return counter.streamClaims.Load() >= 2 })
+					time.Sleep(300 * time.Millisecond) // a polling DoInOrder would claim again meanwhile
+				} else {
+					waitFor(t, "the waiter to poll", func() bool { return counter.streamClaims.Load() >= 3 })
+				}
+				if _, err := c.CompleteStream(ctx, "orders", "order-9", 1, held.FencingToken); err != nil {
+					t.Error(err)
+				}
+			}()
+			res, err := c.DoInOrder(ctx, "orders", "order-9", 1, client.InOrderOptions{MaxWait: time.Hour},
+				func(context.Context, int64) error {
+					t.Error("fn ran for a sequence another caller held and completed")
+					return nil
+				})
+			if err != nil || !res.Duplicate {
+				t.Fatalf("DoInOrder = %+v, %v; want a duplicate once the holder completed", res, err)
+			}
+			claims := counter.streamClaims.Load() - 1
+			if tt.serverWaits && claims != 1 || !tt.serverWaits && claims < 2 {
+				t.Fatalf("DoInOrder claimed %d times (server waits: %v)", claims, tt.serverWaits)
+			}
+		})
 	}
 }

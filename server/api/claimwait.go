@@ -23,13 +23,19 @@ import (
 // lost), and waiting would only wait out its own lease.
 
 // wait checks a wait field: absent or zero is no wait, negative is
-// refused, and any positive one is accepted (and clamped later).
+// refused, and any positive one is accepted, to the nanosecond (it is
+// never stored), and clamped later: a caller asking for what is left of
+// its own budget need not round it.
 func (v *validator) wait(d *durationpb.Duration) time.Duration {
 	if d == nil {
 		return 0
 	}
-	w, ok := v.duration("wait", d)
-	if ok && w < 0 {
+	if err := d.CheckValid(); err != nil {
+		v.fail("wait", "is not a valid duration: %v", err)
+		return 0
+	}
+	w := d.AsDuration()
+	if w < 0 {
 		v.fail("wait", "must not be negative, got %s", w)
 	}
 	return w

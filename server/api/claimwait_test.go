@@ -178,6 +178,8 @@ func TestWaitingClaimAnsweredAtOnce(t *testing.T) {
 		{name: "waiting off", opts: claimwait.Options{}, owner: "waiter", wait: durationpb.New(time.Hour)},
 		{name: "the holder itself asks again", opts: claimwait.Options{MaxWait: time.Hour, Poll: noPoll}, owner: "holder",
 			wait: durationpb.New(time.Hour)},
+		{name: "a wait to the nanosecond is accepted", opts: claimwait.Options{MaxWait: 50 * time.Millisecond, Poll: noPoll}, owner: "waiter",
+			wait: durationpb.New(time.Hour + time.Nanosecond)},
 		{name: "no wait asked", opts: claimwait.Options{MaxWait: time.Hour, Poll: noPoll}, owner: "waiter"},
 	}
 	for _, tt := range tests {
