@@ -60,7 +60,7 @@ class Server:
              "--data-dir", os.path.join(self.dir, "data"), "--ready-file", self.ready, *extra_args],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         self.logs = []
-        drain = threading.Thread(target=self._drain, daemon=True)
+        drain = self._drainer = threading.Thread(target=self._drain, daemon=True)
         drain.start()
         self.addr = self._wait_serving(drain)
 
@@ -85,6 +85,9 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self._drainer.join(30)  # the pipe's end: then it can be closed
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

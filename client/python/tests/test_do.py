@@ -7,7 +7,7 @@ import unittest
 
 import dedupd
 
-from .server import ClientTestCase, unique_key
+from .server import ClientTestCase, Server, unique_key
 from .test_client import take_over
 
 CONSUMER = "py-do"
@@ -40,6 +40,21 @@ class SeesInProgress:
         if resp.outcome == dedupd.OUTCOME_IN_PROGRESS:
             self.seen.set()
         return resp
+
+
+class CountsClaims:
+    """Wraps a Client, counts its Claims and sets an event as each is sent."""
+
+    def __init__(self, client):
+        self.client, self.claims, self.sent = client, 0, threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def claim(self, *args, **kwargs):
+        self.claims += 1
+        self.sent.set()
+        return self.client.claim(*args, **kwargs)
 
 
 class DoTest(ClientTestCase):
@@ -82,19 +97,23 @@ class DoTest(ClientTestCase):
         self.assertFalse(out.replayed)
         self.assertEqual(fn.calls, [(2, 2)])
 
-    def test_waits_for_the_holder_then_replays(self):
+    def test_server_waits_for_the_holder(self):
+        """do() asks the server to wait: one claim, answered with the
+        holder's outcome as soon as it is stored."""
         key = unique_key()
         holder = self.client.claim(CONSUMER, key, lease_ttl=60, owner="holder")
-        watching, fn, outcome = SeesInProgress(self.client), Calls(), []
+        counting, fn, outcome = CountsClaims(self.client), Calls(), []
         waiter = threading.Thread(target=lambda: outcome.append(
-            dedupd.do(watching, CONSUMER, key, fn, max_wait=60)))
+            dedupd.do(counting, CONSUMER, key, fn, max_wait=60)))
         waiter.start()
-        self.assertTrue(watching.seen.wait(30), "do() never saw IN_PROGRESS")
+        self.assertTrue(counting.sent.wait(30), "do() never claimed")
+        time.sleep(0.3)  # a polling do() would claim again meanwhile
         self.client.complete(CONSUMER, key, holder.fencing_token, b"holder's")
         waiter.join(60)
         self.assertEqual(len(outcome), 1)
         self.assertTrue(outcome[0].replayed)
         self.assertEqual(outcome[0].result, b"holder's")
+        self.assertEqual(counting.claims, 1)
         self.assertEqual(fn.calls, [])
 
     def test_in_progress_timeout(self):
@@ -170,3 +189,40 @@ class DoTest(ClientTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DoWithoutServerWaitTest(unittest.TestCase):
+    """Against a dedupd that does not wait (as one older than the wait
+    field, which ignores it), do() polls with backoff."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(["--max-claim-wait", "0"])
+        cls.client = dedupd.Client(cls.server.addr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop()
+
+    def test_waits_for_the_holder_then_replays(self):
+        key = unique_key()
+        holder = self.client.claim(CONSUMER, key, lease_ttl=60, owner="holder")
+        watching, fn, outcome = SeesInProgress(self.client), Calls(), []
+        waiter = threading.Thread(target=lambda: outcome.append(
+            dedupd.do(watching, CONSUMER, key, fn, max_wait=60)))
+        waiter.start()
+        self.assertTrue(watching.seen.wait(30), "do() never saw IN_PROGRESS")
+        self.client.complete(CONSUMER, key, holder.fencing_token, b"holder's")
+        waiter.join(60)
+        self.assertEqual(len(outcome), 1)
+        self.assertTrue(outcome[0].replayed)
+        self.assertEqual(outcome[0].result, b"holder's")
+        self.assertEqual(fn.calls, [])
+
+    def test_in_progress_timeout(self):
+        key = unique_key()
+        self.client.claim(CONSUMER, key, lease_ttl=60, owner="holder")
+        with self.assertRaises(dedupd.InProgressTimeout) as cm:
+            dedupd.do(self.client, CONSUMER, key, Calls(), max_wait=0.3)
+        self.assertEqual(cm.exception.record.owner, "holder")

@@ -2,11 +2,13 @@
 skipped, a gap refused with the expected sequence; do_in_order under a
 redelivering loop; poison events and releases."""
 
+import threading
+import time
 import unittest
 
 import dedupd
 
-from .server import ClientTestCase, unique_key
+from .server import ClientTestCase, Server, unique_key
 
 CONSUMER = "py-streams"
 
@@ -109,3 +111,55 @@ class DoInOrderTest(ClientTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CountsStreamClaims:
+    """Wraps a Client, counts its ClaimStreams and sets an event as each is
+    sent."""
+
+    def __init__(self, client):
+        self.client, self.claims, self.sent = client, 0, threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def claim_stream(self, *args, **kwargs):
+        self.claims += 1
+        self.sent.set()
+        return self.client.claim_stream(*args, **kwargs)
+
+
+class DoInOrderWaitTest(unittest.TestCase):
+    """do_in_order behind another holder answers DUPLICATE once the holder
+    completes the sequence: one claim the server holds, or, against a
+    dedupd that does not wait (as an older one), polling."""
+
+    def run_behind_holder(self, server_args, settle_after_sent):
+        server = Server(server_args)
+        self.addCleanup(server.stop)
+        c = dedupd.Client(server.addr)
+        self.addCleanup(c.close)
+        s = unique_key("order")
+        holder = c.claim_stream(CONSUMER, s, 1, lease_ttl=60, owner="holder")
+        counting, outcome = CountsStreamClaims(c), []
+        waiter = threading.Thread(target=lambda: outcome.append(dedupd.do_in_order(
+            counting, CONSUMER, s, 1, lambda token: self.fail("fn ran"), max_wait=60)))
+        waiter.start()
+        self.assertTrue(counting.sent.wait(30), "do_in_order never claimed")
+        settle_after_sent(counting)
+        c.complete_stream(CONSUMER, s, 1, holder.fencing_token)
+        waiter.join(60)
+        self.assertEqual(len(outcome), 1)
+        self.assertTrue(outcome[0].duplicate)
+        return counting.claims
+
+    def test_server_waits(self):
+        claims = self.run_behind_holder([], lambda counting: time.sleep(0.3))
+        self.assertEqual(claims, 1)
+
+    def test_server_answers_at_once(self):
+        def until_polled(counting):
+            while counting.claims < 3:
+                time.sleep(0.01)
+        claims = self.run_behind_holder(["--max-claim-wait", "0"], until_polled)
+        self.assertGreaterEqual(claims, 3)

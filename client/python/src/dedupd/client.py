@@ -12,6 +12,7 @@ import os
 from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar, Union
 
 import grpc
+from google.protobuf import duration_pb2
 from google.protobuf.message import Message
 
 from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc, stream_pb2, stream_pb2_grpc
@@ -132,12 +133,17 @@ class Client:
         return resp
 
     def claim(self, consumer: str, key: str, digest: bytes = b"",
-              lease_ttl: Optional[Seconds] = None, owner: str = "") -> dedup_pb2.ClaimResponse:
+              lease_ttl: Optional[Seconds] = None, owner: str = "",
+              wait: Optional[Seconds] = None) -> dedup_pb2.ClaimResponse:
         """Claims (consumer, key); returns the ClaimResponse (outcome, record,
-        fencing_token, retry_after). lease_ttl is seconds or a timedelta."""
+        fencing_token, retry_after). lease_ttl is seconds or a timedelta.
+        wait lets the server hold the call while another caller holds the
+        key, until the holder's outcome is stored or its lease runs out (at
+        most the server's --max-claim-wait); a server without waiting
+        ignores it and answers at once."""
         return self._call(self._stub.Claim, dedup_pb2.ClaimRequest(
-            consumer=consumer, key=key, digest=digest, lease_ttl=duration(lease_ttl), owner=owner),
-            dedup_pb2.ClaimResponse)
+            consumer=consumer, key=key, digest=digest, lease_ttl=duration(lease_ttl), owner=owner,
+            wait=_wait(wait)), dedup_pb2.ClaimResponse)
 
     def complete(self, consumer: str, key: str, fencing_token: int,
                  result: bytes = b"") -> dedup_pb2.Record:
@@ -189,14 +195,18 @@ class Client:
     def claim_stream(self, consumer: str, stream: str, sequence: int, *,
                      lease_ttl: Optional[Seconds] = None, owner: str = "",
                      mode: "stream_pb2.StreamMode.ValueType" = stream_pb2.STREAM_MODE_UNSPECIFIED,
-                     digest: bytes = b"") -> stream_pb2.ClaimStreamResponse:
+                     digest: bytes = b"",
+                     wait: Optional[Seconds] = None) -> stream_pb2.ClaimStreamResponse:
         """Claims one sequence of a stream; returns the ClaimStreamResponse
         (outcome ACQUIRED, IN_PROGRESS or DUPLICATE, stream, fencing_token,
         retry_after). Raises SequenceGap (with .expected) for an early
-        event of a dense stream."""
+        event of a dense stream. wait is as for claim(): the server answers
+        DUPLICATE once the holder finishes the sequence, ACQUIRED once it
+        releases it or its lease runs out."""
         return self._call(self._streams.ClaimStream, stream_pb2.ClaimStreamRequest(
             consumer=consumer, stream=stream, sequence=sequence, mode=mode, digest=digest,
-            lease_ttl=duration(lease_ttl), owner=owner), stream_pb2.ClaimStreamResponse)
+            lease_ttl=duration(lease_ttl), owner=owner, wait=_wait(wait)),
+            stream_pb2.ClaimStreamResponse)
 
     def complete_stream(self, consumer: str, stream: str, sequence: int,
                         fencing_token: int) -> stream_pb2.Stream:
@@ -265,3 +275,11 @@ class Client:
         RecordNotFound."""
         return record_results(self._call(self._stub.LookupBatch, dedup_pb2.LookupBatchRequest(
             consumer=consumer, keys=list(keys)), dedup_pb2.LookupBatchResponse))
+
+
+def _wait(wait: Optional[Seconds]) -> Optional[duration_pb2.Duration]:
+    """The wait field: None or nothing left to wait sends none."""
+    d = duration(wait)
+    if d is None or d.ToNanoseconds() <= 0:
+        return None
+    return d

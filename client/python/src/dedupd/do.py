@@ -7,8 +7,11 @@ Complete with what fn (or settle) returned, Reject for Terminal, a
 retryable release for any other Exception, nothing for a settle failure or
 a process-ending BaseException (the claim stays PENDING, as after a
 crash). A stored outcome is replayed without running fn. While another
-caller holds the key, do() waits with jittered exponential backoff, never
-past the holder's lease (retry_after), up to max_wait seconds.
+caller holds the key, do() waits up to max_wait seconds: each claim asks
+the server to wait for the holder's outcome (wait=), and a claim answered
+IN_PROGRESS sooner (a server without waiting, or past its bounds) is
+repeated with jittered exponential backoff, never past the holder's lease
+(retry_after).
 """
 
 from __future__ import annotations
@@ -90,7 +93,8 @@ def do(client: Client, consumer: str, key: str, fn: Work, *, digest: bytes = b""
     owner = f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
     while True:
         sent = time.monotonic()
-        resp = client.claim(consumer, key, digest=digest, lease_ttl=lease_ttl, owner=owner)
+        resp = client.claim(consumer, key, digest=digest, lease_ttl=lease_ttl, owner=owner,
+                            wait=deadline - sent)
         if resp.outcome == dedup_pb2.OUTCOME_IN_PROGRESS and resp.record.owner == owner:
             lease = Lease(resp.record.fencing_token, sent + seconds(resp.retry_after))
             return _run(client, consumer, key, resp.record, lease, fn, settle, lease_ttl,

@@ -77,7 +77,7 @@ def do_in_order(client: Client, consumer: str, stream: str, sequence: int, fn: S
     while True:
         sent = time.monotonic()
         resp = client.claim_stream(consumer, stream, sequence, lease_ttl=lease_ttl, owner=owner,
-                                   mode=mode, digest=digest)
+                                   mode=mode, digest=digest, wait=deadline - sent)
         if resp.outcome == stream_pb2.STREAM_OUTCOME_DUPLICATE:
             return InOrderResult(duplicate=True, stream=resp.stream)
         if resp.outcome == stream_pb2.STREAM_OUTCOME_ACQUIRED:
