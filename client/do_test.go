@@ -89,7 +89,10 @@ func TestDoWaitsOnTheServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		completed := make(chan struct{}) // the waiter's answer may overtake the holder's
+		defer func() { <-completed }()
 		go func() {
+			defer close(completed)
 			waitFor(t, "the waiter to claim", func() bool { return counter.claims.Load() >= 2 })
 			time.Sleep(300 * time.Millisecond) // a polling Do would claim again meanwhile
 			if _, err := c.Complete(ctx, "shop", "waited", held.FencingToken, []byte("holder's result")); err != nil {

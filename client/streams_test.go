@@ -128,7 +128,10 @@ func TestDoInOrderWaitsForTheHolder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			completed := make(chan struct{}) // the waiter's answer may overtake the holder's
+			defer func() { <-completed }()
 			go func() {
+				defer close(completed)
 				if tt.serverWaits {
 					waitFor(t, "the waiter to claim", func() bool { return counter.streamClaims.Load() >= 2 })
 					time.Sleep(300 * time.Millisecond) // a polling DoInOrder would claim again meanwhile
