@@ -32,6 +32,11 @@ function duration(secs) {
   return { seconds: whole, nanos: Math.round((secs - whole) * 1e9) };
 }
 
+/** The wait field from seconds: unset when none is asked or none is left. */
+function waitDuration(secs) {
+  return secs > 0 ? duration(secs) : null;
+}
+
 /**
  * A fencing token (or any int64) as the decimal string the wire layer takes:
  * a string of digits or a bigint as given, a number only while it is a safe
@@ -124,9 +129,15 @@ class Client {
     });
   }
 
-  /** Resolves to the ClaimResponse {outcome, record, fencingToken, retryAfter}. leaseTtl in seconds. */
-  claim(consumer, key, { digest = Buffer.alloc(0), leaseTtl, owner = '', ...callOptions } = {}) {
-    return this.call('Claim', { consumer, key, digest, leaseTtl: duration(leaseTtl), owner }, this.stub, callOptions);
+  /**
+   * Resolves to the ClaimResponse {outcome, record, fencingToken, retryAfter}. leaseTtl in seconds.
+   * wait (seconds) lets the server hold the call while another caller holds the key, until the
+   * holder's outcome is stored or its lease runs out (at most the server's --max-claim-wait); a
+   * server without waiting ignores it and answers at once.
+   */
+  claim(consumer, key, { digest = Buffer.alloc(0), leaseTtl, owner = '', wait, ...callOptions } = {}) {
+    return this.call('Claim', { consumer, key, digest, leaseTtl: duration(leaseTtl), owner, wait: waitDuration(wait) },
+      this.stub, callOptions);
   }
 
   /** Stores the result; resolves to the COMPLETED record. */
@@ -171,11 +182,13 @@ class Client {
   /**
    * Claims one sequence of a stream; resolves to the ClaimStreamResponse
    * {outcome, stream, fencingToken, retryAfter}. Rejects with SequenceGap
-   * (err.expected) for an early event of a dense stream.
+   * (err.expected) for an early event of a dense stream. wait is as for claim(): the server
+   * answers DUPLICATE once the holder finishes the sequence, ACQUIRED once it releases it or its
+   * lease runs out.
    */
-  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0), ...callOptions } = {}) {
+  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0), wait, ...callOptions } = {}) {
     return this.call('ClaimStream', { consumer, stream, sequence: int64(sequence, 'sequence'), mode, digest,
-      leaseTtl: duration(leaseTtl), owner }, this.streamStub, callOptions);
+      leaseTtl: duration(leaseTtl), owner, wait: waitDuration(wait) }, this.streamStub, callOptions);
   }
 
   /** Finishes the sequence and moves the high-water mark to it; resolves to the stream. */

@@ -3,8 +3,11 @@
 // acquired, run fn(token, attempt, signal, record) while a heartbeat keeps
 // the lease alive, then Complete with what fn returned. A stored outcome is
 // replayed without running fn. While another caller holds the key, do()
-// waits with jittered exponential backoff, never past the holder's lease
-// (retryAfter), up to maxWait seconds. signal aborts when the lease is lost.
+// waits up to maxWait seconds: each claim asks the server to wait for the
+// holder's outcome (wait), and a claim answered IN_PROGRESS sooner (a
+// server without waiting, or past its bounds) is repeated with jittered
+// exponential backoff, never past the holder's lease (retryAfter). signal
+// aborts when the lease is lost.
 //
 // settle: on an acquisition whose attempt is above 1 an earlier holder may
 // have done the effect, so settle (same arguments as fn) runs first and
@@ -23,7 +26,7 @@
 const crypto = require('node:crypto');
 const { seconds, toBuffer } = require('./client');
 const { AlreadyFinished, DedupError, InProgressTimeout, LeaseLost, Rejected } = require('./errors');
-const { runSettle, linkSignal, sleepUnlessAborted, unknownOutcome } = require('./settle');
+const { claimUnlessAborted, runSettle, linkSignal, sleepUnlessAborted, unknownOutcome } = require('./settle');
 const { Terminal } = require('./terminal');
 
 // The reason of the release after fn threw anything but Terminal; the
@@ -48,7 +51,8 @@ async function doOnce(client, consumer, key, fn, {
   const me = `${truncate(owner, 200)}#${crypto.randomBytes(12).toString('hex')}`;
   for (;;) {
     if (signal) signal.throwIfAborted();
-    const resp = await client.claim(consumer, key, { digest, leaseTtl, owner: me });
+    const resp = await claimUnlessAborted(signal, () => client.claim(consumer, key,
+      { digest, leaseTtl, owner: me, wait: (deadline - Date.now()) / 1000, signal }));
     if (resp.outcome === 'OUTCOME_IN_PROGRESS' && resp.record.owner === me) {
       resp.outcome = 'OUTCOME_ACQUIRED';
       resp.fencingToken = resp.record.fencingToken;

@@ -140,6 +140,12 @@ export interface ClaimOptions {
   /** Lease length in seconds; the server default when unset. */
   leaseTtl?: number | null;
   owner?: string;
+  /**
+   * Seconds the server may hold the call while another caller holds the key, until the holder's
+   * outcome is stored or its lease runs out (at most the server's --max-claim-wait). Unset or 0
+   * answers at once; a server without waiting ignores it.
+   */
+  wait?: number | null;
 }
 
 export interface RejectOptions {
@@ -267,6 +273,8 @@ export interface ClaimStreamOptions {
   /** The mode the caller expects; unspecified accepts the stream's. */
   mode?: StreamMode;
   digest?: Uint8Array;
+  /** As ClaimOptions.wait: DUPLICATE once the holder finishes the sequence, ACQUIRED once it releases it. */
+  wait?: number | null;
 }
 
 export interface RejectStreamOptions {

@@ -19,7 +19,7 @@
 
 const { seconds } = require('./client');
 const { DedupError, InProgressTimeout } = require('./errors');
-const { linkSignal, runSettle, sleepUnlessAborted, unknownOutcome } = require('./settle');
+const { claimUnlessAborted, linkSignal, runSettle, sleepUnlessAborted, unknownOutcome } = require('./settle');
 const { Terminal } = require('./terminal');
 
 /** fn threw Terminal: the event was recorded as poison; err.stream is the stream afterwards. */
@@ -36,7 +36,8 @@ async function doInOrder(client, consumer, stream, sequence, fn, {
   for (;;) {
     if (signal) signal.throwIfAborted();
     sent = Date.now();
-    resp = await client.claimStream(consumer, stream, sequence, { leaseTtl, owner, mode, digest });
+    resp = await claimUnlessAborted(signal, () => client.claimStream(consumer, stream, sequence,
+      { leaseTtl, owner, mode, digest, wait: (deadline - sent) / 1000, signal }));
     if (resp.outcome === 'STREAM_OUTCOME_DUPLICATE') return { duplicate: true, settled: false, stream: resp.stream };
     if (resp.outcome === 'STREAM_OUTCOME_ACQUIRED') break;
     const wait = Math.min(backoff * (0.5 + Math.random() / 2), seconds(resp.retryAfter));

@@ -59,6 +59,20 @@ async function sleepUnlessAborted(ms, signal) {
 }
 
 /**
+ * claim() (a call the server may hold, waiting for another holder), whose
+ * abort by the caller's signal throws the signal's reason, as the sleeps
+ * between claims do.
+ */
+async function claimUnlessAborted(signal, claim) {
+  try {
+    return await claim();
+  } catch (err) {
+    if (signal && signal.aborted) throw signal.reason;
+    throw err;
+  }
+}
+
+/**
  * Whether fn's error leaves the outcome unknown, so that the claim must
  * stay PENDING as after a crash: the caller's signal aborted (a
  * cancellation), or the error is a timeout or an abort (name TimeoutError
@@ -72,4 +86,4 @@ function unknownOutcome(err, callerSignal) {
   return Boolean(err) && (err.name === 'TimeoutError' || err.name === 'AbortError');
 }
 
-module.exports = { runSettle, linkSignal, sleepUnlessAborted, unknownOutcome };
+module.exports = { claimUnlessAborted, runSettle, linkSignal, sleepUnlessAborted, unknownOutcome };

@@ -3,10 +3,10 @@
 // out, heartbeat and lose the lease.
 
 const assert = require('node:assert/strict');
-const { describe, it } = require('node:test');
+const { after, before, describe, it } = require('node:test');
 
 const dedupd = require('../src');
-const { withClient, uniqueKey, sleep, takeOver } = require('../testing/server');
+const { withClient, startServer, uniqueKey, sleep, takeOver } = require('../testing/server');
 
 const CONSUMER = 'node-do';
 
@@ -71,27 +71,24 @@ describe('do', () => {
     assert.deepEqual(fn.calls, [['2', '2']]);
   });
 
-  it('waits for the holder, then replays its outcome', async () => {
+  it('asks the server to wait for the holder: one claim, answered with its outcome', async () => {
     const key = uniqueKey();
     const holder = await c.claim(CONSUMER, key, { leaseTtl: 60, owner: 'holder' });
-    let sawInProgress;
-    const seen = new Promise((resolve) => { sawInProgress = resolve; });
-    const watching = Object.create(c, {
-      claim: {
-        value: async (...args) => {
-          const resp = await c.claim(...args);
-          if (resp.outcome === 'OUTCOME_IN_PROGRESS') sawInProgress();
-          return resp;
-        },
-      },
+    let claims = 0;
+    let claimSent;
+    const sent = new Promise((resolve) => { claimSent = resolve; });
+    const counting = Object.create(c, {
+      claim: { value: (...args) => { claims += 1; claimSent(); return c.claim(...args); } },
     });
     const fn = recorder();
-    const waiting = dedupd.do(watching, CONSUMER, key, fn, { maxWait: 60 });
-    await seen;
+    const waiting = dedupd.do(counting, CONSUMER, key, fn, { maxWait: 60 });
+    await sent;
+    await sleep(300); // a polling do() would claim again meanwhile
     await c.complete(CONSUMER, key, holder.fencingToken, "holder's");
     const out = await waiting;
     assert.equal(out.replayed, true);
     assert.equal(out.result.toString(), "holder's");
+    assert.equal(claims, 1);
     assert.deepEqual(fn.calls, []);
   });
 
@@ -176,5 +173,44 @@ describe('do', () => {
     });
     assert.ok(signal.aborted);
     assert.ok(signal.reason instanceof dedupd.LeaseLost);
+  });
+});
+
+// Against a dedupd that does not wait (as one older than the wait field,
+// which ignores it), do() polls with backoff.
+describe('do against a server that does not wait', () => {
+  let server;
+  let c;
+  before(async () => {
+    server = await startServer(['--max-claim-wait', '0']);
+    c = new dedupd.Client(server.addr);
+  });
+  after(async () => {
+    c.close();
+    await server.stop();
+  });
+
+  it('waits for the holder, then replays its outcome', async () => {
+    const key = uniqueKey();
+    const holder = await c.claim(CONSUMER, key, { leaseTtl: 60, owner: 'holder' });
+    let sawInProgress;
+    const seen = new Promise((resolve) => { sawInProgress = resolve; });
+    const watching = Object.create(c, {
+      claim: {
+        value: async (...args) => {
+          const resp = await c.claim(...args);
+          if (resp.outcome === 'OUTCOME_IN_PROGRESS') sawInProgress();
+          return resp;
+        },
+      },
+    });
+    const fn = recorder();
+    const waiting = dedupd.do(watching, CONSUMER, key, fn, { maxWait: 60 });
+    await seen;
+    await c.complete(CONSUMER, key, holder.fencingToken, "holder's");
+    const out = await waiting;
+    assert.equal(out.replayed, true);
+    assert.equal(out.result.toString(), "holder's");
+    assert.deepEqual(fn.calls, []);
   });
 });

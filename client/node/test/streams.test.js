@@ -4,10 +4,10 @@
 // redelivering loop; poison events and releases.
 
 const assert = require('node:assert/strict');
-const { describe, it } = require('node:test');
+const { after, before, describe, it } = require('node:test');
 
 const dedupd = require('../src');
-const { withClient, uniqueKey } = require('../testing/server');
+const { withClient, startServer, uniqueKey, sleep } = require('../testing/server');
 
 const CONSUMER = 'node-streams';
 
@@ -75,3 +75,44 @@ describe('streams', () => {
     assert.equal(res.stream.highWater, '2');
   });
 });
+
+// doInOrder behind another holder answers a duplicate once the holder
+// completes the sequence: one claim that the server holds, or, against a
+// dedupd that does not wait (as an older one), polling.
+for (const [name, args, serverWaits] of [
+  ['a server that waits', [], true],
+  ['a server that answers at once', ['--max-claim-wait', '0'], false],
+]) {
+  describe(`doInOrder behind another holder, on ${name}`, () => {
+    let server;
+    let c;
+    before(async () => {
+      server = await startServer(args);
+      c = new dedupd.Client(server.addr);
+    });
+    after(async () => {
+      c.close();
+      await server.stop();
+    });
+
+    it('answers a duplicate once the holder completes', async () => {
+      const s = uniqueKey('order');
+      const holder = await c.claimStream(CONSUMER, s, 1, { leaseTtl: 60, owner: 'holder' });
+      let claims = 0;
+      let claimSent;
+      const sent = new Promise((resolve) => { claimSent = resolve; });
+      const counting = Object.create(c, {
+        claimStream: { value: (...a) => { claims += 1; claimSent(); return c.claimStream(...a); } },
+      });
+      const waiting = dedupd.doInOrder(counting, CONSUMER, s, 1, () => assert.fail('fn ran'), { maxWait: 60 });
+      await sent;
+      if (serverWaits) await sleep(300); // a polling doInOrder would claim again meanwhile
+      else while (claims < 3) await sleep(10);
+      await c.completeStream(CONSUMER, s, 1, holder.fencingToken);
+      const out = await waiting;
+      assert.equal(out.duplicate, true);
+      if (serverWaits) assert.equal(claims, 1);
+      else assert.ok(claims >= 3, `${claims} claims`);
+    });
+  });
+}
