@@ -3,17 +3,21 @@ package api
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/internal/testing/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/rpcerrors"
+	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
 func TestWaitingStreamClaimOutcomes(t *testing.T) {
@@ -197,6 +201,52 @@ func TestWaitingClaimRace(t *testing.T) {
 			}
 			if acquired != wantAcquired || fmt.Sprint(completed) != fmt.Sprint(want) {
 				t.Fatalf("%d acquired and completed %v; want %d and %v", acquired, completed, wantAcquired, want)
+			}
+		})
+	}
+}
+
+// Two replicas on one database: a finish served by one wakes only its own
+// waiters, and a waiter on the other sees it at its next poll of the
+// store. With no poll within its wait it answers IN_PROGRESS, which shows
+// that nothing crossed between the replicas.
+func TestWaitingClaimOnAnotherReplica(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		poll time.Duration
+		wait time.Duration
+		want dedupv1.Outcome
+	}{
+		{"polls the store", 20 * time.Millisecond, patience, dedupv1.Outcome_OUTCOME_COMPLETED},
+		{"no poll within the wait", noPoll, 500 * time.Millisecond, dedupv1.Outcome_OUTCOME_IN_PROGRESS},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { inner.Close() })
+			replica := func(poll time.Duration) (dedupv1.DedupServiceClient, *claimwait.Registry) {
+				waits := claimwait.New(claimwait.Options{MaxWait: time.Hour, Poll: poll})
+				st := claimwait.Notify(inner, waits)
+				srv := grpc.NewServer()
+				Register(srv, NewDedupServiceWith(st, NewPolicies(st, testDefaults, time.Hour), slog.New(slog.DiscardHandler), ServiceOptions{Waits: waits}))
+				return dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, srv)), waits
+			}
+			a, _ := replica(noPoll)
+			b, bWaits := replica(tt.poll)
+			ctx := context.Background()
+			held, err := a.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "c", Key: "k", LeaseTtl: durationpb.New(time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reply := claimAsync(ctx, b, &dedupv1.ClaimRequest{Consumer: "c", Key: "k", Wait: durationpb.New(tt.wait)})
+			waitingServer{waits: bWaits}.untilAsleep(t, 1)
+			if _, err := a.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "c", Key: "k", FencingToken: held.GetFencingToken(), Result: []byte("r")}); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-reply; got.err != nil || got.res.GetOutcome() != tt.want {
+				t.Fatalf("waiter on the other replica got %v, %v; want %v", got.res.GetOutcome(), got.err, tt.want)
 			}
 		})
 	}
