@@ -266,6 +266,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		case <-ctx.Done():
 			log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
 			healthSrv.shutdown() // NOT_SERVING, then Watch streams end
+			g.waits.Stop()       // waiting claims answer now, not at the end of their wait
 			stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
 		}
 	}

@@ -85,6 +85,8 @@ func (w *Waiter) sleep(ctx context.Context, timer *time.Timer, nap time.Duration
 			}
 		case <-ctx.Done():
 			return false, ctx.Err()
+		case <-w.r.stopped:
+			return false, nil // the server is stopping: answer what the last claim found
 		}
 		if adm.Resume() {
 			return true, nil

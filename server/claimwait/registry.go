@@ -74,6 +74,10 @@ type Registry struct {
 	mu        sync.Mutex
 	keys      map[Key]map[*Waiter]struct{}
 	consumers map[string]int
+
+	// stopped is closed by Stop: every wait ends, and no new one starts.
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 // New returns a registry bounded by opts.
@@ -90,7 +94,17 @@ func New(opts Options) *Registry {
 	if opts.PerServer <= 0 {
 		opts.PerServer = DefaultPerServer
 	}
-	return &Registry{opts: opts, keys: map[Key]map[*Waiter]struct{}{}, consumers: map[string]int{}}
+	return &Registry{opts: opts, keys: map[Key]map[*Waiter]struct{}{}, consumers: map[string]int{},
+		stopped: make(chan struct{})}
+}
+
+// Stop ends every wait, each answering what its last claim found, and
+// grants no more: a server shutting down answers its waiting claims at
+// once instead of holding its graceful stop for up to MaxWait.
+func (r *Registry) Stop() {
+	if r != nil {
+		r.stopOnce.Do(func() { close(r.stopped) })
+	}
 }
 
 // Clamp is the wait granted for asked: at most MaxWait, zero when waiting
@@ -167,6 +181,11 @@ func (w *Waiter) Watch(k Key) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	select {
+	case <-r.stopped:
+		return false
+	default:
+	}
 	if int(r.waiting.Load()) >= r.opts.PerServer || r.consumers[k.Consumer] >= r.opts.PerConsumer ||
 		len(r.keys[k]) >= r.opts.PerKey {
 		return false

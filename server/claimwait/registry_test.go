@@ -149,3 +149,27 @@ func TestAwaitEnds(t *testing.T) {
 		})
 	}
 }
+
+// Stop ends a wait in progress, which answers what its last claim found,
+// and grants no new one.
+func TestStop(t *testing.T) {
+	r := New(Options{MaxWait: time.Hour, Poll: time.Hour})
+	w := r.Join()
+	defer w.Leave()
+	if !w.Watch(Key{Consumer: "c", Name: "k"}) {
+		t.Fatal("Watch refused before Stop")
+	}
+	claims := 0
+	err := w.Await(context.Background(), time.Hour, func(context.Context) (Busy, error) {
+		claims++
+		go r.Stop()
+		return Busy{Held: true}, nil
+	})
+	if err != nil || claims != 1 {
+		t.Fatalf("Await = %v after %d claims; want nil after 1", err, claims)
+	}
+	if r.Join().Watch(Key{Consumer: "c", Name: "other"}) {
+		t.Fatal("Watch granted after Stop")
+	}
+	r.Stop() // a second Stop is harmless
+}
