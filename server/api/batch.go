@@ -160,7 +160,7 @@ func (s *DedupService) ClaimBatch(ctx context.Context, req *dedupv1.ClaimBatchRe
 	if err != nil {
 		return nil, err
 	}
-	if err := s.awaitBatch(ctx, consumer, reqs, items); err != nil {
+	if err := s.awaitBatch(ctx, req, items); err != nil {
 		return nil, s.fail(ctx, err, consumer, "")
 	}
 	return &dedupv1.ClaimBatchResponse{Results: s.claimResults(ctx, consumer, items)}, nil

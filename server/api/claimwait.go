@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
@@ -21,6 +22,17 @@ import (
 // A claim whose owner is the holder's own (non-empty) is answered at
 // once: it is the holder asking again (a retry of a claim whose reply was
 // lost), and waiting would only wait out its own lease.
+//
+// A waiting call keeps its request, so only a small one waits: past
+// maxWaitingRequestBytes (a Claim or ClaimStream; a real one is under
+// 1 KiB, but unknown fields could make it as large as the message limit)
+// or maxWaitingBatchBytes (a ClaimBatch of 1000 full items is about
+// 850 KiB) it is answered at once, and the waiters pin at most
+// --max-claim-waiters small requests (docs/operations.md, Memory).
+const (
+	maxWaitingRequestBytes = 16 << 10
+	maxWaitingBatchBytes   = 1 << 20
+)
 
 // wait checks a wait field: absent or zero is no wait, negative is
 // refused, and any positive one is accepted, to the nanosecond (it is
@@ -49,9 +61,9 @@ func heldByOther(outcome store.Outcome, holder, owner string) bool {
 
 // awaitClaim waits out an IN_PROGRESS answer res to the claim p, for at
 // most wait, and returns the answer of the claim that ended the wait.
-func (s *DedupService) awaitClaim(ctx context.Context, p store.ClaimParams, wait time.Duration, res store.ClaimResult) (store.ClaimResult, error) {
+func (s *DedupService) awaitClaim(ctx context.Context, req proto.Message, p store.ClaimParams, wait time.Duration, res store.ClaimResult) (store.ClaimResult, error) {
 	wait = s.waits.Clamp(wait)
-	if wait <= 0 || !heldByOther(res.Outcome, res.Record.Owner, p.Owner) {
+	if wait <= 0 || !heldByOther(res.Outcome, res.Record.Owner, p.Owner) || proto.Size(req) > maxWaitingRequestBytes {
 		return res, nil
 	}
 	w := s.waits.Join()
@@ -71,12 +83,12 @@ func (s *DedupService) awaitClaim(ctx context.Context, p store.ClaimParams, wait
 }
 
 // awaitStream is awaitClaim for a stream claim.
-func (s *StreamService) awaitStream(ctx context.Context, p store.ClaimStreamParams, wait time.Duration, res store.StreamClaimResult) (store.StreamClaimResult, error) {
+func (s *StreamService) awaitStream(ctx context.Context, req proto.Message, p store.ClaimStreamParams, wait time.Duration, res store.StreamClaimResult) (store.StreamClaimResult, error) {
 	held := func(r store.StreamClaimResult) bool {
 		return r.Outcome == store.StreamInProgress && (p.Owner == "" || r.Stream.Owner != p.Owner)
 	}
 	wait = s.waits.Clamp(wait)
-	if wait <= 0 || !held(res) {
+	if wait <= 0 || !held(res) || proto.Size(req) > maxWaitingRequestBytes {
 		return res, nil
 	}
 	w := s.waits.Join()
@@ -106,8 +118,9 @@ func (s *StreamService) WaitWith(r *claimwait.Registry) *StreamService {
 // time one of their keys is woken; the batch answers once none waits. An
 // item behind an earlier item of the same batch that acquired its key
 // does not wait: its holder is this very caller, who has no answer yet.
-func (s *DedupService) awaitBatch(ctx context.Context, consumer string, reqs []*dedupv1.ClaimBatchItem, items []batchItem) error {
-	if !s.waits.On() {
+func (s *DedupService) awaitBatch(ctx context.Context, req *dedupv1.ClaimBatchRequest, items []batchItem) error {
+	consumer, reqs := req.GetConsumer(), req.GetItems()
+	if !s.waits.On() || proto.Size(req) > maxWaitingBatchBytes {
 		return nil
 	}
 	acquired := map[string]bool{}

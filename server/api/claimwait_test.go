@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/internal/testing/grpctest"
@@ -95,7 +96,8 @@ func TestWaitingClaimOutcomes(t *testing.T) {
 		wantToken int64
 		wantBody  string
 	}{
-		{name: "holder completes", lease: time.Hour, wait: patience, want: dedupv1.Outcome_OUTCOME_COMPLETED, wantBody: "done",
+		// A wait to the nanosecond is accepted: it is never stored.
+		{name: "holder completes", lease: time.Hour, wait: patience + time.Nanosecond, want: dedupv1.Outcome_OUTCOME_COMPLETED, wantBody: "done",
 			finish: func(ctx context.Context, c dedupv1.DedupServiceClient, token int64) error {
 				_, err := c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "c", Key: "k", FencingToken: token, Result: []byte("done")})
 				return err
@@ -167,19 +169,22 @@ func TestWaitingClaimAnsweredAtOnce(t *testing.T) {
 		opts   claimwait.Options
 		owner  string
 		wait   *durationpb.Duration
-		reason string // the refusal expected; empty: IN_PROGRESS
+		// padding is the bytes of an unknown field that make the request
+		// large.
+		padding int
+		reason  string // the refusal expected; empty: IN_PROGRESS
 	}{
 		{name: "negative wait refused", opts: claimwait.Options{MaxWait: time.Hour}, owner: "waiter",
 			wait: durationpb.New(-time.Second), reason: rpcerrors.ReasonInvalidField},
 		{name: "invalid duration refused", opts: claimwait.Options{MaxWait: time.Hour}, owner: "waiter",
 			wait: &durationpb.Duration{Seconds: 1, Nanos: -1}, reason: rpcerrors.ReasonInvalidField},
-		// The answers below come at once or never: the wait and the lease
-		// are an hour, so a call that waited would hang the test.
+		// The answers below must come without waiting: a claim found
+		// asleep, waiting to be woken, fails the test.
 		{name: "waiting off", opts: claimwait.Options{}, owner: "waiter", wait: durationpb.New(time.Hour)},
 		{name: "the holder itself asks again", opts: claimwait.Options{MaxWait: time.Hour, Poll: noPoll}, owner: "holder",
 			wait: durationpb.New(time.Hour)},
-		{name: "a wait to the nanosecond is accepted", opts: claimwait.Options{MaxWait: 50 * time.Millisecond, Poll: noPoll}, owner: "waiter",
-			wait: durationpb.New(time.Hour + time.Nanosecond)},
+		{name: "a large request does not wait", opts: claimwait.Options{MaxWait: time.Hour, Poll: noPoll}, owner: "waiter",
+			wait: durationpb.New(time.Hour), padding: maxWaitingRequestBytes},
 		{name: "no wait asked", opts: claimwait.Options{MaxWait: time.Hour, Poll: noPoll}, owner: "waiter"},
 	}
 	for _, tt := range tests {
@@ -189,7 +194,22 @@ func TestWaitingClaimAnsweredAtOnce(t *testing.T) {
 			if _, err := s.keys.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "c", Key: "k", Owner: "holder", LeaseTtl: durationpb.New(time.Hour)}); err != nil {
 				t.Fatal(err)
 			}
-			res, err := s.keys.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "c", Key: "k", Owner: tt.owner, Wait: tt.wait})
+			req := &dedupv1.ClaimRequest{Consumer: "c", Key: "k", Owner: tt.owner, Wait: tt.wait}
+			if tt.padding > 0 {
+				req.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 999, protowire.BytesType), make([]byte, tt.padding)))
+			}
+			reply := claimAsync(ctx, s.keys, req)
+			var res *dedupv1.ClaimResponse
+			var err error
+			for ; ; time.Sleep(time.Millisecond) {
+				if s.waits.Asleep() > 0 {
+					t.Fatal("the claim waits")
+				}
+				if got, ok := tryReceive(reply); ok {
+					res, err = got.res, got.err
+					break
+				}
+			}
 			if tt.reason != "" {
 				if info := wantReason(t, err, tt.reason); info.GetMetadata()["field"] != "wait" {
 					t.Fatalf("refusal names field %q, want wait", info.GetMetadata()["field"])
@@ -200,6 +220,16 @@ func TestWaitingClaimAnsweredAtOnce(t *testing.T) {
 				t.Fatalf("got %v, %v; want IN_PROGRESS", res.GetOutcome(), err)
 			}
 		})
+	}
+}
+
+func tryReceive[T any](c <-chan T) (T, bool) {
+	select {
+	case v := <-c:
+		return v, true
+	default:
+		var zero T
+		return zero, false
 	}
 }
 

@@ -117,7 +117,7 @@ func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*d
 	}
 	res, err := s.store.Claim(ctx, params)
 	if err == nil {
-		res, err = s.awaitClaim(ctx, params, wait, res)
+		res, err = s.awaitClaim(ctx, req, params, wait, res)
 	}
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetKey())

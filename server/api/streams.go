@@ -102,7 +102,7 @@ func (s *StreamService) ClaimStream(ctx context.Context, req *dedupv1.ClaimStrea
 	}
 	res, err := s.store.ClaimStream(ctx, params)
 	if err == nil {
-		res, err = s.awaitStream(ctx, params, wait, res)
+		res, err = s.awaitStream(ctx, req, params, wait, res)
 	}
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
