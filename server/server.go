@@ -210,6 +210,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	m.ExportClaimWaits(g.waits.Waiting, g.waits.Refused)
 	backend, err := OpenStore(ctx, cfg, log, m.StoreRetry)
 	if err != nil {
 		return err

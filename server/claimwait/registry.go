@@ -70,6 +70,8 @@ type Registry struct {
 	waiting atomic.Int64
 	// asleep counts the waiters between two claims, waiting to be woken.
 	asleep atomic.Int64
+	// refused counts the keys Watch refused at a bound.
+	refused atomic.Int64
 
 	mu        sync.Mutex
 	keys      map[Key]map[*Waiter]struct{}
@@ -126,6 +128,15 @@ func (r *Registry) Waiting() int {
 		return 0
 	}
 	return int(r.waiting.Load())
+}
+
+// Refused is the number of keys a bound kept from being waited on, since
+// the registry began.
+func (r *Registry) Refused() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.refused.Load()
 }
 
 // Asleep is the number of waiters between two claims, waiting to be woken
@@ -188,6 +199,7 @@ func (w *Waiter) Watch(k Key) bool {
 	}
 	if int(r.waiting.Load()) >= r.opts.PerServer || r.consumers[k.Consumer] >= r.opts.PerConsumer ||
 		len(r.keys[k]) >= r.opts.PerKey {
+		r.refused.Add(1)
 		return false
 	}
 	if _, dup := r.keys[k][w]; dup {

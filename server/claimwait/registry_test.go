@@ -33,8 +33,8 @@ func TestBounds(t *testing.T) {
 		}
 		joined = append(joined, w)
 	}
-	if n := r.Waiting(); n != 4 {
-		t.Fatalf("Waiting = %d, want 4", n)
+	if n, refused := r.Waiting(), r.Refused(); n != 4 || refused != 3 {
+		t.Fatalf("Waiting = %d, Refused = %d; want 4 and 3", n, refused)
 	}
 	for _, w := range joined {
 		w.Leave()
