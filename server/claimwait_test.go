@@ -59,9 +59,9 @@ func untilAsleep[T any](r *claimwait.Registry, n int, ended <-chan T) bool {
 	return true
 }
 
-// A waiting claim holds no in-flight slot and no longer counts as
-// arrived: with room for one call and none waiting, the holder's Complete
-// gets in while the waiter waits, and wakes it.
+// A waiting claim holds no in-flight slot, no longer counts as arrived and
+// holds no reply bytes: with room for one call and none waiting, the
+// holder's Complete gets in while the waiter waits, and wakes it.
 func TestWaitingClaimGivesBackItsSlot(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxInFlight, cfg.MaxWaiting = 1, 0
@@ -83,8 +83,8 @@ func TestWaitingClaimGivesBackItsSlot(t *testing.T) {
 	if !untilAsleep(g.waits, 1, reply) {
 		t.Fatal("the claim answered without waiting")
 	}
-	if n := g.inflight.Running(); n != 0 {
-		t.Fatalf("%d calls hold a slot while the only call waits", n)
+	if n, bytes := g.inflight.Running(), g.replies.InUse(); n != 0 || bytes != 0 {
+		t.Fatalf("%d slots and %d reply bytes held while the only call waits", n, bytes)
 	}
 	if _, err := c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "c", Key: "k", FencingToken: held.GetFencingToken(), Result: []byte("r")}); err != nil {
 		t.Fatalf("the holder's Complete, beside a waiting claim, with room for one call: %v", err)

@@ -21,6 +21,10 @@ import (
 //     it is never refused after its handler ran; its reply is Floor or
 //     less except when it echoes a stored result, and whatever it takes
 //     past Floor goes over the budget (docs/operations.md, Memory).
+//
+// A claim that waits for an in-flight outcome (server/claimwait) gives
+// its up-front bytes back while it sleeps and takes them again to claim;
+// the plan above is about what its last claim answered, and holds as is.
 func replyPlan(fullMethod string) replybudget.Plan {
 	method := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
 	switch {

@@ -3,10 +3,11 @@ package claimwait
 import "context"
 
 // Admission is what a call holds while it runs and gives back while it
-// waits: its slot under the server's bound on calls in flight. The
-// in-flight interceptor puts it in the call's context (WithAdmission);
-// this package only knows the two calls, so the interceptor and the
-// handlers both depend on it, and neither on the other.
+// waits: its slot under the server's bound on calls in flight, and the
+// reply bytes it reserved up front. The interceptors that hand them out
+// put them in the call's context (WithAdmission); this package only knows
+// the two calls, so the interceptors and the handlers both depend on it,
+// and neither on the other.
 type Admission interface {
 	// Release gives the slot back; a call that holds none does nothing.
 	Release()
@@ -17,9 +18,33 @@ type Admission interface {
 
 type admissionKey struct{}
 
-// WithAdmission returns ctx carrying a.
+// WithAdmission returns ctx carrying a, beside what ctx carries already:
+// a waiting call gives all of it back, and resumes only once it has all
+// of it again.
 func WithAdmission(ctx context.Context, a Admission) context.Context {
+	if outer, ok := ctx.Value(admissionKey{}).(Admission); ok {
+		a = both{outer, a}
+	}
 	return context.WithValue(ctx, admissionKey{}, a)
+}
+
+// both is two admissions held together.
+type both struct{ outer, inner Admission }
+
+func (b both) Release() {
+	b.inner.Release()
+	b.outer.Release()
+}
+
+func (b both) Resume() bool {
+	if !b.outer.Resume() {
+		return false
+	}
+	if !b.inner.Resume() {
+		b.outer.Release() // not half: a slot held while the reply has no room would block others for nothing
+		return false
+	}
+	return true
 }
 
 // admissionOf is the admission in ctx, or one that holds nothing (a call

@@ -173,3 +173,22 @@ func TestStop(t *testing.T) {
 	}
 	r.Stop() // a second Stop is harmless
 }
+
+// Admissions put in a context one after the other are given back and
+// taken again together: a call resumes only with all of them, and holds
+// none of them when one is not free.
+func TestAdmissionsTogether(t *testing.T) {
+	slot, reply := &countingAdmission{held: true}, &countingAdmission{held: true, busy: 1}
+	ctx := WithAdmission(WithAdmission(context.Background(), slot), reply)
+	a := admissionOf(ctx)
+	a.Release()
+	if slot.held || reply.held {
+		t.Fatal("Release left one held")
+	}
+	if a.Resume() || slot.held || reply.held {
+		t.Fatalf("Resume with the reply bytes not free = true, or left slot %v reply %v held", slot.held, reply.held)
+	}
+	if !a.Resume() || !slot.held || !reply.held {
+		t.Fatal("Resume with both free did not take both")
+	}
+}

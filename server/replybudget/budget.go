@@ -102,6 +102,21 @@ func (b *Budget) grow(ctx context.Context, r *reservation, n int64) error {
 	}
 }
 
+// tryGrow adds n bytes to r if they fit now, without waiting.
+func (b *Budget) tryGrow(r *reservation, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.fits(n, r) {
+		return false
+	}
+	b.used += n
+	r.n += n
+	if r.conn != nil {
+		r.conn.held += n
+	}
+	return true
+}
+
 // force adds n bytes to r without waiting, over the budget if need be: the
 // reply of a call that may already have written (see Plan).
 func (b *Budget) force(r *reservation, n int64) {

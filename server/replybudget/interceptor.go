@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
@@ -50,7 +51,9 @@ func (b *Budget) UnaryServerInterceptor(plan Planner) grpc.UnaryServerIntercepto
 		if err != nil {
 			return nil, rpcerrors.Status(err, "", "").Err()
 		}
-		resp, err := handler(ctx, req)
+		held := &heldReply{b: b, r: r, n: upFront}
+		resp, err := handler(claimwait.WithAdmission(ctx, held), req)
+		held.restore()
 		m, ok := resp.(proto.Message)
 		if err != nil || !ok {
 			r.release()
@@ -78,5 +81,41 @@ func (b *Budget) UnaryServerInterceptor(plan Planner) grpc.UnaryServerIntercepto
 			conn.add(r)
 		}
 		return resp, nil
+	}
+}
+
+// heldReply is a call's up-front reservation as a claimwait.Admission: a
+// claim waiting for an in-flight outcome gives its bytes back while it
+// sleeps, so that waiting calls take none of the budget. Only the call's
+// own goroutine uses it.
+type heldReply struct {
+	b        *Budget
+	r        *reservation
+	n        int64 // what the reservation holds while taken
+	released bool
+}
+
+func (h *heldReply) Release() {
+	if !h.released {
+		h.released = true
+		h.b.shrink(h.r, h.n)
+	}
+}
+
+// Resume takes the bytes back if they fit now, without waiting.
+func (h *heldReply) Resume() bool {
+	if h.released && h.b.tryGrow(h.r, h.n) {
+		h.released = false
+	}
+	return !h.released
+}
+
+// restore takes the bytes back, over the budget if need be, once the
+// handler has returned: the reply's accounting below starts from a full
+// reservation (a wait that ended without room is answered, not refused).
+func (h *heldReply) restore() {
+	if h.released {
+		h.released = false
+		h.b.force(h.r, h.n)
 	}
 }
