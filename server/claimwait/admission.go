@@ -1,6 +1,30 @@
 package claimwait
 
-import "context"
+import (
+	"context"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// Asks reports whether a request asks to wait (a Claim or ClaimStream with
+// a wait, a ClaimBatch with an item that has one): only those get their
+// admission in the context, so that the calls that cannot wait pay
+// nothing for it.
+func Asks(req any) bool {
+	switch r := req.(type) {
+	case *dedupv1.ClaimRequest:
+		return r.GetWait() != nil
+	case *dedupv1.ClaimStreamRequest:
+		return r.GetWait() != nil
+	case *dedupv1.ClaimBatchRequest:
+		for _, it := range r.GetItems() {
+			if it.GetWait() != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Admission is what a call holds while it runs and gives back while it
 // waits: its slot under the server's bound on calls in flight, and the

@@ -51,9 +51,14 @@ func (b *Budget) UnaryServerInterceptor(plan Planner) grpc.UnaryServerIntercepto
 		if err != nil {
 			return nil, rpcerrors.Status(err, "", "").Err()
 		}
-		held := &heldReply{b: b, r: r, n: upFront}
-		resp, err := handler(claimwait.WithAdmission(ctx, held), req)
-		held.restore()
+		var resp any
+		if claimwait.Asks(req) {
+			held := &heldReply{b: b, r: r, n: upFront}
+			resp, err = handler(claimwait.WithAdmission(ctx, held), req)
+			held.restore()
+		} else {
+			resp, err = handler(ctx, req)
+		}
 		m, ok := resp.(proto.Message)
 		if err != nil || !ok {
 			r.release()

@@ -256,15 +256,20 @@ func (f *InFlight) overloaded(name, where string) error {
 }
 
 // UnaryServerInterceptor answers RESOURCE_EXHAUSTED / OVERLOADED at once
-// when maxCalls calls are already running. The handler gets its slot in
-// its context (claimwait.WithAdmission), so that a claim waiting for an
-// in-flight outcome gives the slot back while it sleeps (and stops
-// counting as arrived), and takes one again, when one is free, to claim.
+// when maxCalls calls are already running. A claim that asks to wait
+// (claimwait.Asks) gets its slot in its context (claimwait.WithAdmission),
+// so that while it waits for an in-flight outcome it gives the slot back
+// (and stops counting as arrived), and takes one again, when one is free,
+// to claim.
 func (f *InFlight) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		defer endArrival(ctx)
 		if !f.acquire() {
 			return nil, f.refusal(ctx)
+		}
+		if !claimwait.Asks(req) {
+			defer f.release()
+			return handler(ctx, req)
 		}
 		s := &slot{f: f, ctx: ctx, held: true}
 		defer s.Release()
