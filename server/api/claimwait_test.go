@@ -165,10 +165,10 @@ func TestWaitingClaimOutcomes(t *testing.T) {
 
 func TestWaitingClaimAnsweredAtOnce(t *testing.T) {
 	tests := []struct {
-		name   string
-		opts   claimwait.Options
-		owner  string
-		wait   *durationpb.Duration
+		name  string
+		opts  claimwait.Options
+		owner string
+		wait  *durationpb.Duration
 		// padding is the bytes of an unknown field that make the request
 		// large.
 		padding int
