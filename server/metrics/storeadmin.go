@@ -34,6 +34,10 @@ func (o *observedStore) Stats(ctx context.Context, consumer string) ([]store.Con
 	return o.inner.Stats(ctx, consumer)
 }
 
+func (o *observedStore) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+	return o.inner.StreamStats(ctx, consumer)
+}
+
 func (o *observedStore) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
 	return o.inner.PutPolicy(ctx, p)
 }
