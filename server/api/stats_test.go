@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/store"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 func TestJoinStats(t *testing.T) {
