@@ -38,6 +38,14 @@ func (o *observedStore) StreamStats(ctx context.Context, consumer string) ([]sto
 	return o.inner.StreamStats(ctx, consumer)
 }
 
+func (o *observedStore) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return o.inner.PendingLeases(ctx)
+}
+
+func (o *observedStore) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return o.inner.InFlightLeases(ctx)
+}
+
 func (o *observedStore) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
 	return o.inner.PutPolicy(ctx, p)
 }

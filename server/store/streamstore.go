@@ -77,6 +77,13 @@ type StreamAdmin interface {
 	// Expired streams count as absent, as everywhere.
 	StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error)
 
+	// InFlightLeases returns the live streams with a claim in flight of
+	// every consumer that has any, summed up per consumer in bytewise
+	// consumer order: Held, Expired and OldestUpdatedAt agree with
+	// StreamStats' InFlight, LeaseExpired and OldestInFlightAt. It reads
+	// only the streams in flight (their index), as PendingLeases does.
+	InFlightLeases(ctx context.Context) ([]LeaseStats, error)
+
 	// PutStreamPolicy creates or replaces a consumer's stream policy and
 	// returns it as stored, with UpdatedAt set.
 	PutStreamPolicy(ctx context.Context, p ConsumerStreamPolicy) (ConsumerStreamPolicy, error)
@@ -101,8 +108,8 @@ type ConsumerStreamStats struct {
 	// reconciliation queue.
 	InFlight     int64
 	LeaseExpired int64
-	// OldestInFlightAt is when the oldest in-flight claim was taken (its
-	// stream's UpdatedAt); zero when none is in flight.
+	// OldestInFlightAt is the least recent UpdatedAt of the streams in
+	// flight (their last claim or lease extension); zero when none is.
 	OldestInFlightAt time.Time
 }
 

@@ -55,4 +55,9 @@ func testStreamStats(t *testing.T, s store.StreamStore) {
 	if none, err := s.StreamStats(t.Context(), "nobody"); err != nil || len(none) != 0 {
 		t.Errorf("StreamStats of a consumer without streams: %+v, %v", none, err)
 	}
+	// The claims in flight alone: neither the finished stream nor the
+	// forgotten one.
+	wantLeases(t, "InFlightLeases", s.InFlightLeases, []store.LeaseStats{
+		{Consumer: "billing", Held: 1, OldestUpdatedAt: billing.UpdatedAt},
+		{Consumer: consumer, Held: 2, Expired: 1, OldestUpdatedAt: oldest.UpdatedAt}})
 }

@@ -41,6 +41,14 @@ func (t *tracedStore) StreamStats(ctx context.Context, consumer string) ([]store
 	return t.inner.StreamStats(ctx, consumer)
 }
 
+func (t *tracedStore) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return t.inner.PendingLeases(ctx)
+}
+
+func (t *tracedStore) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return t.inner.InFlightLeases(ctx)
+}
+
 func (t *tracedStore) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
 	return t.inner.PutPolicy(ctx, p)
 }
