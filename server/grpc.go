@@ -60,6 +60,7 @@ type guards struct {
 	replies  *replybudget.Budget
 	metrics  *metrics.Metrics
 	creds    credentials.TransportCredentials
+	certs    *certReloader // the files behind creds, for the HTTP listener
 }
 
 // maxMessageBytes is --max-message-bytes, or by default room for the

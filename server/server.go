@@ -31,9 +31,14 @@ import (
 type Config struct {
 	// Listen is the gRPC address, host:port.
 	Listen string
+	// HTTPListen, when set, serves the same services over HTTP/1.1 and
+	// HTTP/2 there: Connect (JSON or protobuf) and gRPC-Web
+	// (docs/http.md). Same handlers, guards and TLS as Listen.
+	HTTPListen string
 	// ReadyFile, when set, is written once the server serves: the bound
 	// gRPC address on the first line (dialable even when Listen asks for
-	// port 0) and, with MetricsListen, "metrics <address>" on the second.
+	// port 0), then "metrics <address>" with MetricsListen and
+	// "http <address>" with HTTPListen, each on a line of its own.
 	// It appears whole (written beside, then renamed), never before the
 	// server serves, not at all when startup fails, and is removed when
 	// the server stops.
@@ -162,6 +167,8 @@ func (c Config) Validate() error {
 		{c.LeaseSampleInterval >= 0, "--lease-sample-interval must not be negative"},
 		{c.AuthTokens != "" || c.InsecureNoAuth || loopback.Target(c.Listen),
 			"refusing to serve without authentication on " + c.Listen + ": give --auth-tokens, listen on a loopback address, or pass --insecure-no-auth"},
+		{c.AuthTokens != "" || c.InsecureNoAuth || c.HTTPListen == "" || loopback.Target(c.HTTPListen),
+			"refusing to serve without authentication on --http-listen " + c.HTTPListen + ": give --auth-tokens, listen on a loopback address, or pass --insecure-no-auth"},
 		{(c.TLSCert == "") == (c.TLSKey == ""), "--tls-cert and --tls-key go together"},
 		{c.TLSClientCA == "" || c.TLSCert != "", "--tls-client-ca needs --tls-cert and --tls-key"},
 		{c.MaxMessageBytes == 0 || c.MaxMessageBytes >= c.Limits.MaxResultBytes+messageOverhead,
@@ -227,9 +234,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	lis = limitConnections(lis, cfg, m, log)
 	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
+	httpSrv, err := newHTTPAPI(ctx, cfg, g, grpcSrv, m, log)
+	if err != nil {
+		lis.Close()
+		return err
+	}
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
 	if err != nil {
 		lis.Close()
+		httpSrv.close()
 		return err
 	}
 	defer stopMetrics()
@@ -248,11 +261,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bg.Go(func() { watcher.run(bgCtx) })
 	bg.Go(func() { handleReloads(bgCtx, cfg.Reload, reload, log) })
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- grpcSrv.Serve(lis) }()
-	log.Info("dedupd serving", "version", build.String(), "listen", lis.Addr().String(), "store", storeName(cfg),
-		"metrics", metricsAddr, "auth", g.auth != nil, "tls", g.creds != nil)
-	if err = writeReadyFile(cfg.ReadyFile, lis.Addr().String(), metricsAddr); err != nil {
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- fmt.Errorf("serving: %w", grpcSrv.Serve(lis)) }()
+	httpSrv.start(serveErr)
+	log.Info("dedupd serving", "version", build.String(), "listen", lis.Addr().String(), "http", httpSrv.addr(),
+		"store", storeName(cfg), "metrics", metricsAddr, "auth", g.auth != nil, "tls", g.creds != nil)
+	if err = writeReadyFile(cfg.ReadyFile, lis.Addr().String(), metricsAddr, httpSrv.addr()); err != nil {
+		httpSrv.close()
 		grpcSrv.Stop()
 	} else {
 		if cfg.ReadyFile != "" {
@@ -260,11 +275,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		select {
 		case err = <-serveErr:
-			err = fmt.Errorf("serving: %w", err)
+			httpSrv.close()
+			grpcSrv.Stop()
 		case <-ctx.Done():
 			log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
 			healthSrv.shutdown() // NOT_SERVING, then Watch streams end
-			stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
+			deadline := time.Now().Add(cfg.ShutdownTimeout)
+			httpSrv.shutdown(deadline, log) // first: GracefulStop cancels HTTP calls
+			stopGracefully(grpcSrv, time.Until(deadline), log)
 		}
 	}
 	stopBackground()

@@ -1,0 +1,142 @@
+// Package httpapi serves the gRPC server's services over HTTP/1.1 and
+// HTTP/2 in the Connect protocol (JSON or binary protobuf) and gRPC-Web,
+// for callers without a gRPC stack: a shell script with curl, a browser,
+// a serverless function.
+//
+// It is a transcoder (connectrpc.com/vanguard) in front of the grpc-go
+// server itself, not a second implementation: every call reaches the same
+// handlers through the same interceptors (auth, limits, metrics, access
+// log), in the protobuf form they already decode, and its answer goes back
+// the same way. What this package adds is only what HTTP needs:
+//
+//   - a unary call posted as plain JSON (or binary protobuf) without the
+//     Connect-Protocol-Version header, which the Connect specification
+//     makes optional, is read as the Connect call it is (DefaultConnect);
+//   - the in-flight bound's arrival count, which grpc-go applies only on its
+//     own listener, runs before a request body is read (Options.Tap);
+//   - a request or reply of more than Options.MaxBodyBytes is refused
+//     without being buffered, and an error a decoder writes is cut to the
+//     length any other error may echo.
+package httpapi
+
+import (
+	"errors"
+	"mime"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/vanguard"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/tap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dedupd/dedupd/internal/clip"
+)
+
+// Options are the bounds of the HTTP side.
+type Options struct {
+	// MaxBodyBytes bounds a request body and a reply body, as the transport
+	// sees them (JSON is larger than the protobuf message it holds). A body
+	// over it is refused RESOURCE_EXHAUSTED before it is decoded. The
+	// message decoded from a body within it is still held to the gRPC
+	// server's own message limit, as a gRPC call's is.
+	MaxBodyBytes uint32
+	// Tap, when set, is told of each call as it arrives, before its body is
+	// read, and may refuse it (throttle.InFlight.Tap): grpc-go runs its
+	// InTapHandle only for calls on its own listener.
+	Tap tap.ServerInHandle
+}
+
+// Handler serves every service registered on srv. Register them all
+// before calling it: it routes the services srv has at that moment.
+func Handler(srv *grpc.Server, opts Options) (http.Handler, error) {
+	if opts.MaxBodyBytes == 0 {
+		return nil, errors.New("httpapi: MaxBodyBytes must be positive")
+	}
+	var target http.Handler = srv
+	if opts.Tap != nil {
+		target = tapped{next: srv, tap: opts.Tap}
+	}
+	var services []*vanguard.Service
+	for name := range srv.GetServiceInfo() {
+		services = append(services, vanguard.NewService(name, target))
+	}
+	transcoder, err := vanguard.NewTranscoder(services,
+		vanguard.WithCodec(newJSONCodec),
+		vanguard.WithDefaultServiceOptions(
+			// The handlers speak gRPC with binary protobuf, whatever the
+			// caller speaks: the gRPC server's codec, limits and reply
+			// budget apply to every call.
+			vanguard.WithTargetProtocols(vanguard.ProtocolGRPC),
+			vanguard.WithTargetCodecs(vanguard.CodecProto),
+			vanguard.WithMaxMessageBufferBytes(opts.MaxBodyBytes),
+		))
+	if err != nil {
+		return nil, err
+	}
+	return DefaultConnect(transcoder), nil
+}
+
+// DefaultConnect marks as Connect a unary call that lacks the
+// Connect-Protocol-Version header: a POST to /package.Service/Method with a
+// body of application/json (optionally "; charset=utf-8") or
+// application/proto. The Connect specification makes the header optional;
+// vanguard reads a request without it as REST, and answers 404 for a path
+// that no google.api.http rule names. Marking it here, rather than giving
+// every RPC a REST route on its own path, keeps one error format (Connect's)
+// for every caller and needs nothing added for an RPC added later.
+func DefaultConnect(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && len(r.Header.Values("Connect-Protocol-Version")) == 0 &&
+			unaryConnectBody(r.Header.Values("Content-Type")) && rpcPath(r.URL.Path) {
+			r.Header.Set("Connect-Protocol-Version", "1")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// unaryConnectBody reports whether the one Content-Type is a Connect unary
+// body: application/json or application/proto, compared as media types
+// (case-insensitive), JSON with no parameter but charset=utf-8.
+func unaryConnectBody(values []string) bool {
+	if len(values) != 1 {
+		return false
+	}
+	media, params, err := mime.ParseMediaType(values[0])
+	if err != nil {
+		return false
+	}
+	switch media {
+	case "application/proto":
+		return len(params) == 0
+	case "application/json":
+		charset, ok := params["charset"]
+		return len(params) == 0 || len(params) == 1 && ok && strings.EqualFold(charset, "utf-8")
+	}
+	return false
+}
+
+// rpcPath reports whether path has the form of a gRPC method,
+// /package.Service/Method, which is all a Connect unary call can name.
+func rpcPath(path string) bool {
+	service, method, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	return ok && strings.Contains(service, ".") && method != "" && !strings.Contains(method, "/")
+}
+
+// newJSONCodec is vanguard's JSON codec (protojson; unknown fields are
+// ignored, as protobuf ignores them, and every field is written, so that a
+// caller without generated code sees zero values rather than missing ones),
+// except that a decoding error is cut as every other error is: protojson
+// quotes the offending value, which a caller chose.
+func newJSONCodec(res vanguard.TypeResolver) vanguard.Codec {
+	return clippedJSON{vanguard.NewJSONCodec(res)}
+}
+
+type clippedJSON struct{ *vanguard.JSONCodec }
+
+func (c clippedJSON) Unmarshal(data []byte, msg proto.Message) error {
+	if err := c.JSONCodec.Unmarshal(data, msg); err != nil {
+		return errors.New(clip.String(err.Error(), clip.MaxEchoed))
+	}
+	return nil
+}
