@@ -246,5 +246,3 @@ func checkSame(t *testing.T, m protoreflect.MethodDescriptor, grpcGot, httpGot o
 		t.Errorf("%s: gRPC answered %v without an ErrorInfo", m.FullName(), grpcGot.code)
 	}
 }
-
-
