@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/httpapi"
 	"github.com/dedupd/dedupd/server/metrics"
 )
@@ -34,12 +35,19 @@ const (
 	httpMaxHeaderBytes = 64 << 10
 )
 
-// httpBodyBytes bounds a request or reply body on the HTTP listener. JSON
-// carries bytes fields in base64 (4/3 as long) and names every field, so a
-// body holding a message within --max-message-bytes can be larger than it:
-// three times leaves room for a page of the smallest records.
+// httpBodyBytes bounds a request or reply body on the HTTP listener: the
+// larger of what a request needs and what the JSON of the largest page
+// needs. JSON carries bytes fields in base64 (4/3 as long) and names the
+// fields a caller sets, so a request holding a message within
+// --max-message-bytes may be up to twice as large, with a MiB for the
+// names of a batch's many small items. A reply writes every field, named:
+// a page of the smallest records is about 4.6 times its protobuf. Every
+// other reply is smaller than a page or mostly bytes.
 func httpBodyBytes(cfg Config) uint32 {
-	return uint32(min(3*int64(maxMessageBytes(cfg)), math.MaxUint32))
+	m := int64(maxMessageBytes(cfg))
+	request := 2*m + 1<<20
+	page := 5 * min(m, api.PageBytesCeiling)
+	return uint32(min(max(request, page), math.MaxUint32))
 }
 
 // httpAPI is the HTTP listener in front of the gRPC server.

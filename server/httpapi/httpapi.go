@@ -14,9 +14,9 @@
 //     makes optional, is read as the Connect call it is (DefaultConnect);
 //   - the in-flight bound's arrival count, which grpc-go applies only on its
 //     own listener, runs before a request body is read (Options.Tap);
-//   - a request or reply of more than Options.MaxBodyBytes is refused
-//     without being buffered, and an error a decoder writes is cut to the
-//     length any other error may echo.
+//   - a request or reply body over Options.MaxBodyBytes is refused as
+//     soon as its length is known or read, before it is decoded, and an
+//     error a decoder writes is cut to the length any other error may echo.
 package httpapi
 
 import (
@@ -35,9 +35,10 @@ import (
 
 // Options are the bounds of the HTTP side.
 type Options struct {
-	// MaxBodyBytes bounds a request body and a reply body, as the transport
-	// sees them (JSON is larger than the protobuf message it holds). A body
-	// over it is refused RESOURCE_EXHAUSTED before it is decoded. The
+	// MaxBodyBytes bounds a request body and a reply body as the transport
+	// sees them (JSON is larger than the protobuf message it holds). A
+	// request body over it is refused RESOURCE_EXHAUSTED before it is
+	// decoded, as soon as its Content-Length or its bytes read show it. The
 	// message decoded from a body within it is still held to the gRPC
 	// server's own message limit, as a gRPC call's is.
 	MaxBodyBytes uint32

@@ -1,0 +1,221 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+)
+
+// claimAnswer is the JSON of a ClaimResponse, as a caller without
+// generated code reads it.
+type claimAnswer struct {
+	Outcome      string `json:"outcome"`
+	FencingToken string `json:"fencingToken"` // int64 is a string in protojson
+	Record       struct {
+		Key    string `json:"key"`
+		State  string `json:"state"`
+		Result string `json:"result"` // bytes are base64
+	} `json:"record"`
+}
+
+// TestHTTPClaimCompleteReplay: the README's exchange over plain JSON, in
+// both forms of a unary Connect call (with and without
+// Connect-Protocol-Version): a claim acquires, Complete stores the result,
+// the next claim replays it byte for byte, and a claim with another digest
+// is refused DIGEST_MISMATCH, HTTP 400, with the stored record as a
+// detail. The gRPC client then reads the very record HTTP wrote.
+func TestHTTPClaimCompleteReplay(t *testing.T) {
+	result := []byte{0, 1, 2, 0xff, '"', '\\'} // bytes JSON cannot hold raw
+	for _, header := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Connect-Protocol-Version=%v", header), func(t *testing.T) {
+			grpcAddr, base := runHTTPServer(t, testConfig())
+			claim := `{"consumer":"payments","key":"charge-42","digest":"q83vEjQ=","lease_ttl":"30s"}`
+			var first claimAnswer
+			postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", "", claim, header).ok(t, &first)
+			if first.Outcome != "OUTCOME_ACQUIRED" || first.FencingToken != "1" || first.Record.State != "STATE_PENDING" {
+				t.Fatalf("first claim: %+v", first)
+			}
+			complete := fmt.Sprintf(`{"consumer":"payments","key":"charge-42","fencingToken":%s,"result":%q}`,
+				first.FencingToken, base64.StdEncoding.EncodeToString(result))
+			var done struct{ Record struct{ State string } }
+			postJSON(t, nil, base, "/dedup.v1.DedupService/Complete", "", complete, header).ok(t, &done)
+			if done.Record.State != "STATE_COMPLETED" {
+				t.Fatalf("complete: %+v", done)
+			}
+			var replay claimAnswer
+			postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", "", claim, header).ok(t, &replay)
+			got, err := base64.StdEncoding.DecodeString(replay.Record.Result)
+			if err != nil || replay.Outcome != "OUTCOME_COMPLETED" || !bytes.Equal(got, result) {
+				t.Fatalf("replay: %+v (result %x, %v), want COMPLETED with %x", replay, got, err, result)
+			}
+			other := strings.Replace(claim, "q83vEjQ=", "3q2+7w==", 1)
+			a := postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", "", other, header)
+			e := a.connectErr(t)
+			if a.status != http.StatusBadRequest || e.Code != "failed_precondition" || e.reason() != "DIGEST_MISMATCH" {
+				t.Fatalf("other digest: HTTP %d %+v", a.status, e)
+			}
+			if !hasDetail(e, "dedup.v1.Record") {
+				t.Errorf("DIGEST_MISMATCH without the stored record: %s", a.body)
+			}
+			rec, err := dedupv1.NewDedupServiceClient(dialServer(t, grpcAddr)).Lookup(context.Background(),
+				&dedupv1.LookupRequest{Consumer: "payments", Key: "charge-42"})
+			if err != nil || !bytes.Equal(rec.GetRecord().GetResult(), result) {
+				t.Fatalf("gRPC Lookup of what HTTP stored: %v, %v", rec, err)
+			}
+		})
+	}
+}
+
+func hasDetail(e connectError, typ string) bool {
+	for _, d := range e.Details {
+		if d.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHTTPAuthAndErrors: the same tokens as gRPC, each refusal and each
+// handler error with its code, its HTTP status from Connect's table and
+// its ErrorInfo reason; the message never names the store.
+func TestHTTPAuthAndErrors(t *testing.T) {
+	cfg := testConfig()
+	cfg.AuthTokens = standardAuthFile(t)
+	_, base := runHTTPServer(t, cfg)
+	lookup := `{"consumer":"inventory","key":"nope"}`
+	cases := []struct {
+		name, path, token, body string
+		status                  int
+		code, reason            string
+	}{
+		{"no token", "/dedup.v1.DedupService/Lookup", "", lookup, 401, "unauthenticated", "UNAUTHENTICATED"},
+		{"unknown token", "/dedup.v1.DedupService/Lookup", "tok-unknown-0123456789", lookup, 401, "unauthenticated", "UNAUTHENTICATED"},
+		{"another consumer's token", "/dedup.v1.DedupService/Lookup", inventoryToken,
+			`{"consumer":"payments","key":"nope"}`, 403, "permission_denied", "PERMISSION_DENIED"},
+		{"a consumer token on AdminService", "/dedup.v1.AdminService/Stats", allToken, `{}`, 403, "permission_denied", "PERMISSION_DENIED"},
+		{"unknown key", "/dedup.v1.DedupService/Lookup", inventoryToken, lookup, 404, "not_found", "RECORD_NOT_FOUND"},
+		{"no key", "/dedup.v1.DedupService/Claim", inventoryToken, `{"consumer":"inventory"}`, 400, "invalid_argument", "INVALID_FIELD"},
+		{"complete without a lease", "/dedup.v1.DedupService/Complete", inventoryToken,
+			`{"consumer":"inventory","key":"nope","fencingToken":"7"}`, 409, "aborted", "LEASE_LOST"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := postJSON(t, nil, base, tc.path, tc.token, tc.body, false)
+			e := a.connectErr(t)
+			if a.status != tc.status || e.Code != tc.code || e.reason() != tc.reason {
+				t.Fatalf("HTTP %d %s %s, want %d %s %s: %s", a.status, e.Code, e.reason(), tc.status, tc.code, tc.reason, a.body)
+			}
+			if strings.Contains(strings.ToLower(e.Message), "sqlite") {
+				t.Errorf("the message names the store: %q", e.Message)
+			}
+		})
+	}
+	var ok struct{ Outcome string }
+	postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", inventoryToken, `{"consumer":"inventory","key":"k"}`, false).ok(t, &ok)
+	if ok.Outcome != "OUTCOME_ACQUIRED" {
+		t.Fatalf("a claim with its consumer's token: %+v", ok)
+	}
+}
+
+// TestHTTPServerStreamAndGRPCWeb: AdminService.Purge, a server stream,
+// over the Connect streaming protocol (connect-go's client, JSON), and a
+// unary call over gRPC-Web (binary protobuf), each checked against what
+// the store holds afterwards, read over gRPC.
+func TestHTTPServerStreamAndGRPCWeb(t *testing.T) {
+	grpcAddr, base := runHTTPServer(t, testConfig())
+	claim := connect.NewClient[dedupv1.ClaimRequest, dedupv1.ClaimResponse](http.DefaultClient,
+		base+"/dedup.v1.DedupService/Claim", connect.WithGRPCWeb())
+	const n = 25
+	for i := range n {
+		resp, err := claim.CallUnary(context.Background(), connect.NewRequest(&dedupv1.ClaimRequest{Consumer: "purged", Key: fmt.Sprint("k", i)}))
+		if err != nil || resp.Msg.GetOutcome() != dedupv1.Outcome_OUTCOME_ACQUIRED {
+			t.Fatalf("gRPC-Web claim %d: %v, %v", i, resp, err)
+		}
+	}
+	_, err := claim.CallUnary(context.Background(), connect.NewRequest(&dedupv1.ClaimRequest{Consumer: "purged"}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Fatalf("gRPC-Web claim without a key: %v, want invalid_argument", err)
+	}
+
+	purge := connect.NewClient[dedupv1.PurgeRequest, dedupv1.PurgeResponse](http.DefaultClient,
+		base+"/dedup.v1.AdminService/Purge", connect.WithProtoJSON())
+	stream, err := purge.CallServerStream(context.Background(), connect.NewRequest(&dedupv1.PurgeRequest{Consumer: "purged", BatchSize: 10}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*dedupv1.PurgeResponse
+	for stream.Receive() {
+		msgs = append(msgs, stream.Msg())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// 25 records in batches of 10: progress after 10 and 20, then done.
+	if len(msgs) < 2 || !msgs[len(msgs)-1].GetDone() || msgs[len(msgs)-1].GetDeleted() != n {
+		t.Fatalf("purge stream: %v, want progress then done with %d deleted", msgs, n)
+	}
+	list, err := dedupv1.NewDedupServiceClient(dialServer(t, grpcAddr)).ListRecords(context.Background(),
+		&dedupv1.ListRecordsRequest{Consumer: "purged"})
+	if err != nil || len(list.GetRecords()) != 0 {
+		t.Fatalf("after the purge: %v, %v", list, err)
+	}
+}
+
+// TestHTTPOverloadRefusedOnArrival: the in-flight bound counts HTTP calls
+// as they arrive, with the gRPC listener's: with room for one call and a
+// gRPC call open (its request not sent), an HTTP call is refused at once,
+// RESOURCE_EXHAUSTED / OVERLOADED, HTTP 429, and stores nothing.
+func TestHTTPOverloadRefusedOnArrival(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxInFlight, cfg.MaxWaiting = 1, 0
+	grpcAddr, base := runHTTPServer(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := dialServer(t, grpcAddr).NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true},
+		"/dedup.v1.DedupService/Claim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The held call arrives when its headers do, which the client sends in
+	// the background: the first HTTP calls may find room before that.
+	refused := ""
+	for i := range 2000 {
+		key := fmt.Sprint("k", i)
+		a := postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", "", `{"consumer":"c","key":"`+key+`"}`, false)
+		if a.status == http.StatusOK {
+			continue
+		}
+		e := a.connectErr(t)
+		if a.status != http.StatusTooManyRequests || e.Code != "resource_exhausted" || e.reason() != "OVERLOADED" {
+			t.Fatalf("HTTP %d %+v, want 429 OVERLOADED", a.status, e)
+		}
+		refused = key
+		break
+	}
+	if refused == "" {
+		t.Fatal("no HTTP call was refused beside the held one")
+	}
+	cancel() // the slot comes back once the server sees the held call end
+	lookup := dedupv1.NewDedupServiceClient(dialServer(t, grpcAddr))
+	for {
+		_, err := lookup.Lookup(context.Background(), &dedupv1.LookupRequest{Consumer: "c", Key: refused})
+		if status.Code(err) == codes.ResourceExhausted {
+			continue
+		}
+		if status.Code(err) != codes.NotFound {
+			t.Fatalf("Lookup of the refused claim's key: %v, want NOT_FOUND", err)
+		}
+		return
+	}
+}
