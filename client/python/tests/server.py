@@ -55,7 +55,8 @@ class Server:
         binary = _dedupd_binary()
         self.dir = tempfile.mkdtemp(prefix="dedupd-py-")
         # --ready-file appears (whole) once dedupd serves; its first line
-        # is the address it bound.
+        # is the address it bound, and an "http ADDR" line names the HTTP
+        # API's (with --http-listen).
         self.ready = os.path.join(self.dir, "ready")
         self.proc = subprocess.Popen(
             [binary, "serve", "--listen", "127.0.0.1:0", "--log-format", "json",
@@ -64,13 +65,15 @@ class Server:
         self.logs = []
         drain = threading.Thread(target=self._drain, daemon=True)
         drain.start()
-        self.addr = self._wait_serving(drain)
+        lines = self._wait_serving(drain)
+        self.addr = lines[0]
+        self.http_addr = next((line[len("http "):] for line in lines if line.startswith("http ")), None)
 
     def _wait_serving(self, drain):
         while self.proc.poll() is None:
             try:
                 with open(self.ready, encoding="utf-8") as f:
-                    return f.readline().strip()
+                    return f.read().splitlines()
             except FileNotFoundError:
                 time.sleep(0.01)
         drain.join()
