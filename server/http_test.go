@@ -219,3 +219,36 @@ func TestHTTPOverloadRefusedOnArrival(t *testing.T) {
 		return
 	}
 }
+
+// TestHTTPUnknownRoute: a path that names no method, a GET, and a body
+// without a JSON or protobuf Content-Type (curl -d without -H) each get a
+// Connect error, 404, saying how a method is called, and reach no handler.
+func TestHTTPUnknownRoute(t *testing.T) {
+	_, base := runHTTPServer(t, testConfig())
+	cases := []struct{ name, method, path, contentType string }{
+		{"no such method", http.MethodPost, "/dedup.v1.DedupService/Nope", "application/json"},
+		{"no such service", http.MethodPost, "/dedup.v1.Nope/Claim", "application/json"},
+		{"GET", http.MethodGet, "/dedup.v1.DedupService/Claim", ""},
+		{"form body", http.MethodPost, "/dedup.v1.DedupService/Claim", "application/x-www-form-urlencoded"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, base+tc.path, strings.NewReader(`{"consumer":"c","key":"k"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			a := do(t, nil, req)
+			e := a.connectErr(t)
+			if a.status != http.StatusNotFound || e.Code != "not_found" || !strings.Contains(e.Message, "Content-Type: application/json") {
+				t.Fatalf("HTTP %d %+v", a.status, e)
+			}
+		})
+	}
+	a := postJSON(t, nil, base, "/dedup.v1.DedupService/Lookup", "", `{"consumer":"c","key":"k"}`, false)
+	if e := a.connectErr(t); e.reason() != "RECORD_NOT_FOUND" {
+		t.Fatalf("the form post reached a handler: Lookup answers %+v", e)
+	}
+}

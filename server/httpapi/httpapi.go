@@ -21,6 +21,7 @@ package httpapi
 
 import (
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -64,6 +65,7 @@ func Handler(srv *grpc.Server, opts Options) (http.Handler, error) {
 	}
 	transcoder, err := vanguard.NewTranscoder(services,
 		vanguard.WithCodec(newJSONCodec),
+		vanguard.WithUnknownHandler(http.HandlerFunc(unknownRoute)),
 		vanguard.WithDefaultServiceOptions(
 			// The handlers speak gRPC with binary protobuf, whatever the
 			// caller speaks: the gRPC server's codec, limits and reply
@@ -122,6 +124,16 @@ func unaryConnectBody(values []string) bool {
 func rpcPath(path string) bool {
 	service, method, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	return ok && strings.Contains(service, ".") && method != "" && !strings.Contains(method, "/")
+}
+
+// unknownRoute answers a request that names no method, or not as a method
+// is called, with a Connect error that says how one is: curl without
+// -H 'Content-Type: application/json' is the usual cause.
+func unknownRoute(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = io.WriteString(w, `{"code":"not_found","message":"no such method: call one with POST /dedup.v1.<Service>/<Method>, `+
+		`Content-Type: application/json (or application/proto) and the request message as the body (docs/http.md)"}`+"\n")
 }
 
 // newJSONCodec is vanguard's JSON codec (protojson; unknown fields are
