@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -88,7 +89,8 @@ func hasDetail(e connectError, typ string) bool {
 
 // TestHTTPAuthAndErrors: the same tokens as gRPC, each refusal and each
 // handler error with its code, its HTTP status from Connect's table and
-// its ErrorInfo reason; the message never names the store.
+// its ErrorInfo reason; the message never names the store and is cut as
+// every message is.
 func TestHTTPAuthAndErrors(t *testing.T) {
 	cfg := testConfig()
 	cfg.AuthTokens = standardAuthFile(t)
@@ -106,6 +108,10 @@ func TestHTTPAuthAndErrors(t *testing.T) {
 		{"a consumer token on AdminService", "/dedup.v1.AdminService/Stats", allToken, `{}`, 403, "permission_denied", "PERMISSION_DENIED"},
 		{"unknown key", "/dedup.v1.DedupService/Lookup", inventoryToken, lookup, 404, "not_found", "RECORD_NOT_FOUND"},
 		{"no key", "/dedup.v1.DedupService/Claim", inventoryToken, `{"consumer":"inventory"}`, 400, "invalid_argument", "INVALID_FIELD"},
+		{"JSON that does not decode", "/dedup.v1.DedupService/Claim", inventoryToken, `{"consumer":"inventory","key":`,
+			400, "invalid_argument", "MALFORMED_REQUEST"},
+		{"JSON that does not decode, after a long value", "/dedup.v1.DedupService/Claim", inventoryToken,
+			`{"consumer":"inventory","key":"` + strings.Repeat("k", 100<<10) + `","leaseTtl":5}`, 400, "invalid_argument", "MALFORMED_REQUEST"},
 		{"complete without a lease", "/dedup.v1.DedupService/Complete", inventoryToken,
 			`{"consumer":"inventory","key":"nope","fencingToken":"7"}`, 409, "aborted", "LEASE_LOST"},
 	}
@@ -118,6 +124,9 @@ func TestHTTPAuthAndErrors(t *testing.T) {
 			}
 			if strings.Contains(strings.ToLower(e.Message), "sqlite") {
 				t.Errorf("the message names the store: %q", e.Message)
+			}
+			if len(e.Message) > clip.MaxEchoed+len(clip.Marker) {
+				t.Errorf("the message echoes %d bytes", len(e.Message))
 			}
 		})
 	}

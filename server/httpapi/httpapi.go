@@ -15,23 +15,27 @@
 //   - the in-flight bound's arrival count, which grpc-go applies only on its
 //     own listener, runs before a request body is read (Options.Tap);
 //   - a request or reply body over Options.MaxBodyBytes is refused as
-//     soon as its length is known or read, before it is decoded, and an
-//     error a decoder writes is cut to the length any other error may echo.
+//     soon as its length is known or read, before it is decoded, and a
+//     body that does not decode is refused MALFORMED_REQUEST, as a gRPC
+//     request is.
 package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
 
+	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/dedupd/dedupd/internal/clip"
+	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
 // Options are the bounds of the HTTP side.
@@ -139,17 +143,32 @@ func unknownRoute(w http.ResponseWriter, _ *http.Request) {
 // newJSONCodec is vanguard's JSON codec (protojson; unknown fields are
 // ignored, as protobuf ignores them, and every field is written, so that a
 // caller without generated code sees zero values rather than missing ones),
-// except that a decoding error is cut as every other error is: protojson
-// quotes the offending value, which a caller chose.
+// except that a request that does not decode is refused as one in
+// protobuf is: INVALID_ARGUMENT, reason MALFORMED_REQUEST, its message cut
+// as every other (protojson quotes the offending text, which a caller
+// chose).
 func newJSONCodec(res vanguard.TypeResolver) vanguard.Codec {
-	return clippedJSON{vanguard.NewJSONCodec(res)}
+	return malformedAsInvalid{vanguard.NewJSONCodec(res)}
 }
 
-type clippedJSON struct{ *vanguard.JSONCodec }
+type malformedAsInvalid struct{ *vanguard.JSONCodec }
 
-func (c clippedJSON) Unmarshal(data []byte, msg proto.Message) error {
+func (c malformedAsInvalid) Unmarshal(data []byte, msg proto.Message) error {
 	if err := c.JSONCodec.Unmarshal(data, msg); err != nil {
-		return errors.New(clip.String(err.Error(), clip.MaxEchoed))
+		return connectError(rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", ""))
 	}
 	return nil
+}
+
+// connectError is st as a Connect error, details and all.
+func connectError(st *status.Status) *connect.Error {
+	err := connect.NewError(connect.Code(st.Code()), errors.New(st.Message()))
+	for _, d := range st.Proto().GetDetails() {
+		if msg, uerr := d.UnmarshalNew(); uerr == nil {
+			if detail, derr := connect.NewErrorDetail(msg); derr == nil {
+				err.AddDetail(detail)
+			}
+		}
+	}
+	return err
 }
