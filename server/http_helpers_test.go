@@ -59,7 +59,7 @@ func (e connectError) reason() string {
 // postJSON posts body to base+path as curl -H 'Content-Type:
 // application/json' does, with the Connect header when connect is set and
 // a bearer token when token is not empty.
-func postJSON(t *testing.T, client *http.Client, base, path, token, body string, connect bool) httpAnswer {
+func postJSON(t *testing.T, base, path, token, body string, connect bool) httpAnswer {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
 	if err != nil {
@@ -72,15 +72,12 @@ func postJSON(t *testing.T, client *http.Client, base, path, token, body string,
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	return do(t, client, req)
+	return do(t, req)
 }
 
-func do(t *testing.T, client *http.Client, req *http.Request) httpAnswer {
+func do(t *testing.T, req *http.Request) httpAnswer {
 	t.Helper()
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

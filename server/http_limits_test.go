@@ -53,7 +53,7 @@ func TestHTTPBodyLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set("Content-Type", "application/json")
-			a := do(t, nil, req)
+			a := do(t, req)
 			e := a.connectErr(t)
 			if a.status != http.StatusTooManyRequests || e.Code != "resource_exhausted" {
 				t.Fatalf("HTTP %d %+v, want 429 resource_exhausted", a.status, e)

@@ -110,7 +110,7 @@ func TestHTTPServesEveryMethod(t *testing.T) {
 				return
 			}
 			for _, header := range []bool{false, true} {
-				got := postJSON(t, nil, base, rpcPathOf(m), tokenFor(m), string(body), header)
+				got := postJSON(t, base, rpcPathOf(m), tokenFor(m), string(body), header)
 				checkSame(t, m, want, unaryOutcome(t, m, got))
 			}
 		})
@@ -207,7 +207,7 @@ func callConnectStream(t *testing.T, base string, m protoreflect.MethodDescripto
 	req.Header.Set("Content-Type", "application/connect+json")
 	req.Header.Set("Connect-Protocol-Version", "1")
 	req.Header.Set("Authorization", "Bearer "+tokenFor(m))
-	a := do(t, nil, req)
+	a := do(t, req)
 	if a.status != http.StatusOK {
 		t.Fatalf("HTTP %d for a Connect stream: %s", a.status, a.body)
 	}

@@ -43,25 +43,25 @@ func TestHTTPClaimCompleteReplay(t *testing.T) {
 			grpcAddr, base := runHTTPServer(t, testConfig())
 			claim := `{"consumer":"payments","key":"charge-42","digest":"q83vEjQ=","lease_ttl":"30s"}`
 			var first claimAnswer
-			postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", "", claim, header).ok(t, &first)
+			postJSON(t, base, "/dedup.v1.DedupService/Claim", "", claim, header).ok(t, &first)
 			if first.Outcome != "OUTCOME_ACQUIRED" || first.FencingToken != "1" || first.Record.State != "STATE_PENDING" {
 				t.Fatalf("first claim: %+v", first)
 			}
 			complete := fmt.Sprintf(`{"consumer":"payments","key":"charge-42","fencingToken":%s,"result":%q}`,
 				first.FencingToken, base64.StdEncoding.EncodeToString(result))
 			var done struct{ Record struct{ State string } }
-			postJSON(t, nil, base, "/dedup.v1.DedupService/Complete", "", complete, header).ok(t, &done)
+			postJSON(t, base, "/dedup.v1.DedupService/Complete", "", complete, header).ok(t, &done)
 			if done.Record.State != "STATE_COMPLETED" {
 				t.Fatalf("complete: %+v", done)
 			}
 			var replay claimAnswer
-			postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", "", claim, header).ok(t, &replay)
+			postJSON(t, base, "/dedup.v1.DedupService/Claim", "", claim, header).ok(t, &replay)
 			got, err := base64.StdEncoding.DecodeString(replay.Record.Result)
 			if err != nil || replay.Outcome != "OUTCOME_COMPLETED" || !bytes.Equal(got, result) {
 				t.Fatalf("replay: %+v (result %x, %v), want COMPLETED with %x", replay, got, err, result)
 			}
 			other := strings.Replace(claim, "q83vEjQ=", "3q2+7w==", 1)
-			a := postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", "", other, header)
+			a := postJSON(t, base, "/dedup.v1.DedupService/Claim", "", other, header)
 			e := a.connectErr(t)
 			if a.status != http.StatusBadRequest || e.Code != "failed_precondition" || e.reason() != "DIGEST_MISMATCH" {
 				t.Fatalf("other digest: HTTP %d %+v", a.status, e)
@@ -117,7 +117,7 @@ func TestHTTPAuthAndErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := postJSON(t, nil, base, tc.path, tc.token, tc.body, false)
+			a := postJSON(t, base, tc.path, tc.token, tc.body, false)
 			e := a.connectErr(t)
 			if a.status != tc.status || e.Code != tc.code || e.reason() != tc.reason {
 				t.Fatalf("HTTP %d %s %s, want %d %s %s: %s", a.status, e.Code, e.reason(), tc.status, tc.code, tc.reason, a.body)
@@ -131,7 +131,7 @@ func TestHTTPAuthAndErrors(t *testing.T) {
 		})
 	}
 	var ok struct{ Outcome string }
-	postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", inventoryToken, `{"consumer":"inventory","key":"k"}`, false).ok(t, &ok)
+	postJSON(t, base, "/dedup.v1.DedupService/Claim", inventoryToken, `{"consumer":"inventory","key":"k"}`, false).ok(t, &ok)
 	if ok.Outcome != "OUTCOME_ACQUIRED" {
 		t.Fatalf("a claim with its consumer's token: %+v", ok)
 	}
@@ -201,7 +201,7 @@ func TestHTTPOverloadRefusedOnArrival(t *testing.T) {
 	refused := ""
 	for i := range 2000 {
 		key := fmt.Sprint("k", i)
-		a := postJSON(t, nil, base, "/dedup.v1.DedupService/Claim", "", `{"consumer":"c","key":"`+key+`"}`, false)
+		a := postJSON(t, base, "/dedup.v1.DedupService/Claim", "", `{"consumer":"c","key":"`+key+`"}`, false)
 		if a.status == http.StatusOK {
 			continue
 		}
@@ -249,14 +249,14 @@ func TestHTTPUnknownRoute(t *testing.T) {
 			if tc.contentType != "" {
 				req.Header.Set("Content-Type", tc.contentType)
 			}
-			a := do(t, nil, req)
+			a := do(t, req)
 			e := a.connectErr(t)
 			if a.status != http.StatusNotFound || e.Code != "not_found" || !strings.Contains(e.Message, "Content-Type: application/json") {
 				t.Fatalf("HTTP %d %+v", a.status, e)
 			}
 		})
 	}
-	a := postJSON(t, nil, base, "/dedup.v1.DedupService/Lookup", "", `{"consumer":"c","key":"k"}`, false)
+	a := postJSON(t, base, "/dedup.v1.DedupService/Lookup", "", `{"consumer":"c","key":"k"}`, false)
 	if e := a.connectErr(t); e.reason() != "RECORD_NOT_FOUND" {
 		t.Fatalf("the form post reached a handler: Lookup answers %+v", e)
 	}

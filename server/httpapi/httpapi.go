@@ -155,6 +155,7 @@ type malformedAsInvalid struct{ *vanguard.JSONCodec }
 
 func (c malformedAsInvalid) Unmarshal(data []byte, msg proto.Message) error {
 	if err := c.JSONCodec.Unmarshal(data, msg); err != nil {
+		//nolint:errorlint // the sentinel alone decides the status; the decoder's error is text
 		return connectError(rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", ""))
 	}
 	return nil
