@@ -87,40 +87,44 @@ func Handler(srv *grpc.Server, opts Options) (http.Handler, error) {
 // DefaultConnect marks as Connect a unary call that lacks the
 // Connect-Protocol-Version header: a POST to /package.Service/Method with a
 // body of application/json (optionally "; charset=utf-8") or
-// application/proto. The Connect specification makes the header optional;
-// vanguard reads a request without it as REST, and answers 404 for a path
-// that no google.api.http rule names. Marking it here, rather than giving
-// every RPC a REST route on its own path, keeps one error format (Connect's)
-// for every caller and needs nothing added for an RPC added later.
+// application/proto, in any case, whose Content-Type it also writes the
+// one way the transcoder reads it. The Connect specification makes the
+// header optional; vanguard reads a request without it as REST, and
+// answers 404 for a path that no google.api.http rule names. Marking it
+// here, rather than giving every RPC a REST route on its own path, keeps
+// one error format (Connect's) for every caller and needs nothing added
+// for an RPC added later.
 func DefaultConnect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && len(r.Header.Values("Connect-Protocol-Version")) == 0 &&
-			unaryConnectBody(r.Header.Values("Content-Type")) && rpcPath(r.URL.Path) {
-			r.Header.Set("Connect-Protocol-Version", "1")
+		if r.Method == http.MethodPost && len(r.Header.Values("Connect-Protocol-Version")) == 0 && rpcPath(r.URL.Path) {
+			if media := unaryConnectBody(r.Header.Values("Content-Type")); media != "" {
+				r.Header.Set("Content-Type", media)
+				r.Header.Set("Connect-Protocol-Version", "1")
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// unaryConnectBody reports whether the one Content-Type is a Connect unary
-// body: application/json or application/proto, compared as media types
-// (case-insensitive), JSON with no parameter but charset=utf-8.
-func unaryConnectBody(values []string) bool {
+// unaryConnectBody is the media type of a Connect unary body,
+// application/json or application/proto, when the one Content-Type is one
+// (compared as media types: case-insensitive, JSON with no parameter but
+// charset=utf-8), and "" otherwise.
+func unaryConnectBody(values []string) string {
 	if len(values) != 1 {
-		return false
+		return ""
 	}
 	media, params, err := mime.ParseMediaType(values[0])
 	if err != nil {
-		return false
+		return ""
 	}
-	switch media {
-	case "application/proto":
-		return len(params) == 0
-	case "application/json":
-		charset, ok := params["charset"]
-		return len(params) == 0 || len(params) == 1 && ok && strings.EqualFold(charset, "utf-8")
+	switch charset, ok := params["charset"]; {
+	case media == "application/proto" && len(params) == 0:
+		return media
+	case media == "application/json" && (len(params) == 0 || len(params) == 1 && ok && strings.EqualFold(charset, "utf-8")):
+		return media
 	}
-	return false
+	return ""
 }
 
 // rpcPath reports whether path has the form of a gRPC method,
