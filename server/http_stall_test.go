@@ -97,7 +97,6 @@ func TestStallBoundLetsAQuietStreamLive(t *testing.T) {
 	defer resp.Body.Close()
 	buf := make([]byte, 64)
 	var got []byte
-	var err error
 	for err == nil {
 		var n int
 		n, err = resp.Body.Read(buf)
