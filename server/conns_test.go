@@ -26,7 +26,7 @@ import (
 // runServer runs Run with cfg until the test ends and returns its address.
 // dialServer is a plaintext client of the server at addr, closed at the
 // test's end.
-func dialServer(t *testing.T, addr string) *grpc.ClientConn {
+func dialServer(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -43,7 +43,7 @@ func runServer(t *testing.T, cfg Config) string {
 }
 
 // runServerReady is runServer returning the whole ready file.
-func runServerReady(t *testing.T, cfg Config) string {
+func runServerReady(t testing.TB, cfg Config) string {
 	t.Helper()
 	if cfg.DataDir == "" || cfg.DataDir == testConfig().DataDir {
 		cfg.DataDir = t.TempDir()

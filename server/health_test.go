@@ -85,7 +85,7 @@ func waitReady(t *testing.T, path string, ran <-chan error) string {
 }
 
 // readReady waits for the ready file at path and returns what it holds.
-func readReady(t *testing.T, path string, ran <-chan error) string {
+func readReady(t testing.TB, path string, ran <-chan error) string {
 	t.Helper()
 	for {
 		if b, err := os.ReadFile(path); err == nil {

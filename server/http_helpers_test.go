@@ -12,7 +12,7 @@ import (
 )
 
 // runHTTPServer runs Run with an HTTP listener and returns both addresses.
-func runHTTPServer(t *testing.T, cfg Config) (grpcAddr, httpBase string) {
+func runHTTPServer(t testing.TB, cfg Config) (grpcAddr, httpBase string) {
 	t.Helper()
 	cfg.HTTPListen = "127.0.0.1:0"
 	ready := runServerReady(t, cfg)
