@@ -87,8 +87,8 @@ func hasDetail(e connectError, typ string) bool {
 	return false
 }
 
-// TestHTTPAuthAndErrors: the same tokens as gRPC, each refusal and each
-// handler error with its code, its HTTP status from Connect's table and
+// TestHTTPAuthAndErrors: the same tokens as gRPC (health needing none),
+// each refusal and each handler error with its code, its HTTP status from Connect's table and
 // its ErrorInfo reason; the message never names the store and is cut as
 // every message is.
 func TestHTTPAuthAndErrors(t *testing.T) {
@@ -134,6 +134,11 @@ func TestHTTPAuthAndErrors(t *testing.T) {
 	postJSON(t, base, "/dedup.v1.DedupService/Claim", inventoryToken, `{"consumer":"inventory","key":"k"}`, false).ok(t, &ok)
 	if ok.Outcome != "OUTCOME_ACQUIRED" {
 		t.Fatalf("a claim with its consumer's token: %+v", ok)
+	}
+	var health struct{ Status string }
+	postJSON(t, base, "/grpc.health.v1.Health/Check", "", `{}`, false).ok(t, &health)
+	if health.Status != "SERVING" {
+		t.Fatalf("a health check without a token: %+v", health)
 	}
 }
 
