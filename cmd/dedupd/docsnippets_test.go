@@ -24,20 +24,21 @@ import (
 // against one server: the README's quick examples, then the tour.
 var snippetDocs = []string{"../../README.md", "../../docs/tour.md"}
 
-// TestDocSnippetsRunInOrder runs every grpcurl and dedupctl command of the
-// README and the tour, in the order they appear, against one fresh server
-// on the embedded store, as a reader pasting them would: each must
+// TestDocSnippetsRunInOrder runs every grpcurl, dedupctl and curl command
+// of the README and the tour, in the order they appear, against one fresh
+// server on the embedded store, as a reader pasting them would: each must
 // succeed, so no snippet collides with an earlier one (a reused key with
 // another digest, a consumer's policy changed under another's example).
 // grpcurl is played by a client built from the same descriptors (reflection
-// gives grpcurl no others); commands that need a shell ($, pipes) are left
-// out, and counted.
+// gives grpcurl no others); curl runs as written, against the server's
+// --http-listen address, and must answer 200; commands that need a shell
+// ($, pipes) are left out, and counted.
 func TestDocSnippetsRunInOrder(t *testing.T) {
 	ctl, err := dedupdproc.Build("github.com/dedupd/dedupd/cmd/dedupctl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startDedupd(t, "--data-dir", t.TempDir())
+	p := startDedupd(t, "--data-dir", t.TempDir(), "--http-listen", "127.0.0.1:0")
 	conn := p.dial(t)
 	ran, skipped := 0, 0
 	for _, doc := range snippetDocs {
@@ -56,6 +57,10 @@ func TestDocSnippetsRunInOrder(t *testing.T) {
 				run.Env = append(os.Environ(), "DEDUPCTL_SERVER="+p.Addr)
 				if out, err := run.CombinedOutput(); err != nil {
 					t.Errorf("%s: %s\n  %v\n%s", doc, cmd, err, out)
+				}
+			case args[0] == "curl":
+				if err := runCurl(args, p.HTTPAddr); err != nil {
+					t.Errorf("%s: %s\n  %v", doc, cmd, err)
 				}
 			default:
 				continue // go run, dedupd serve, installs: not calls
@@ -161,4 +166,25 @@ func playGRPCurl(conn *grpc.ClientConn, args []string) error {
 		}
 	}
 	return conn.Invoke(context.Background(), "/"+service+"/"+method, in, out)
+}
+
+// docsHTTPAddr is the --http-listen address the docs' curl commands name.
+const docsHTTPAddr = "127.0.0.1:7080"
+
+// runCurl runs a curl command of the docs as written, but for the address
+// (httpAddr for docsHTTPAddr), and fails unless it answers HTTP 200.
+func runCurl(args []string, httpAddr string) error {
+	argv := make([]string, 0, len(args)+2)
+	for _, a := range args[1:] {
+		argv = append(argv, strings.ReplaceAll(a, docsHTTPAddr, httpAddr))
+	}
+	out, err := exec.Command("curl", append(argv, "-w", "\n%{http_code}")...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, out)
+	}
+	i := strings.LastIndexByte(string(out), '\n')
+	if body, code := out[:i], string(out[i+1:]); code != "200" {
+		return fmt.Errorf("answered %s, want 200: %s", code, body)
+	}
+	return nil
 }

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Go, Python and Node walkthroughs against one dedupd on a fresh
 # embedded store: the README's promise that each language can claim,
-# complete, replay, detect a conflict and reconcile a crashed claim; then
-# the README's curl snippet against the same dedupd's HTTP API (curl.sh).
+# complete, replay, detect a conflict and reconcile a crashed claim.
 # DEDUPD_BIN names a built dedupd; otherwise one is built. DEDUPD_PYTHON
 # names a Python with the dedupd package installed; otherwise client/python
 # is installed into a fresh virtual environment, as its README says.
@@ -18,8 +17,8 @@ if [ -z "$bin" ]; then
   bin="$work/dedupd"
 fi
 # --ready-file appears (whole) once dedupd serves; its first line is the
-# address it bound, its "http ADDR" line the HTTP API's.
-"$bin" serve --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --data-dir "$work/data" --ready-file "$work/ready" 2>"$work/log" &
+# address it bound.
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --ready-file "$work/ready" 2>"$work/log" &
 pid=$!
 for _ in $(seq 1 300); do
   [ -f "$work/ready" ] && break
@@ -29,8 +28,6 @@ done
 [ -f "$work/ready" ] || { cat "$work/log"; echo "dedupd did not start"; exit 1; }
 addr="$(head -n 1 "$work/ready")"
 export DEDUPD_ADDR="$addr"
-DEDUPD_HTTP_ADDR="$(sed -n 's/^http //p' "$work/ready")"
-export DEDUPD_HTTP_ADDR
 echo "-- Go";     go run ./examples/walkthrough
 python="${DEDUPD_PYTHON:-}"
 if [ -z "$python" ]; then
@@ -40,4 +37,3 @@ if [ -z "$python" ]; then
 fi
 echo "-- Python"; "$python" examples/walkthrough/walkthrough.py
 echo "-- Node";   node examples/walkthrough/walkthrough.js
-echo "-- HTTP (the README's curl snippet)"; examples/walkthrough/curl.sh
