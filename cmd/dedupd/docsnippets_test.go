@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -182,7 +183,7 @@ func runCurl(args []string, httpAddr string) error {
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, out)
 	}
-	i := strings.LastIndexByte(string(out), '\n')
+	i := bytes.LastIndexByte(out, '\n')
 	if body, code := out[:i], string(out[i+1:]); code != "200" {
 		return fmt.Errorf("answered %s, want 200: %s", code, body)
 	}
