@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -76,6 +78,22 @@ func TestHTTPClaimCompleteReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// connectReason is the ErrorInfo reason of a connect-go client's error.
+func connectReason(err error) string {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	for _, d := range ce.Details() {
+		if v, derr := d.Value(); derr == nil {
+			if info, ok := v.(*errdetails.ErrorInfo); ok {
+				return info.GetReason()
+			}
+		}
+	}
+	return ""
 }
 
 func hasDetail(e connectError, typ string) bool {
@@ -219,6 +237,13 @@ func TestHTTPOverloadRefusedOnArrival(t *testing.T) {
 	}
 	if refused == "" {
 		t.Fatal("no HTTP call was refused beside the held one")
+	}
+	// A gRPC-Web caller is refused in its own protocol.
+	web := connect.NewClient[dedupv1.ClaimRequest, dedupv1.ClaimResponse](http.DefaultClient,
+		base+"/dedup.v1.DedupService/Claim", connect.WithGRPCWeb())
+	_, err = web.CallUnary(context.Background(), connect.NewRequest(&dedupv1.ClaimRequest{Consumer: "c", Key: "web"}))
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || connectReason(err) != "OVERLOADED" {
+		t.Fatalf("gRPC-Web claim beside the held call: %v, want RESOURCE_EXHAUSTED OVERLOADED", err)
 	}
 	cancel() // the slot comes back once the server sees the held call end
 	lookup := dedupv1.NewDedupServiceClient(dialServer(t, grpcAddr))

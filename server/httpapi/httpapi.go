@@ -14,6 +14,8 @@
 //     makes optional, is read as the Connect call it is (DefaultConnect);
 //   - the in-flight bound's arrival count, which grpc-go applies only on its
 //     own listener, runs before a request body is read (Options.Tap);
+//   - an empty JSON body is refused MALFORMED_REQUEST (the transcoder would
+//     pass on no message, which grpc-go answers INTERNAL);
 //   - a request or reply body over Options.MaxBodyBytes is refused as
 //     soon as its length is known or read, before it is decoded, and a
 //     body that does not decode is refused MALFORMED_REQUEST, as a gRPC
@@ -59,13 +61,9 @@ func Handler(srv *grpc.Server, opts Options) (http.Handler, error) {
 	if opts.MaxBodyBytes == 0 {
 		return nil, errors.New("httpapi: MaxBodyBytes must be positive")
 	}
-	var target http.Handler = srv
-	if opts.Tap != nil {
-		target = tapped{next: srv, tap: opts.Tap}
-	}
 	var services []*vanguard.Service
 	for name := range srv.GetServiceInfo() {
-		services = append(services, vanguard.NewService(name, target))
+		services = append(services, vanguard.NewService(name, srv))
 	}
 	transcoder, err := vanguard.NewTranscoder(services,
 		vanguard.WithCodec(newJSONCodec),
@@ -81,7 +79,11 @@ func Handler(srv *grpc.Server, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return DefaultConnect(transcoder), nil
+	var h http.Handler = transcoder
+	if opts.Tap != nil {
+		h = tapped{next: h, tap: opts.Tap}
+	}
+	return DefaultConnect(h), nil
 }
 
 // DefaultConnect marks as Connect a unary call that lacks the
@@ -96,15 +98,31 @@ func Handler(srv *grpc.Server, opts Options) (http.Handler, error) {
 // for an RPC added later.
 func DefaultConnect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && len(r.Header.Values("Connect-Protocol-Version")) == 0 && rpcPath(r.URL.Path) {
-			if media := unaryConnectBody(r.Header.Values("Content-Type")); media != "" {
+		if r.Method == http.MethodPost && rpcPath(r.URL.Path) {
+			media := unaryConnectBody(r.Header.Values("Content-Type"))
+			if media != "" && len(r.Header.Values("Connect-Protocol-Version")) == 0 {
 				r.Header.Set("Content-Type", media)
 				r.Header.Set("Connect-Protocol-Version", "1")
+			}
+			if media == "application/json" && r.ContentLength == 0 {
+				// The transcoder would pass on no message at all, which
+				// grpc-go answers INTERNAL.
+				_ = errorWriter.Write(w, r, errEmptyJSON)
+				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// errEmptyJSON refuses an empty JSON body, as Connect servers do: JSON's
+// empty message is {}.
+var errEmptyJSON = connectError(rpcerrors.Status(
+	fmt.Errorf("%w: an empty body is not a JSON object; send {} for an empty message", rpcerrors.ErrMalformedRequest), "", ""))
+
+// errorWriter writes an error in the protocol of the request it answers:
+// Connect unary or streaming, or gRPC-Web.
+var errorWriter = connect.NewErrorWriter()
 
 // unaryConnectBody is the media type of a Connect unary body,
 // application/json or application/proto, when the one Content-Type is one

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -42,7 +44,7 @@ func TestDefaultConnect(t *testing.T) {
 			h := DefaultConnect(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 				got, gotType = r.Header.Values("Connect-Protocol-Version"), r.Header.Get("Content-Type")
 			}))
-			req := httptest.NewRequest(tc.method, tc.path, nil)
+			req := httptest.NewRequest(tc.method, tc.path, strings.NewReader("{}"))
 			req.Header["Content-Type"] = tc.contentType
 			if tc.sent != "" {
 				req.Header.Set("Connect-Protocol-Version", tc.sent)
@@ -62,19 +64,44 @@ func TestDefaultConnect(t *testing.T) {
 	}
 }
 
-// TestPercentEncode: the Grpc-Message encoding of a few messages worked out
-// by hand from the gRPC over HTTP/2 specification.
-func TestPercentEncode(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain text, 100 calls": "plain text, 100 calls",
-		"50% full":              "50%25 full",
-		"line\nbreak":           "line%0Abreak",
-		"caf\u00e9":             "caf%C3%A9",
-		"~ and \x7f":            "~ and %7F",
-		"":                      "",
+// TestEmptyJSONBodyRefused: an empty JSON body, which the transcoder would
+// pass on as no message at all, is refused INVALID_ARGUMENT /
+// MALFORMED_REQUEST, HTTP 400, in the Connect error JSON, with or without
+// Connect-Protocol-Version; an empty protobuf body is the empty message
+// and goes through.
+func TestEmptyJSONBodyRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, contentType, version string
+		refused                    bool
+	}{
+		{"curl JSON", "application/json", "", true},
+		{"Connect JSON", "application/json", "1", true},
+		{"protobuf", "application/proto", "", false},
 	} {
-		if got := percentEncode(in); got != want {
-			t.Errorf("percentEncode(%q) = %q, want %q", in, got, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			reached := false
+			h := DefaultConnect(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
+			req := httptest.NewRequest(http.MethodPost, "/dedup.v1.AdminService/Stats", http.NoBody)
+			req.Header.Set("Content-Type", tc.contentType)
+			if tc.version != "" {
+				req.Header.Set("Connect-Protocol-Version", tc.version)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if reached == tc.refused {
+				t.Fatalf("reached the transcoder: %v, want %v", reached, !tc.refused)
+			}
+			if !tc.refused {
+				return
+			}
+			var e struct {
+				Code    string
+				Details []struct{ Debug struct{ Reason string } }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || rec.Code != http.StatusBadRequest ||
+				e.Code != "invalid_argument" || len(e.Details) != 1 || e.Details[0].Debug.Reason != "MALFORMED_REQUEST" {
+				t.Fatalf("HTTP %d %s (%v)", rec.Code, rec.Body, err)
+			}
+		})
 	}
 }
