@@ -291,3 +291,36 @@ func TestHTTPUnknownRoute(t *testing.T) {
 		t.Fatalf("the form post reached a handler: Lookup answers %+v", e)
 	}
 }
+
+// TestHTTPArrivalsEndWithTheirRequest: a call counted on arrival and then
+// refused before it reaches the gRPC server (a body that does not decode,
+// one over the bound, an empty one) gives its count back: with room for
+// one call, a valid call after many of them is served.
+func TestHTTPArrivalsEndWithTheirRequest(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxInFlight, cfg.MaxWaiting = 1, 0
+	_, base := runHTTPServer(t, cfg)
+	huge := `{"consumer":"c","key":"` + strings.Repeat("k", int(httpBodyBytes(cfg))) + `"}`
+	for i := range 20 {
+		body := []string{`{"consumer":`, huge, ``}[i%3]
+		a := postJSON(t, base, "/dedup.v1.DedupService/Claim", "", body, false)
+		if e := a.connectErr(t); e.Code != "invalid_argument" && e.Code != "resource_exhausted" {
+			t.Fatalf("call %d: %+v", i, e)
+		}
+	}
+	// A count goes back when its request's context ends, which may be a
+	// moment after the answer: a leaked one would refuse every attempt.
+	for range 1000 {
+		a := postJSON(t, base, "/dedup.v1.DedupService/Claim", "", `{"consumer":"c","key":"k"}`, false)
+		if a.status == http.StatusTooManyRequests {
+			continue
+		}
+		var ok struct{ Outcome string }
+		a.ok(t, &ok)
+		if ok.Outcome != "OUTCOME_ACQUIRED" {
+			t.Fatalf("after the refused calls: %+v", ok)
+		}
+		return
+	}
+	t.Fatal("every call after the refused ones was refused OVERLOADED: their arrivals were not given back")
+}
