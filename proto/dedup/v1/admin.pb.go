@@ -907,8 +907,9 @@ type ConsumerStats struct {
 	Released  int64                  `protobuf:"varint,5,opt,name=released,proto3" json:"released,omitempty"`
 	// PENDING claims whose lease has run out: the reconciliation queue.
 	PendingLeaseExpired int64 `protobuf:"varint,6,opt,name=pending_lease_expired,json=pendingLeaseExpired,proto3" json:"pending_lease_expired,omitempty"`
-	// When the oldest PENDING claim was taken (its updated_at); unset when
-	// there is none.
+	// The least recent updated_at of the PENDING claims: the last claim or
+	// lease extension of the one left alone longest (a heartbeating holder
+	// stays recent, an abandoned claim ages); unset when there is none.
 	OldestPendingAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=oldest_pending_at,json=oldestPendingAt,proto3" json:"oldest_pending_at,omitempty"`
 	// Records past their expiry that the reaper has not deleted yet.
 	Expired int64 `protobuf:"varint,8,opt,name=expired,proto3" json:"expired,omitempty"`
@@ -920,7 +921,8 @@ type ConsumerStats struct {
 	// In-flight stream claims whose lease has run out: the streams'
 	// reconciliation queue.
 	StreamsLeaseExpired int64 `protobuf:"varint,42,opt,name=streams_lease_expired,json=streamsLeaseExpired,proto3" json:"streams_lease_expired,omitempty"`
-	// When the oldest in-flight stream claim was taken; unset when none is.
+	// As oldest_pending_at, for the streams' claims in flight; unset when
+	// none is.
 	OldestStreamClaimAt *timestamppb.Timestamp `protobuf:"bytes,43,opt,name=oldest_stream_claim_at,json=oldestStreamClaimAt,proto3" json:"oldest_stream_claim_at,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache

@@ -370,8 +370,9 @@ class ConsumerStats(google.protobuf.message.Message):
 
     @property
     def oldest_pending_at(self) -> google.protobuf.timestamp_pb2.Timestamp:
-        """When the oldest PENDING claim was taken (its updated_at); unset when
-        there is none.
+        """The least recent updated_at of the PENDING claims: the last claim or
+        lease extension of the one left alone longest (a heartbeating holder
+        stays recent, an abandoned claim ages); unset when there is none.
         """
         pass
     expired: builtins.int
@@ -392,7 +393,9 @@ class ConsumerStats(google.protobuf.message.Message):
 
     @property
     def oldest_stream_claim_at(self) -> google.protobuf.timestamp_pb2.Timestamp:
-        """When the oldest in-flight stream claim was taken; unset when none is."""
+        """As oldest_pending_at, for the streams' claims in flight; unset when
+        none is.
+        """
         pass
     def __init__(self,
         *,
