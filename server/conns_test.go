@@ -19,13 +19,14 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/dedupd/dedupd/internal/testing/dedupdproc"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
 // runServer runs Run with cfg until the test ends and returns its address.
 // dialServer is a plaintext client of the server at addr, closed at the
 // test's end.
-func dialServer(t *testing.T, addr string) *grpc.ClientConn {
+func dialServer(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -36,6 +37,13 @@ func dialServer(t *testing.T, addr string) *grpc.ClientConn {
 }
 
 func runServer(t *testing.T, cfg Config) string {
+	t.Helper()
+	addr, _ := dedupdproc.ParseReadyFile(runServerReady(t, cfg))
+	return addr
+}
+
+// runServerReady is runServer returning the whole ready file.
+func runServerReady(t testing.TB, cfg Config) string {
 	t.Helper()
 	if cfg.DataDir == "" || cfg.DataDir == testConfig().DataDir {
 		cfg.DataDir = t.TempDir()
@@ -50,7 +58,7 @@ func runServer(t *testing.T, cfg Config) string {
 			t.Error(err)
 		}
 	})
-	return waitReady(t, cfg.ReadyFile, ran)
+	return readReady(t, cfg.ReadyFile, ran)
 }
 
 // silentConn connects from the loopback address src (Linux routes all of

@@ -61,6 +61,7 @@ type guards struct {
 	replies  *replybudget.Budget
 	metrics  *metrics.Metrics
 	creds    credentials.TransportCredentials
+	certs    *certReloader // the files behind creds, for the HTTP listener
 	// waits holds the claims waiting for an in-flight outcome, which give
 	// their in-flight slot back while they sleep (server/claimwait).
 	waits *claimwait.Registry

@@ -47,6 +47,7 @@ func newGuards(cfg Config, m *metrics.Metrics, log *slog.Logger) (guards, func()
 		if err != nil {
 			return g, nil, err
 		}
+		g.certs = certs
 		g.creds = credentials.NewTLS(certs.config())
 		reloads = append(reloads, certs.reload)
 	}

@@ -80,10 +80,16 @@ func TestShutdownEndsHealthWatches(t *testing.T) {
 // waitReady waits for Run's ready file and returns the address in it.
 func waitReady(t *testing.T, path string, ran <-chan error) string {
 	t.Helper()
+	addr, _ := dedupdproc.ParseReadyFile(readReady(t, path, ran))
+	return addr
+}
+
+// readReady waits for the ready file at path and returns what it holds.
+func readReady(t testing.TB, path string, ran <-chan error) string {
+	t.Helper()
 	for {
 		if b, err := os.ReadFile(path); err == nil {
-			addr, _ := dedupdproc.ParseReadyFile(string(b))
-			return addr
+			return string(b)
 		}
 		select {
 		case err := <-ran:

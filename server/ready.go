@@ -8,16 +8,19 @@ import (
 
 // writeReadyFile tells scripts and tests that the server serves, and where:
 // the gRPC address on the first line, then "metrics <address>" when
-// /metrics is served. The file is written beside its final name and renamed
+// /metrics is served and "http <address>" when the HTTP API is. The file is written beside its final name and renamed
 // into place, so a reader never sees it half-written. An empty path writes
 // nothing.
-func writeReadyFile(path, addr, metricsAddr string) error {
+func writeReadyFile(path, addr, metricsAddr, httpAddr string) error {
 	if path == "" {
 		return nil
 	}
 	content := addr + "\n"
 	if metricsAddr != "" {
 		content += "metrics " + metricsAddr + "\n"
+	}
+	if httpAddr != "" {
+		content += "http " + httpAddr + "\n"
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {

@@ -96,7 +96,7 @@ func TestConfigValidateRefusesUnworkableValues(t *testing.T) {
 }
 
 // TestConfigLoopbackRule: without --auth-tokens only loopback addresses
-// are allowed, unless --insecure-no-auth says otherwise; with a token file
+// are allowed (for --http-listen too), unless --insecure-no-auth says otherwise; with a token file
 // any address is.
 func TestConfigLoopbackRule(t *testing.T) {
 	base := Config{
@@ -108,22 +108,27 @@ func TestConfigLoopbackRule(t *testing.T) {
 	cases := []struct {
 		listen, tokens string
 		insecure, ok   bool
+		http           string // --http-listen
 	}{
-		{"127.0.0.1:7070", "", false, true},
-		{"127.9.9.9:7070", "", false, true},
-		{"[::1]:7070", "", false, true},
-		{"localhost:7070", "", false, true},
-		{"0.0.0.0:7070", "", false, false},
-		{"[::]:7070", "", false, false},
-		{"10.1.2.3:7070", "", false, false},
-		{"0.0.0.0:7070", "", true, true},
-		{"0.0.0.0:7070", "auth.yaml", false, true},
+		{"127.0.0.1:7070", "", false, true, ""},
+		{"127.9.9.9:7070", "", false, true, ""},
+		{"[::1]:7070", "", false, true, ""},
+		{"localhost:7070", "", false, true, ""},
+		{"0.0.0.0:7070", "", false, false, ""},
+		{"[::]:7070", "", false, false, ""},
+		{"10.1.2.3:7070", "", false, false, ""},
+		{"0.0.0.0:7070", "", true, true, ""},
+		{"0.0.0.0:7070", "auth.yaml", false, true, ""},
+		{"127.0.0.1:7070", "", false, true, "127.0.0.1:7080"},
+		{"127.0.0.1:7070", "", false, false, "0.0.0.0:7080"},
+		{"127.0.0.1:7070", "", true, true, "0.0.0.0:7080"},
+		{"127.0.0.1:7070", "auth.yaml", false, true, "0.0.0.0:7080"},
 	}
 	for _, tc := range cases {
 		c := base
-		c.Listen, c.AuthTokens, c.InsecureNoAuth = tc.listen, tc.tokens, tc.insecure
+		c.Listen, c.HTTPListen, c.AuthTokens, c.InsecureNoAuth = tc.listen, tc.http, tc.tokens, tc.insecure
 		if err := c.Validate(); (err == nil) != tc.ok {
-			t.Errorf("listen %s, tokens %q, insecure %v: Validate = %v, want ok=%v", tc.listen, tc.tokens, tc.insecure, err, tc.ok)
+			t.Errorf("listen %s, http %q, tokens %q, insecure %v: Validate = %v, want ok=%v", tc.listen, tc.http, tc.tokens, tc.insecure, err, tc.ok)
 		}
 	}
 }

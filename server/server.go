@@ -32,9 +32,14 @@ import (
 type Config struct {
 	// Listen is the gRPC address, host:port.
 	Listen string
+	// HTTPListen, when set, serves the same services over HTTP/1.1 and
+	// HTTP/2 there: Connect (JSON or protobuf) and gRPC-Web
+	// (docs/http.md). Same handlers, guards and TLS as Listen.
+	HTTPListen string
 	// ReadyFile, when set, is written once the server serves: the bound
 	// gRPC address on the first line (dialable even when Listen asks for
-	// port 0) and, with MetricsListen, "metrics <address>" on the second.
+	// port 0), then "metrics <address>" with MetricsListen and
+	// "http <address>" with HTTPListen, each on a line of its own.
 	// It appears whole (written beside, then renamed), never before the
 	// server serves, not at all when startup fails, and is removed when
 	// the server stops.
@@ -73,6 +78,10 @@ type Config struct {
 	// many at most per statement. An interval of zero turns the reaper off.
 	ReapInterval time.Duration
 	ReapBatch    int
+	// LeaseSampleInterval is how often the claims in flight are summed up
+	// for the lease metrics (dedupd_claims_in_flight, ...); zero turns the
+	// sampling off.
+	LeaseSampleInterval time.Duration
 	// ShutdownTimeout bounds how long in-flight calls may take to finish.
 	ShutdownTimeout time.Duration
 
@@ -159,8 +168,11 @@ func (c Config) Validate() error {
 		{c.StreamTTL >= 0 && c.StreamTTL <= api.MaxTTLCeiling, "--stream-ttl must be between 0 and ten years"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
+		{c.LeaseSampleInterval >= 0, "--lease-sample-interval must not be negative"},
 		{c.AuthTokens != "" || c.InsecureNoAuth || loopback.Target(c.Listen),
 			"refusing to serve without authentication on " + c.Listen + ": give --auth-tokens, listen on a loopback address, or pass --insecure-no-auth"},
+		{c.AuthTokens != "" || c.InsecureNoAuth || c.HTTPListen == "" || loopback.Target(c.HTTPListen),
+			"refusing to serve without authentication on --http-listen " + c.HTTPListen + ": give --auth-tokens, listen on a loopback address, or pass --insecure-no-auth"},
 		{(c.TLSCert == "") == (c.TLSKey == ""), "--tls-cert and --tls-key go together"},
 		{c.TLSClientCA == "" || c.TLSCert != "", "--tls-client-ca needs --tls-cert and --tls-key"},
 		{c.MaxMessageBytes == 0 || c.MaxMessageBytes >= c.Limits.MaxResultBytes+messageOverhead,
@@ -231,9 +243,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	lis = limitConnections(lis, cfg, m, log)
 	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
+	httpSrv, err := newHTTPAPI(ctx, cfg, g, grpcSrv, m, log)
+	if err != nil {
+		lis.Close()
+		return err
+	}
 	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
 	if err != nil {
 		lis.Close()
+		httpSrv.close()
 		return err
 	}
 	defer stopMetrics()
@@ -248,14 +266,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { runReaper(bgCtx, observed, cfg, m, log) })
+	bg.Go(func() { runLeaseSampler(bgCtx, observed, cfg.LeaseSampleInterval, m, log) })
 	bg.Go(func() { watcher.run(bgCtx) })
 	bg.Go(func() { handleReloads(bgCtx, cfg.Reload, reload, log) })
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- grpcSrv.Serve(lis) }()
-	log.Info("dedupd serving", "version", build.String(), "listen", lis.Addr().String(), "store", storeName(cfg),
-		"metrics", metricsAddr, "auth", g.auth != nil, "tls", g.creds != nil)
-	if err = writeReadyFile(cfg.ReadyFile, lis.Addr().String(), metricsAddr); err != nil {
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- fmt.Errorf("serving: %w", grpcSrv.Serve(lis)) }()
+	httpSrv.start(serveErr)
+	log.Info("dedupd serving", "version", build.String(), "listen", lis.Addr().String(), "http", httpSrv.addr(),
+		"store", storeName(cfg), "metrics", metricsAddr, "auth", g.auth != nil, "tls", g.creds != nil)
+	if err = writeReadyFile(cfg.ReadyFile, lis.Addr().String(), metricsAddr, httpSrv.addr()); err != nil {
+		httpSrv.close()
 		grpcSrv.Stop()
 	} else {
 		if cfg.ReadyFile != "" {
@@ -263,12 +284,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		select {
 		case err = <-serveErr:
-			err = fmt.Errorf("serving: %w", err)
+			httpSrv.close()
+			grpcSrv.Stop()
 		case <-ctx.Done():
 			log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
 			healthSrv.shutdown() // NOT_SERVING, then Watch streams end
 			g.waits.Stop()       // waiting claims answer now, not at the end of their wait
-			stopGracefully(grpcSrv, cfg.ShutdownTimeout, log)
+			deadline := time.Now().Add(cfg.ShutdownTimeout)
+			httpSrv.shutdown(deadline, log) // first: GracefulStop cancels HTTP calls
+			stopGracefully(grpcSrv, time.Until(deadline), log)
 		}
 	}
 	stopBackground()

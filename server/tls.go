@@ -52,6 +52,19 @@ func (r *certReloader) reload() error {
 	return nil
 }
 
+// configFor is config for a listener that negotiates the given ALPN
+// protocols instead of h2 alone (the HTTP listener: h2 and http/1.1).
+func (r *certReloader) configFor(protos ...string) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			cfg := r.current.Load().Clone()
+			cfg.NextProtos = protos
+			return cfg, nil
+		},
+	}
+}
+
 // config is the tls.Config given to the gRPC server.
 func (r *certReloader) config() *tls.Config {
 	return &tls.Config{

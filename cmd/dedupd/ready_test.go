@@ -74,13 +74,16 @@ func TestReadyFileNotWrittenWhenStartupFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	for _, tc := range []struct{ name, listen string }{
-		{"address in use", taken.Addr().String()},
-		{"refused configuration", "0.0.0.0:0"}, // no auth off loopback
+	for _, tc := range []struct{ name, listen, httpListen string }{
+		{"address in use", taken.Addr().String(), ""},
+		{"refused configuration", "0.0.0.0:0", ""}, // no auth off loopback
+		{"HTTP address in use", "127.0.0.1:0", taken.Addr().String()},
+		{"refused HTTP configuration", "127.0.0.1:0", "0.0.0.0:0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ready := filepath.Join(t.TempDir(), "ready")
-			out, err := runDedupd(t, "serve", "--listen", tc.listen, "--data-dir", t.TempDir(), "--ready-file", ready)
+			out, err := runDedupd(t, "serve", "--listen", tc.listen, "--http-listen", tc.httpListen,
+				"--data-dir", t.TempDir(), "--ready-file", ready)
 			if err == nil {
 				t.Fatalf("dedupd serve on %s succeeded; output:\n%s", tc.listen, out)
 			}

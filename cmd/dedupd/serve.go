@@ -86,7 +86,8 @@ see docs/operations.md).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "gRPC listen address")
-	f.StringVar(&cfg.ReadyFile, "ready-file", "", "once serving, write the bound gRPC address (first line; with --metrics-listen, \"metrics ADDR\" on the second) to this file, atomically; removed on exit. Lets scripts use --listen 127.0.0.1:0")
+	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address serving the same API over HTTP/1.1 and HTTP/2: Connect with JSON (curl), gRPC-Web (docs/http.md); same auth, TLS and limits as --listen; empty turns it off")
+	f.StringVar(&cfg.ReadyFile, "ready-file", "", "once serving, write the bound gRPC address (first line; then \"metrics ADDR\" with --metrics-listen and \"http ADDR\" with --http-listen) to this file, atomically; removed on exit. Lets scripts use --listen 127.0.0.1:0")
 	f.StringVar(&cfg.DataDir, "data-dir", "dedupd-data", "directory of the embedded store (used when --database-url is empty)")
 	f.StringVar(&embeddedSync, "embedded-sync", "full", "embedded store durability: full (fsync each commit; survives power loss) or normal (survives a process crash only; about 3x the write rate)")
 	f.BoolVar(&cfg.GroupCommit, "group-commit", true, "write concurrent calls together (one multi-row INSERT on PostgreSQL, one transaction and fsync on the embedded store); answers are the same either way")
@@ -105,6 +106,7 @@ see docs/operations.md).`,
 	f.DurationVar(&cfg.PolicyCacheTTL, "policy-cache-ttl", 5*time.Second, "how long a consumer's policy is cached; a change made through another replica applies within it (0 reads it on every call)")
 	f.StringVar(&reaper, "reaper", "on", "on: delete expired records every --reap-interval; off: leave them to the database (CockroachDB row-level TTL, see docs/cockroachdb.md)")
 	f.DurationVar(&cfg.ReapInterval, "reap-interval", 30*time.Second, "how often expired records are deleted; 0 turns the reaper off")
+	f.DurationVar(&cfg.LeaseSampleInterval, "lease-sample-interval", 30*time.Second, "how often the claims in flight are summed up for the lease metrics (dedupd_claims_in_flight, dedupd_oldest_claim_idle_seconds); it reads only their index; 0 turns it off")
 	f.IntVar(&cfg.ReapBatch, "reap-batch", 1000, "most records the reaper deletes per statement")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight calls may run after SIGTERM")
 	f.StringVar(&cfg.AuthTokens, "auth-tokens", "", "YAML/JSON file of token hashes and client certificates with the consumers each may use (see docs/operations.md); reloaded on SIGHUP")

@@ -100,3 +100,15 @@ func (n *notifying) GetStreamPolicy(ctx context.Context, consumer string) (store
 func (n *notifying) DeleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	return n.inner.DeleteStreamPolicy(ctx, consumer)
 }
+
+func (n *notifying) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return n.inner.InFlightLeases(ctx)
+}
+
+func (n *notifying) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return n.inner.PendingLeases(ctx)
+}
+
+func (n *notifying) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+	return n.inner.StreamStats(ctx, consumer)
+}

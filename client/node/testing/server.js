@@ -33,13 +33,14 @@ async function startServer(extraArgs = [], { dataDir } = {}) {
     execFileSync('go', ['build', '-o', bin, './cmd/dedupd'], { cwd: REPO, stdio: 'inherit' });
   }
   // --ready-file appears (whole) once dedupd serves; its first line is the
-  // address it bound.
+  // address it bound, and an "http ADDR" line names the HTTP API's (with
+  // --http-listen).
   const ready = path.join(dir, 'ready');
   const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', '--data-dir', dataDir || path.join(dir, 'data'),
     '--ready-file', ready, ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
   const logs = [];
   readline.createInterface({ input: proc.stderr }).on('line', (line) => logs.push(line));
-  const addr = await new Promise((resolve, reject) => {
+  const lines = await new Promise((resolve, reject) => {
     let exited = false;
     proc.once('exit', (code) => {
       exited = true;
@@ -49,12 +50,15 @@ async function startServer(extraArgs = [], { dataDir } = {}) {
       if (exited) return;
       let content;
       try { content = fs.readFileSync(ready, 'utf8'); } catch { setTimeout(poll, 10); return; }
-      resolve(content.split('\n')[0]);
+      resolve(content.split('\n'));
     };
     poll();
   });
+  const addr = lines[0];
+  const httpLine = lines.find((line) => line.startsWith('http '));
   return {
     addr,
+    httpAddr: httpLine ? httpLine.slice('http '.length) : undefined,
     logs,
     async stop() {
       const exited = new Promise((resolve) => proc.once('exit', resolve));

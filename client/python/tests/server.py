@@ -22,6 +22,8 @@ import uuid
 
 import dedupd
 
+from .clients import SYNC
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 _server = None
@@ -53,7 +55,8 @@ class Server:
         binary = _dedupd_binary()
         self.dir = tempfile.mkdtemp(prefix="dedupd-py-")
         # --ready-file appears (whole) once dedupd serves; its first line
-        # is the address it bound.
+        # is the address it bound, and an "http ADDR" line names the HTTP
+        # API's (with --http-listen).
         self.ready = os.path.join(self.dir, "ready")
         self.proc = subprocess.Popen(
             [binary, "serve", "--listen", "127.0.0.1:0", "--log-format", "json",
@@ -62,13 +65,15 @@ class Server:
         self.logs = []
         drain = self._drainer = threading.Thread(target=self._drain, daemon=True)
         drain.start()
-        self.addr = self._wait_serving(drain)
+        lines = self._wait_serving(drain)
+        self.addr = lines[0]
+        self.http_addr = next((line[len("http "):] for line in lines if line.startswith("http ")), None)
 
     def _wait_serving(self, drain):
         while self.proc.poll() is None:
             try:
                 with open(self.ready, encoding="utf-8") as f:
-                    return f.readline().strip()
+                    return f.read().splitlines()
             except FileNotFoundError:
                 time.sleep(0.01)
         drain.join()
@@ -102,12 +107,15 @@ def server():
 
 
 class ClientTestCase(unittest.TestCase):
-    """Test cases whose tests share cls.client, a dedupd.Client on the run's
-    server, closed after the last of them."""
+    """Test cases whose tests share cls.client, a client of cls.api (SYNC,
+    dedupd itself, unless an aio_twin) on the run's server, closed after the
+    last of them."""
+
+    api = SYNC
 
     @classmethod
     def setUpClass(cls):
-        cls.client = dedupd.Client(server().addr)
+        cls.client = cls.api.Client(server().addr)
 
     @classmethod
     def tearDownClass(cls):

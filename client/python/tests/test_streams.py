@@ -8,6 +8,7 @@ import unittest
 
 import dedupd
 
+from .clients import aio_twin
 from .server import ClientTestCase, Server, unique_key
 
 CONSUMER = "py-streams"
@@ -46,7 +47,7 @@ class DoInOrderTest(ClientTestCase):
         while queue:
             seq = queue.pop(0)
             try:
-                res = dedupd.do_in_order(self.client, CONSUMER, s, seq,
+                res = self.api.do_in_order(self.client, CONSUMER, s, seq,
                                          lambda token, seq=seq: applied.append(seq))
             except dedupd.SequenceGap as gap:
                 self.assertLess(gap.expected, seq)
@@ -65,17 +66,17 @@ class DoInOrderTest(ClientTestCase):
             raise ValueError("boom")
 
         with self.assertRaises(ValueError):
-            dedupd.do_in_order(c, CONSUMER, s, 1, boom)
+            self.api.do_in_order(c, CONSUMER, s, 1, boom)
         self.assertEqual(c.get_stream(CONSUMER, s).in_flight, 0)
 
         def poison(token):
             raise dedupd.Terminal("UNPARSEABLE", "bad payload")
 
         with self.assertRaises(dedupd.StreamRejected) as cm:
-            dedupd.do_in_order(c, CONSUMER, s, 1, poison)
+            self.api.do_in_order(c, CONSUMER, s, 1, poison)
         self.assertEqual(cm.exception.stream.high_water, 1)
         self.assertEqual(cm.exception.stream.last_rejection.reason, "UNPARSEABLE")
-        res = dedupd.do_in_order(c, CONSUMER, s, 2, lambda token: None)
+        res = self.api.do_in_order(c, CONSUMER, s, 2, lambda token: None)
         self.assertEqual(res.stream.high_water, 2)
 
     def test_own_claim_with_lost_reply_is_carried_on(self):
@@ -102,11 +103,15 @@ class DoInOrderTest(ClientTestCase):
         def work(token):
             seen.append((token, c.get_stream(CONSUMER, s).owner))
 
-        res = dedupd.do_in_order(LosesFirstReply(c), CONSUMER, s, 1, work, owner="w", max_wait=0)
+        res = self.api.do_in_order(LosesFirstReply(c), CONSUMER, s, 1, work, owner="w", max_wait=0)
         self.assertEqual(res.stream.high_water, 1)
         self.assertEqual(len(seen), 1)
         self.assertEqual(seen[0][0], res.stream.fencing_token)
         self.assertTrue(seen[0][1].startswith("w#"), seen[0][1])
+
+
+StreamCallsTestAio = aio_twin(StreamCallsTest)
+DoInOrderTestAio = aio_twin(DoInOrderTest)
 
 
 if __name__ == "__main__":
@@ -129,20 +134,28 @@ class CountsStreamClaims:
         return self.client.claim_stream(*args, **kwargs)
 
 
-class DoInOrderWaitTest(unittest.TestCase):
+class DoInOrderWaitTest(ClientTestCase):
     """do_in_order behind another holder answers DUPLICATE once the holder
     completes the sequence: one claim the server holds, or, against a
     dedupd that does not wait (as an older one), polling."""
 
+    @classmethod
+    def setUpClass(cls):
+        pass  # each test starts its own server
+
+    @classmethod
+    def tearDownClass(cls):
+        pass
+
     def run_behind_holder(self, server_args, settle_after_sent):
         server = Server(server_args)
         self.addCleanup(server.stop)
-        c = dedupd.Client(server.addr)
+        c = self.api.Client(server.addr)
         self.addCleanup(c.close)
         s = unique_key("order")
         holder = c.claim_stream(CONSUMER, s, 1, lease_ttl=60, owner="holder")
         counting, outcome = CountsStreamClaims(c), []
-        waiter = threading.Thread(target=lambda: outcome.append(dedupd.do_in_order(
+        waiter = threading.Thread(target=lambda: outcome.append(self.api.do_in_order(
             counting, CONSUMER, s, 1, lambda token: self.fail("fn ran"), max_wait=60)))
         waiter.start()
         self.assertTrue(counting.sent.wait(30), "do_in_order never claimed")
@@ -163,3 +176,6 @@ class DoInOrderWaitTest(unittest.TestCase):
                 time.sleep(0.01)
         claims = self.run_behind_holder(["--max-claim-wait", "0"], until_polled)
         self.assertGreaterEqual(claims, 3)
+
+
+DoInOrderWaitTestAio = aio_twin(DoInOrderWaitTest)

@@ -44,8 +44,9 @@ func Build(pkg string) (string, error) {
 type Process struct {
 	Cmd *exec.Cmd
 	// Addr is the gRPC address it serves on; MetricsAddr is where
-	// /metrics is served, when --metrics-listen is on.
-	Addr, MetricsAddr string
+	// /metrics is served, when --metrics-listen is on; HTTPAddr is the
+	// HTTP API's, when --http-listen is on.
+	Addr, MetricsAddr, HTTPAddr string
 	// Logs collects its standard error (the logs) as it runs.
 	Logs *LogBuffer
 	// Exited is closed once the process has exited; WaitErr is then its
@@ -88,6 +89,7 @@ func Start(t testing.TB, binary string, args ...string) *Process {
 	for {
 		if content, err := os.ReadFile(ready); err == nil {
 			p.Addr, p.MetricsAddr = ParseReadyFile(string(content))
+			p.HTTPAddr = ReadyValue(string(content), "http")
 			return p
 		}
 		select {
@@ -113,6 +115,17 @@ func ParseReadyFile(content string) (addr, metricsAddr string) {
 		}
 	}
 	return addr, metricsAddr
+}
+
+// ReadyValue is the address a ready file names on its "name <address>"
+// line, or "" when it has none.
+func ReadyValue(content, name string) string {
+	for line := range strings.Lines(content) {
+		if v, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), name+" "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // Stop sends SIGTERM and asserts a clean exit.

@@ -7,6 +7,16 @@
 // Package dedup.v1 is the dedupd API: a shared record of which messages,
 // webhooks and API calls have already been handled, so that a redelivery
 // finds the stored outcome instead of running the work again.
+//
+// Over HTTP (`dedupd serve --http-listen`, docs/http.md), every RPC of
+// every service in this package is served at its own name,
+// POST /dedup.v1.<Service>/<Method>, as Connect (JSON or protobuf) and
+// gRPC-Web. Nothing is declared per RPC: no google.api.http annotation is
+// needed, because the server reads a plain JSON POST to that path as the
+// Connect call it is. An RPC added here is on HTTP once the gRPC server
+// registers it; TestHTTPServesEveryMethod (server/http_methods_test.go)
+// calls every method these files declare, over HTTP and over gRPC, and
+// fails on any difference.
 
 package dedupv1
 

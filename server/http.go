@@ -1,0 +1,189 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/httpapi"
+	"github.com/dedupd/dedupd/server/metrics"
+)
+
+// The HTTP listener's time bounds (docs/http.md, "Limits"). The header
+// deadline is --handshake-timeout (TLS included), the idle one
+// --max-connection-idle, as on the gRPC listener.
+const (
+	// httpReadTimeout bounds how long a request, body included, may take
+	// to arrive: long enough for the largest body over a slow link.
+	httpReadTimeout = time.Minute
+	// httpReplyStall bounds how long a reply may wait for its caller to
+	// read it: a caller that stops reading gives its connection (and the
+	// reply it holds) back after that.
+	httpReplyStall = 30 * time.Second
+	// httpMaxHeaderBytes bounds a request's header block; a bearer token
+	// and the Connect headers need a small part of it.
+	httpMaxHeaderBytes = 64 << 10
+)
+
+// httpBodyBytes bounds a request or reply body on the HTTP listener: the
+// larger of what a request needs and what the JSON of the largest page
+// needs. JSON carries bytes fields in base64 (4/3 as long) and names the
+// fields a caller sets, so a request holding a message within
+// --max-message-bytes may be up to twice as large, with a MiB for the
+// names of a batch's many small items. A reply writes every field, named:
+// a page of the smallest records is about 4.6 times its protobuf. Every
+// other reply is smaller than a page or mostly bytes.
+func httpBodyBytes(cfg Config) uint32 {
+	m := int64(maxMessageBytes(cfg))
+	request := 2*m + 1<<20
+	page := 5 * min(m, api.PageBytesCeiling)
+	return uint32(min(max(request, page), math.MaxUint32))
+}
+
+// httpAPI is the HTTP listener in front of the gRPC server.
+type httpAPI struct {
+	srv *http.Server
+	lis net.Listener
+}
+
+// newHTTPAPI listens on cfg.HTTPListen and serves srv's services there
+// over HTTP/1.1 and HTTP/2 (h2c without TLS), with the connection bounds
+// of the gRPC listener, and TLS when it has TLS. It serves once start is
+// called; nil when HTTPListen is empty.
+func newHTTPAPI(ctx context.Context, cfg Config, g guards, srv *grpc.Server, m *metrics.Metrics, log *slog.Logger) (*httpAPI, error) {
+	if cfg.HTTPListen == "" {
+		return nil, nil //nolint:nilnil // no listener asked for is not an error
+	}
+	opts := httpapi.Options{MaxBodyBytes: httpBodyBytes(cfg)}
+	if g.inflight != nil {
+		opts.Tap = g.inflight.Tap(diagnosticMethod)
+	}
+	handler, err := httpapi.Handler(srv, opts)
+	if err != nil {
+		return nil, fmt.Errorf("--http-listen: %w", err)
+	}
+	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.HTTPListen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on --http-listen %s: %w", cfg.HTTPListen, err)
+	}
+	lis = limitConnections(lis, cfg, m, log)
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	if g.certs != nil {
+		lis = tls.NewListener(lis, g.certs.configFor("h2", "http/1.1"))
+		protocols.SetHTTP2(true)
+	} else {
+		protocols.SetUnencryptedHTTP2(true) // h2c, with prior knowledge
+	}
+	hs := &http.Server{
+		Handler:           stallBound(handler, httpReplyStall),
+		Protocols:         protocols,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: cmp.Or(cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams)},
+		ReadHeaderTimeout: cmp.Or(cfg.HandshakeTimeout, DefaultHandshakeTimeout),
+		ReadTimeout:       httpReadTimeout,
+		IdleTimeout:       cmp.Or(cfg.MaxConnectionIdle, DefaultMaxConnectionIdle),
+		MaxHeaderBytes:    httpMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	return &httpAPI{srv: hs, lis: lis}, nil
+}
+
+// addr is the bound address, "" when there is no HTTP listener.
+func (h *httpAPI) addr() string {
+	if h == nil {
+		return ""
+	}
+	return h.lis.Addr().String()
+}
+
+// start serves in the background; a failure goes to errs.
+func (h *httpAPI) start(errs chan<- error) {
+	if h == nil {
+		return
+	}
+	go func() {
+		if err := h.srv.Serve(h.lis); !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("serving HTTP: %w", err)
+		}
+	}()
+}
+
+// shutdown stops accepting, lets the calls in flight finish until
+// deadline, then closes what is left. It must run before the gRPC server's
+// GracefulStop: that cancels every call still running through ServeHTTP.
+func (h *httpAPI) shutdown(deadline time.Time, log *slog.Logger) {
+	if h == nil {
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown timeout passed; closing HTTP calls still in flight")
+		h.srv.Close()
+	}
+}
+
+// close stops at once (startup failed after the listener opened).
+func (h *httpAPI) close() {
+	if h != nil {
+		h.srv.Close()
+		h.lis.Close()
+	}
+}
+
+// stallBound cuts a reply that its caller has not read for stall: each
+// write must finish within stall of its start. Between writes there is no
+// deadline on HTTP/2 (a server stream may be quiet while its work runs);
+// on HTTP/1.1 the last one stays, so that the final flush, which the
+// server makes after the handler returns, is bounded too, and each request
+// on a kept-alive connection sets its own before it writes.
+func stallBound(next http.Handler, stall time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall, h2: r.ProtoMajor == 2}
+		next.ServeHTTP(sw, r)
+		if !sw.h2 {
+			sw.arm() // for the final flush
+		}
+	})
+}
+
+type stallWriter struct {
+	http.ResponseWriter
+	rc    *http.ResponseController
+	stall time.Duration
+	h2    bool
+}
+
+func (w *stallWriter) arm() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.stall)) }
+
+func (w *stallWriter) disarm() {
+	if w.h2 {
+		_ = w.rc.SetWriteDeadline(time.Time{})
+	}
+}
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	w.arm()
+	defer w.disarm()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush is what lets a server stream's messages out one by one.
+func (w *stallWriter) Flush() {
+	w.arm()
+	defer w.disarm()
+	_ = w.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
