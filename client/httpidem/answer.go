@@ -1,6 +1,7 @@
 package httpidem
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -29,6 +30,7 @@ func (m *Middleware) answer(w http.ResponseWriter, r *http.Request, key string, 
 		// client gets the response as it came.
 		if !released(err) {
 			m.log(r, key, "a response was sent unstored", err)
+			m.markTooLarge(r, key, run, err)
 		}
 		c := run.capture
 		storedResponse{status: c.finalStatus(), header: c.header, body: c.body.Bytes()}.write(w, nil)
@@ -82,6 +84,24 @@ func (m *Middleware) replay(w http.ResponseWriter, key string, res client.DoResu
 func released(err error) bool {
 	var refused *client.Error
 	return !errors.As(err, &refused)
+}
+
+// markTooLarge rejects the key of a response dedupd refused to store for
+// its size (the consumer's max_result_bytes is below what the middleware
+// holds), so that a retry answers 409 rather than running the request
+// again once the lease runs out.
+func (m *Middleware) markTooLarge(r *http.Request, key string, run firstRun, err error) {
+	var refused *client.Error
+	if !errors.As(err, &refused) || !errors.Is(err, client.ErrInvalidArgument) || refused.Field != "result" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+	defer cancel()
+	_, rerr := m.cfg.Client.Reject(ctx, m.cfg.Consumer, run.key, run.token, client.Rejection{Reason: ReasonNotStored,
+		Message: "the first response was larger than the dedupd consumer's max_result_bytes, so it went to the first request only"})
+	if rerr != nil {
+		m.log(r, key, "marking a response dedupd would not store", rerr)
+	}
 }
 
 func (m *Middleware) problem(w http.ResponseWriter, kind string, status int, title, detail, key string, retryAfter time.Duration) {

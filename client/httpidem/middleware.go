@@ -55,7 +55,11 @@ func ReportUpstreamError(r *http.Request, err error) {
 }
 
 // firstRun is what the first request's handler left, if it ran here.
-type firstRun struct{ capture *capture }
+type firstRun struct {
+	capture *capture
+	token   int64
+	key     string // the dedupd key
+}
 
 func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
 	// Only the middleware sets the fencing token: a client's would let it
@@ -82,8 +86,8 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), max(m.cfg.Wait, 0)+m.cfg.Timeout)
 	defer cancel()
-	var run firstRun
-	res, err := m.cfg.Client.Do(ctx, m.cfg.Consumer, recordKey(scope(r, m.cfg.IdentityHeader), key),
+	run := firstRun{key: recordKey(scope(r, m.cfg.IdentityHeader), key)}
+	res, err := m.cfg.Client.Do(ctx, m.cfg.Consumer, run.key,
 		fingerprint(r, body, m.cfg.FingerprintHeaders),
 		client.DoOptions{LeaseTTL: m.cfg.LeaseTTL, MaxWait: m.cfg.Wait, Owner: "httpidem"},
 		func(ctx context.Context, a client.Attempt) ([]byte, error) {
@@ -131,7 +135,7 @@ func (m *Middleware) runFirst(ctx context.Context, next http.Handler, w http.Res
 	inner.TransferEncoding = nil
 	inner.Header.Set(m.cfg.FencingHeader, strconv.FormatInt(a.FencingToken, 10))
 	c := newCapture(w, m.cfg.MaxStoredResponseBytes)
-	run.capture = c
+	run.capture, run.token = c, a.FencingToken
 	next.ServeHTTP(c, inner)
 	status := c.finalStatus()
 	switch {
