@@ -242,12 +242,12 @@ func Retryable(reason string, err error) error {
 // sent: Do records nothing, exactly as for a timeout, and the claim stays
 // PENDING until its lease runs out (then the next acquisition runs
 // Settle). Do returns it as an *UnknownOutcomeError.
-func Unknown(err error) error { return &unknownMark{err: err} }
+func Unknown(err error) error { return &unknownMarkError{err: err} }
 
-type unknownMark struct{ err error }
+type unknownMarkError struct{ err error }
 
-func (e *unknownMark) Error() string { return "outcome unknown: " + errText(e.err) }
-func (e *unknownMark) Unwrap() error { return e.err }
+func (e *unknownMarkError) Error() string { return "outcome unknown: " + errText(e.err) }
+func (e *unknownMarkError) Unwrap() error { return e.err }
 
 func errText(err error) string {
 	if err == nil {

@@ -140,7 +140,7 @@ func recordingOf(ctx context.Context, step attemptStep) recording {
 // timeout or cancellation may have struck after the effect was sent, and
 // fn says so itself with Unknown.
 func ambiguous(ctx context.Context, err error) bool {
-	var marked *unknownMark
+	var marked *unknownMarkError
 	return ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.As(err, &marked)
 }

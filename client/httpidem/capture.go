@@ -2,6 +2,7 @@ package httpidem
 
 import (
 	"bytes"
+	"maps"
 	"net/http"
 )
 
@@ -54,10 +55,7 @@ func (c *capture) Write(p []byte) (int, error) {
 
 // passThrough sends what is held to the client and everything after it.
 func (c *capture) passThrough() {
-	h := c.w.Header()
-	for n, v := range c.header {
-		h[n] = v
-	}
+	maps.Copy(c.w.Header(), c.header)
 	c.w.WriteHeader(c.status)
 	c.passed = true
 	n, _ := c.w.Write(c.body.Bytes())

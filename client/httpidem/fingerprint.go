@@ -33,7 +33,7 @@ func fingerprint(r *http.Request, body []byte, headers []string) []byte {
 	for _, n := range slices.Compact(names) {
 		field(h, n)
 		values := r.Header.Values(n)
-		binary.Write(h, binary.BigEndian, uint32(len(values)))
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(values))))
 		for _, v := range values {
 			field(h, v)
 		}
@@ -42,6 +42,6 @@ func fingerprint(r *http.Request, body []byte, headers []string) []byte {
 }
 
 func field(h hash.Hash, s string) {
-	binary.Write(h, binary.BigEndian, uint32(len(s)))
+	h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(s))))
 	h.Write([]byte(s))
 }

@@ -47,7 +47,7 @@ func writeProblem(w http.ResponseWriter, base, kind string, status int, title, d
 		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
 	}
 	w.WriteHeader(status)
-	w.Write(body)
+	_, _ = w.Write(body) // a client gone away is nothing to report
 }
 
 // WriteProblem answers with one of the Problem* kinds, for a handler

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -28,7 +29,7 @@ var hopByHop = []string{
 func storable(h http.Header, own ...string) http.Header {
 	out := h.Clone()
 	for _, c := range h.Values("Connection") {
-		for _, name := range strings.Split(c, ",") {
+		for name := range strings.SplitSeq(c, ",") {
 			out.Del(strings.TrimSpace(name))
 		}
 	}
@@ -82,13 +83,9 @@ func decodeResponse(b []byte) (storedResponse, error) {
 // write sends s to w with the extra headers.
 func (s storedResponse) write(w http.ResponseWriter, extra http.Header) {
 	h := w.Header()
-	for n, v := range s.header {
-		h[n] = v
-	}
-	for n, v := range extra {
-		h[n] = v
-	}
+	maps.Copy(h, s.header)
+	maps.Copy(h, extra)
 	h.Set("Content-Length", strconv.Itoa(len(s.body)))
 	w.WriteHeader(s.status)
-	w.Write(s.body)
+	_, _ = w.Write(s.body) // a client gone away is nothing to report
 }

@@ -21,8 +21,7 @@ func (o *connOptions) register(flags *pflag.FlagSet) { o.Register(flags, "DEDUPC
 // errors.
 func (o *connOptions) dial() (*client.Client, error) {
 	c, err := o.Dial(client.WithRetries(0))
-	var usage *dedupdconn.UsageError
-	if errors.As(err, &usage) {
+	if usage, ok := errors.AsType[*dedupdconn.UsageError](err); ok {
 		return nil, usageError{usage.Err}
 	}
 	return c, err

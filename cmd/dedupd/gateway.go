@@ -129,7 +129,7 @@ func runGateway(ctx context.Context, cfg gatewayConfig) error {
 		return err
 	}
 	checkStoredLimit(ctx, logger, mc, c)
-	lis, err := net.Listen("tcp", cfg.listen)
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.listen)
 	if err != nil {
 		return err
 	}

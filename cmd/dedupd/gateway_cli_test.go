@@ -16,7 +16,7 @@ import (
 type flakyUpstream struct{ calls atomic.Int64 }
 
 func (u *flakyUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	io.ReadAll(r.Body)
+	_, _ = io.ReadAll(r.Body)
 	if u.calls.Add(1) == 1 {
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {
@@ -30,7 +30,7 @@ func (u *flakyUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func postKey(t *testing.T, url, key string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url+"/orders", strings.NewReader("{}"))
+	req, _ := http.NewRequest(http.MethodPost, url+"/orders", strings.NewReader("{}"))
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

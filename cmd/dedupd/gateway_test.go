@@ -37,9 +37,9 @@ func startGateway(t *testing.T, server string, upstream http.Handler, args ...st
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		werr := <-exited
 		if t.Failed() {
-			t.Logf("gateway logs:\n%s", logs)
+			t.Logf("gateway (%v) logs:\n%s", werr, logs)
 		}
 	})
 	for {

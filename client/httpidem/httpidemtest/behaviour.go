@@ -127,7 +127,7 @@ var _ = add("a response over the stored limit passes through; its key answers 40
 var _ = add("a request body over the limit gets 413 before the upstream sees it", Options{MaxRequestBytes: 1000}, func(s *session) {
 	s.problem(s.do(post("/orders", "k-413", strings.Repeat("x", 1001))), http.StatusRequestEntityTooLarge, "request-too-large")
 	// Without a Content-Length (chunked), the limit is found while reading.
-	hr, _ := http.NewRequest("POST", s.base+"/orders", io.MultiReader(strings.NewReader(strings.Repeat("y", 999)), strings.NewReader("zz")))
+	hr, _ := http.NewRequestWithContext(s.t.Context(), http.MethodPost, s.base+"/orders", io.MultiReader(strings.NewReader(strings.Repeat("y", 999)), strings.NewReader("zz")))
 	hr.Header.Set("Idempotency-Key", "k-413-chunked")
 	resp, err := http.DefaultClient.Do(hr)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 )
@@ -20,12 +21,10 @@ var _ = add("racing retries: one upstream call, every client the same response",
 		start := make(chan struct{})
 		replies := make([]reply, clients)
 		for i := range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				<-start
 				replies[i] = s.do(post("/orders", key, `{"sku":"race"}`))
-			}()
+			})
 		}
 		close(start)
 		wg.Wait()
@@ -64,17 +63,12 @@ var _ = add("a client that drops the connection after sending: its retry gets th
 	var wg sync.WaitGroup
 	replies := make([]reply, 3)
 	for i := range replies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			q := post("/slow", "k-drop", body)
-			replies[i] = s.do(q)
-		}()
+		wg.Go(func() { replies[i] = s.do(post("/slow", "k-drop", body)) })
 	}
 	s.up.Release()
 	wg.Wait()
 	late := s.do(post("/slow", "k-drop", body))
-	for _, r := range append(replies, late) {
+	for _, r := range append(slices.Clip(replies), late) {
 		if r.Status != http.StatusCreated || string(r.Body) != "slow call 1" || !r.replayed() {
 			s.t.Fatalf("retry after the drop: %d %q replayed=%v; want the first run's 201, replayed", r.Status, r.Body, r.replayed())
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,9 +57,11 @@ type testCase struct {
 // cases gathers the suite; each file adds its own.
 var cases []testCase
 
-func add(name string, opt Options, run func(s *session)) bool {
+//
+//nolint:unparam // the result lets a case register itself in a var declaration beside its doc comment
+func add(name string, opt Options, run func(s *session)) struct{} {
 	cases = append(cases, testCase{name, opt, run})
-	return true
+	return struct{}{}
 }
 
 // session is one test's front, upstream and client.
@@ -112,13 +115,11 @@ func post(path, key, body string) req {
 
 func (s *session) do(q req) reply {
 	s.t.Helper()
-	hr, err := http.NewRequest(q.method, s.base+q.path, bytes.NewReader([]byte(q.body)))
+	hr, err := http.NewRequestWithContext(s.t.Context(), q.method, s.base+q.path, bytes.NewReader([]byte(q.body)))
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	for n, v := range q.header {
-		hr.Header[n] = v
-	}
+	maps.Copy(hr.Header, q.header)
 	if q.key != "" {
 		hr.Header.Set("Idempotency-Key", q.key)
 	}

@@ -98,7 +98,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		piece := []byte(strings.Repeat(strconv.Itoa(n%10), 64<<10))
 		for size > 0 {
 			k := min(size, len(piece))
-			w.Write(piece[:k])
+			_, _ = w.Write(piece[:k])
 			size -= k
 		}
 	default:
