@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { dedupdtest.Main(m) }
 
 // startDedupd starts one dedupd for a test, with room for the 1 MiB
 // responses the middleware stores by default.
-func startDedupd(t *testing.T) *client.Client {
+func startDedupd(t testing.TB) *client.Client {
 	addr := dedupdtest.Start(t, dedupdtest.Embedded, "--max-result-bytes", fmt.Sprint(2<<20))
 	c, err := client.New(addr)
 	if err != nil {

@@ -157,7 +157,13 @@ func runGateway(ctx context.Context, cfg gatewayConfig) error {
 // response is reported to the middleware (which applies
 // --on-upstream-error) and answered 502 with a problem.
 func newProxy(up *url.URL, m *httpidem.Middleware) *httputil.ReverseProxy {
+	// One upstream: keep as many idle connections to it as requests run at
+	// once (the default transport keeps 2, so a busier gateway would dial
+	// the upstream anew for most requests).
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 256
 	return &httputil.ReverseProxy{
+		Transport: transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(up)
 			pr.SetXForwarded()
