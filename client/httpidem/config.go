@@ -35,9 +35,12 @@ type Config struct {
 	// extended while the handler runs. A gateway that dies mid-request
 	// leaves the key in flight (409) until it runs out.
 	LeaseTTL time.Duration
-	// Timeout bounds a first request's handler (default 60s). It is not
-	// the client's: a client that goes away does not cancel the handler,
-	// so the outcome is still stored for its retry.
+	// Timeout bounds a first request's handler (default 60s) through its
+	// request's context; a handler that ignores the context runs on, and
+	// once it returns after the timeout its key stays in flight until the
+	// lease runs out (the outcome is unknown). It is not the client's: a
+	// client that goes away does not cancel the handler, so the outcome is
+	// still stored for its retry.
 	Timeout time.Duration
 	// On5xx is what a 5xx response does to its key (default Release).
 	On5xx Failure

@@ -81,7 +81,7 @@ func TestNeed(t *testing.T) {
 
 func TestStoredResponseRoundTrip(t *testing.T) {
 	h := http.Header{"Content-Type": {"application/json"}, "Set-Cookie": {"a=1", "b=2"}, "Connection": {"X-Hop"},
-		"X-Hop": {"1"}, "Date": {"Mon, 01 Jan 2024 00:00:00 GMT"}, "Transfer-Encoding": {"chunked"}, "Idempotent-Replayed": {"true"}}
+		"X-Hop": {"1"}, http.TrailerPrefix + "X-Sum": {"9"}, "Date": {"Mon, 01 Jan 2024 00:00:00 GMT"}, "Transfer-Encoding": {"chunked"}, "Idempotent-Replayed": {"true"}}
 	body := []byte("HTTP/1.1 200 OK\r\n\r\nnot a header\x00\xff")
 	got, err := decodeResponse(encodeResponse(418, storable(h, "Idempotent-Replayed"), body))
 	if err != nil {

@@ -36,6 +36,13 @@ func storable(h http.Header, own ...string) http.Header {
 	for _, name := range append(slices.Clone(hopByHop), own...) {
 		out.Del(name)
 	}
+	// Trailers a handler declared after the body (http.TrailerPrefix) are
+	// not part of the stored response.
+	for name := range out {
+		if strings.HasPrefix(name, http.TrailerPrefix) {
+			delete(out, name)
+		}
+	}
 	return out
 }
 

@@ -133,7 +133,7 @@ func runGateway(ctx context.Context, cfg gatewayConfig) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: m.Handler(newProxy(up, m)), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: m.Handler(newProxy(up, m)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	logger.Info("gateway serving", "listen", lis.Addr().String(), "upstream", up.Redacted(), "dedupd", cfg.conn.Describe(), "consumer", cfg.consumer)
 	if cfg.readyFile != "" {
 		if err := os.WriteFile(cfg.readyFile, []byte(lis.Addr().String()+"\n"), 0o644); err != nil {

@@ -172,7 +172,7 @@ async function answerFailure(o, res, key, recordKey, err, run, problem) {
     res.end(c.body());
     return;
   }
-  if (c && c.discard) { problem('request-in-flight', 504, 'The handler did not answer in time', 'its outcome is unknown; retry with the same key later', key); return; }
+  if (c && c.discard) { problem('upstream-failed', 504, 'The handler did not answer in time', 'its outcome is unknown; retry with the same key later', key); return; }
   if (err instanceof Rejected) {
     const notStored = err.rejection.reason === REASON_NOT_STORED;
     problem(notStored ? 'response-not-stored' : 'key-rejected', 409,

@@ -12,6 +12,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"net/http"
@@ -101,7 +102,7 @@ func run(base string, n, c int, key func() string) []time.Duration {
 	for range c {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				req, _ := http.NewRequest(http.MethodPost, base+"/orders", bytes.NewReader(body))
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/orders", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
 				if k := key(); k != "" {
 					req.Header.Set("Idempotency-Key", k)
@@ -137,7 +138,7 @@ type proc struct {
 
 func parsePids(s string) []proc {
 	var out []proc
-	for _, kv := range strings.Split(s, ",") {
+	for kv := range strings.SplitSeq(s, ",") {
 		if kv == "" {
 			continue
 		}
