@@ -92,6 +92,23 @@ func TestGatewayConnectsWithToken(t *testing.T) {
 	}
 }
 
+// TestGatewayConnectsOverTLS: --tls-ca and --token, as dedupctl takes
+// them, reach a dedupd that serves TLS and requires a token.
+func TestGatewayConnectsOverTLS(t *testing.T) {
+	pki := dedupdtest.TestPKI(t)
+	auth := dedupdtest.AuthFile(t, []dedupdtest.Token{{Token: "gw-secret", Consumers: []string{"*"}}}, "")
+	server := startDedupd(t, append([]string{"--data-dir", t.TempDir(), "--auth-tokens", auth}, pki.TLSFlags(false)...)...).Addr
+	up := &flakyUpstream{}
+	up.calls.Store(1)
+	gw := startGateway(t, server, up, "--tls-ca", pki.CA, "--token", "gw-secret")
+	first, body := postKey(t, gw, "k1")
+	again, replay := postKey(t, gw, "k1")
+	if first != http.StatusCreated || again != first || replay != body || up.calls.Load() != 2 {
+		t.Fatalf("over TLS: %d %q, then %d %q, %d upstream calls (from 1); want one 201 and its replay",
+			first, body, again, replay, up.calls.Load())
+	}
+}
+
 // TestGatewayFlags: mistakes are refused at start, naming the flag.
 func TestGatewayFlags(t *testing.T) {
 	cases := [][2]string{

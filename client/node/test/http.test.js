@@ -243,6 +243,27 @@ describe('http middleware', () => {
     } finally { f.close(); }
   });
 
+  it('marks a response above the consumer\'s max_result_bytes, and fails closed without dedupd', async () => {
+    const small = await startServer(); // the default 64 KiB max_result_bytes
+    const smallClient = new Client(small.addr);
+    const f = await front({ client: smallClient });
+    try {
+      const first = await f.call('/big/100000', { key: 'policy' });
+      assert.equal(first.body.length, 100000);
+      assertProblem(await f.call('/big/100000', { key: 'policy' }), 409, 'response-not-stored');
+      assert.equal(f.u.calls, 1);
+    } finally { f.close(); smallClient.close(); }
+    await small.stop();
+    const downClient = new Client(small.addr, { timeout: 2 });
+    const g = await front({ client: downClient });
+    try {
+      const r = await g.call('/orders', { key: 'down' });
+      assertProblem(r, 503, 'dedupd-unavailable');
+      assert.ok(Number(r.headers.get('retry-after')) >= 1);
+      assert.equal(g.u.calls, 0);
+    } finally { g.close(); downClient.close(); }
+  });
+
   it('has an ES module face with the same names', async () => {
     const esm = await import('../src/http.mjs');
     const cjs = require('../src/http');
