@@ -151,6 +151,7 @@ func streamAdminTests() []streamTest {
 		{"ResetAndDryRun", testStreamReset},
 		{"ListPagesAndFilters", testStreamList},
 		{"Policies", testStreamPolicies},
+		{"Stats", testStreamStats},
 	}
 }
 

@@ -23,18 +23,16 @@ nothing (the claim stays PENDING until its lease runs out) and propagates.
 from __future__ import annotations
 
 import dataclasses
-import random
-import secrets
 import time
-from typing import Optional
+from typing import Optional, Union
 
 from ._callbacks import StreamCall
 from ._durations import seconds
 from ._proto.dedup.v1 import stream_pb2
 from .attempt import run_attempt
 from .client import Client
-from .do import _truncate
-from .errors import DedupError, InProgressTimeout
+from .do import Waiter, unique_owner
+from .errors import DedupError
 from .lease import Lease, lease_span
 
 # fn(fencing_token[, stream=][, lease=]): apply the event (what it returns
@@ -60,6 +58,20 @@ class StreamRejected(DedupError):
     past. stream is the stream afterwards; cause the Terminal."""
 
 
+def stream_claim_decision(resp: stream_pb2.ClaimStreamResponse, owner: str, sequence: int,
+                          sent: float, lease_ttl: float) -> Union[Lease, InOrderResult, None]:
+    """What a ClaimStream sent at `sent` answered: the Lease to run fn under
+    (acquired, or our own claim whose first reply was lost), the duplicate's
+    InOrderResult, or None (another holder: wait)."""
+    if resp.outcome == stream_pb2.STREAM_OUTCOME_DUPLICATE:
+        return InOrderResult(duplicate=True, stream=resp.stream)
+    if resp.outcome == stream_pb2.STREAM_OUTCOME_ACQUIRED:
+        return Lease(resp.fencing_token, sent + lease_span(resp.stream, lease_ttl))
+    if resp.stream.owner == owner and resp.stream.in_flight == sequence:
+        return Lease(resp.stream.fencing_token, sent + seconds(resp.retry_after))
+    return None
+
+
 def do_in_order(client: Client, consumer: str, stream: str, sequence: int, fn: StreamWork, *,
                 lease_ttl: float = 30.0, owner: str = "",
                 mode: "stream_pb2.StreamMode.ValueType" = stream_pb2.STREAM_MODE_UNSPECIFIED,
@@ -69,29 +81,19 @@ def do_in_order(client: Client, consumer: str, stream: str, sequence: int, fn: S
     outcome; see the module doc. fn and settle also get stream= (the Stream
     at the claim) and lease= (a dedupd.Lease) when they declare them.
     Choose lease_ttl longer than fn takes: it is not extended."""
-    deadline = time.monotonic() + max_wait
-    backoff = 0.05
-    # A unique owner recognises our own claim whose ACQUIRED reply was lost
-    # and retried into IN_PROGRESS, as do() does.
-    owner = f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
+    waiter = Waiter(max_wait, 0.05, 2.0)
+    owner = unique_owner(owner)
     while True:
         sent = time.monotonic()
         resp = client.claim_stream(consumer, stream, sequence, lease_ttl=lease_ttl, owner=owner,
                                    mode=mode, digest=digest)
-        if resp.outcome == stream_pb2.STREAM_OUTCOME_DUPLICATE:
-            return InOrderResult(duplicate=True, stream=resp.stream)
-        if resp.outcome == stream_pb2.STREAM_OUTCOME_ACQUIRED:
-            lease = Lease(resp.fencing_token, sent + lease_span(resp.stream, lease_ttl))
+        got = stream_claim_decision(resp, owner, sequence, sent, lease_ttl)
+        if isinstance(got, InOrderResult):
+            return got
+        if got is not None:
+            lease = got
             break
-        if resp.stream.owner == owner and resp.stream.in_flight == sequence:
-            lease = Lease(resp.stream.fencing_token, sent + seconds(resp.retry_after))
-            break
-        wait = min(backoff * random.uniform(0.5, 1.0), seconds(resp.retry_after))
-        if time.monotonic() + wait > deadline:
-            raise InProgressTimeout(f"stream {stream!r} still in progress after {max_wait}s",
-                                    stream=resp.stream)
-        time.sleep(wait)
-        backoff = min(2 * backoff, 2.0)
+        time.sleep(waiter.next_wait(resp, f"stream {stream!r}"))
     token = lease.token
     step = run_attempt(fn, settle, (token,), {"stream": resp.stream, "lease": lease},
                        retaken=True, is_found=bool)
