@@ -7,8 +7,9 @@ import (
 )
 
 // The draft's requirements on a resource, each a case named after the
-// section it comes from (draft-ietf-httpapi-idempotency-key-header-06,
-// whose requirements -07 keeps).
+// section it comes from, in the text of
+// draft-ietf-httpapi-idempotency-key-header-06 (the working group's
+// repository; the summary of -07 lists the same requirements).
 
 // 2.1 Syntax: the value MUST be a Structured Field String. The quoted form
 // and the bare token most clients send are one key; text that is neither
