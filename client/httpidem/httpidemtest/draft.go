@@ -47,11 +47,11 @@ var _ = add("2.2/2.7 a key reused with another payload gets 422, and keeps getti
 	s.calls(1, "only the first payload reaches the upstream")
 })
 
-// 2.3 / 2.6: the resource SHOULD define an expiration policy and MUST
-// publish it. The draft names no header for it: the front advertises the
+// 2.3: the resource SHOULD define an expiration policy and publish it;
+// 2.5.2: it MUST publish its idempotency specification, expiry included. The draft names no header for it: the front advertises the
 // key's expiry in Dedupd-Idempotency-Expires on the first response and on
 // every replay (docs/gateway.md, Retention).
-var _ = add("2.3 the key's expiry is advertised on the response and its replays", Options{}, func(s *session) {
+var _ = add("2.3/2.5.2 the key's expiry is advertised on the response and its replays", Options{}, func(s *session) {
 	first := s.do(post("/orders", "k-expiry", `{}`))
 	exp, err := http.ParseTime(first.Header.Get("Dedupd-Idempotency-Expires"))
 	if err != nil || !exp.After(time.Now()) {
@@ -60,10 +60,10 @@ var _ = add("2.3 the key's expiry is advertised on the response and its replays"
 	s.sameResponse(first, s.do(post("/orders", "k-expiry", `{}`)))
 })
 
-// 2.7 First time request: the resource SHOULD process it normally. The
+// 2.6 First time request: the resource SHOULD process it normally. The
 // upstream gets it once, with the client's Idempotency-Key unchanged and a
 // fencing token, and the client gets the upstream's response.
-var _ = add("2.7 a first request is processed normally, once", Options{}, func(s *session) {
+var _ = add("2.6 a first request is processed normally, once", Options{}, func(s *session) {
 	first := s.do(post("/orders?coupon=x", "k-first", `{"sku":"a"}`))
 	if first.Status != http.StatusCreated || first.Header.Get("X-Order-Id") != "1" || first.replayed() ||
 		!strings.Contains(string(first.Body), `"order":1`) {
@@ -75,9 +75,9 @@ var _ = add("2.7 a first request is processed normally, once", Options{}, func(s
 	}
 })
 
-// 2.7 Retry after completion: the resource SHOULD answer with the result of
+// 2.6 Retry after completion: the resource SHOULD answer with the result of
 // the completed operation, success or error.
-var _ = add("2.7 a retry after completion gets the stored success", Options{}, func(s *session) {
+var _ = add("2.6 a retry after completion gets the stored success", Options{}, func(s *session) {
 	first := s.do(post("/orders", "k-retry", `{"sku":"a"}`))
 	for range 3 {
 		s.sameResponse(first, s.do(post("/orders", "k-retry", `{"sku":"a"}`)))
@@ -85,7 +85,7 @@ var _ = add("2.7 a retry after completion gets the stored success", Options{}, f
 	s.calls(1, "three retries after the first")
 })
 
-var _ = add("2.7 a retry after completion gets the stored error", Options{}, func(s *session) {
+var _ = add("2.6 a retry after completion gets the stored error", Options{}, func(s *session) {
 	for _, code := range []string{"400", "404", "409", "422"} {
 		first := s.do(post("/status/"+code, "k-err-"+code, `{}`))
 		s.sameResponse(first, s.do(post("/status/"+code, "k-err-"+code, `{}`)))
@@ -93,10 +93,10 @@ var _ = add("2.7 a retry after completion gets the stored error", Options{}, fun
 	s.calls(4, "one request per 4xx, none for the retries")
 })
 
-// 2.7 Concurrent request: the resource SHOULD answer a retry that arrives
-// while the first runs with 409 and a problem; once the first ends, a
+// 2.6 Concurrent request: the resource SHOULD answer a retry that arrives
+// while the first runs with a conflict, 2.7: a 409 with a problem; once the first ends, a
 // retry gets its result.
-var _ = add("2.7 a retry while the first request runs gets 409 with a problem", Options{Wait: -1}, func(s *session) {
+var _ = add("2.6/2.7 a retry while the first request runs gets 409 with a problem", Options{Wait: -1}, func(s *session) {
 	done := make(chan reply, 1)
 	go func() { done <- s.do(post("/slow", "k-busy", `{}`)) }()
 	<-s.up.Entered()
