@@ -48,9 +48,10 @@ var _ = add("2.2/2.7 a key reused with another payload gets 422, and keeps getti
 })
 
 // 2.3: the resource SHOULD define an expiration policy and publish it;
-// 2.5.2: it MUST publish its idempotency specification, expiry included. The draft names no header for it: the front advertises the
-// key's expiry in Dedupd-Idempotency-Expires on the first response and on
-// every replay (docs/gateway.md, Retention).
+// 2.5.2: it MUST publish its idempotency specification, expiry included.
+// The draft names no header for it: the front advertises the key's expiry
+// in Dedupd-Idempotency-Expires on the first response and on every replay
+// (docs/gateway.md, Retention).
 var _ = add("2.3/2.5.2 the key's expiry is advertised on the response and its replays", Options{}, func(s *session) {
 	first := s.do(post("/orders", "k-expiry", `{}`))
 	exp, err := http.ParseTime(first.Header.Get("Dedupd-Idempotency-Expires"))
