@@ -237,6 +237,18 @@ func Retryable(reason string, err error) error {
 	return &FailureError{Rejection: Rejection{Reason: reason, Message: errText(err), Retryable: true}, Err: err}
 }
 
+// Unknown marks a failure whose effect may or may not have happened, such
+// as an HTTP upstream that broke the connection after the request was
+// sent: Do records nothing, exactly as for a timeout, and the claim stays
+// PENDING until its lease runs out (then the next acquisition runs
+// Settle). Do returns it as an *UnknownOutcomeError.
+func Unknown(err error) error { return &unknownMarkError{err: err} }
+
+type unknownMarkError struct{ err error }
+
+func (e *unknownMarkError) Error() string { return "outcome unknown: " + errText(e.err) }
+func (e *unknownMarkError) Unwrap() error { return e.err }
+
 func errText(err error) string {
 	if err == nil {
 		return ""

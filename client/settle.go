@@ -137,9 +137,12 @@ func recordingOf(ctx context.Context, step attemptStep) recording {
 }
 
 // ambiguous says whether an error from fn leaves its effect unknown: a
-// timeout or cancellation may have struck after the effect was sent.
+// timeout or cancellation may have struck after the effect was sent, and
+// fn says so itself with Unknown.
 func ambiguous(ctx context.Context, err error) bool {
-	return ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	var marked *unknownMarkError
+	return ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &marked)
 }
 
 // unknownOutcome is Do's error for a step left pending.

@@ -127,6 +127,14 @@ func TestDoLeavesAmbiguousFailuresPending(t *testing.T) {
 			t.Errorf("fn timed out: %v, %s; want ErrOutcomeUnknown and PENDING", err, state("timeout"))
 		}
 
+		errBrokenPipe := errors.New("connection reset after the request was sent")
+		_, err = c.Do(ctx, "pay", "marked", nil, opt, func(context.Context, client.Attempt) ([]byte, error) {
+			return nil, client.Unknown(errBrokenPipe)
+		})
+		if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, errBrokenPipe) || state("marked") != dedupv1.State_STATE_PENDING {
+			t.Errorf("fn marked its failure Unknown: %v, %s; want ErrOutcomeUnknown wrapping it and PENDING", err, state("marked"))
+		}
+
 		callerCtx, cancel := context.WithCancel(ctx)
 		_, err = c.Do(callerCtx, "pay", "cancelled", nil, opt, func(ctx context.Context, _ client.Attempt) ([]byte, error) {
 			cancel()

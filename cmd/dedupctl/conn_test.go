@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
+	"github.com/dedupd/dedupd/internal/dedupdconn"
 	"github.com/dedupd/dedupd/internal/testing/testpki"
 )
 
@@ -122,10 +123,10 @@ func TestConnTLSAndToken(t *testing.T) {
 	})
 	addr, seen := startHealthServer(t, serverTLS)
 
-	base := connOptions{server: addr, tlsCA: pki.caFile, tlsServerName: "dedupd.test"}
+	base := connOptions{Flags: dedupdconn.Flags{Server: addr, TLSCA: pki.caFile, TLSServerName: "dedupd.test"}}
 	t.Run("token over TLS", func(t *testing.T) {
 		o := base
-		o.token = "s3cret"
+		o.Token = "s3cret"
 		if err := checkHealth(o); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestConnTLSAndToken(t *testing.T) {
 	})
 	t.Run("client certificate", func(t *testing.T) {
 		o := base
-		o.tlsCert, o.tlsKey = pki.clientCert, pki.clientKey
+		o.TLSCert, o.TLSKey = pki.clientCert, pki.clientKey
 		if err := checkHealth(o); err != nil {
 			t.Fatal(err)
 		}
@@ -145,15 +146,15 @@ func TestConnTLSAndToken(t *testing.T) {
 	})
 	t.Run("server name must match the certificate", func(t *testing.T) {
 		o := base
-		o.tlsServerName = ""
+		o.TLSServerName = ""
 		if err := checkHealth(o); err == nil || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("dialing 127.0.0.1 for a dedupd.test certificate: err = %v, want a certificate error", err)
 		}
 	})
 	t.Run("unknown CA is refused", func(t *testing.T) {
 		o := base
-		o.tlsCA = ""
-		o.tls = true
+		o.TLSCA = ""
+		o.TLS = true
 		if err := checkHealth(o); err == nil {
 			t.Fatal("a certificate from an unknown CA was accepted")
 		}
@@ -162,13 +163,13 @@ func TestConnTLSAndToken(t *testing.T) {
 
 func TestConnPlaintextToken(t *testing.T) {
 	addr, seen := startHealthServer(t, nil)
-	if err := checkHealth(connOptions{server: addr, token: "tok"}); err != nil {
+	if err := checkHealth(connOptions{Flags: dedupdconn.Flags{Server: addr, Token: "tok"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := seen().authorization; len(got) != 1 || got[0] != "Bearer tok" {
 		t.Errorf("authorization metadata = %q, want [Bearer tok]", got)
 	}
-	if err := checkHealth(connOptions{server: addr}); err != nil {
+	if err := checkHealth(connOptions{Flags: dedupdconn.Flags{Server: addr}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := seen().authorization; len(got) != 0 {
@@ -186,11 +187,11 @@ func TestConnOptionErrors(t *testing.T) {
 		o    connOptions
 		want string
 	}{
-		{"token in the clear to another host", connOptions{server: "dedupd.example:7070", token: "tok-XYZZY"}, "--token would be sent in the clear"},
-		{"cert without key", connOptions{server: "127.0.0.1:1", tlsCert: "c.pem"}, "--tls-cert and --tls-key go together"},
-		{"missing CA file", connOptions{server: "127.0.0.1:1", tlsCA: "/nonexistent/ca.pem"}, "--tls-ca"},
-		{"CA file without a certificate", connOptions{server: "127.0.0.1:1", tlsCA: notPEM}, "no PEM certificate in " + notPEM},
-		{"unreadable key pair", connOptions{server: "127.0.0.1:1", tlsCert: notPEM, tlsKey: notPEM}, "--tls-cert"},
+		{"token in the clear to another host", connOptions{Flags: dedupdconn.Flags{Server: "dedupd.example:7070", Token: "tok-XYZZY"}}, "--token would be sent in the clear"},
+		{"cert without key", connOptions{Flags: dedupdconn.Flags{Server: "127.0.0.1:1", TLSCert: "c.pem"}}, "--tls-cert and --tls-key go together"},
+		{"missing CA file", connOptions{Flags: dedupdconn.Flags{Server: "127.0.0.1:1", TLSCA: "/nonexistent/ca.pem"}}, "--tls-ca"},
+		{"CA file without a certificate", connOptions{Flags: dedupdconn.Flags{Server: "127.0.0.1:1", TLSCA: notPEM}}, "no PEM certificate in " + notPEM},
+		{"unreadable key pair", connOptions{Flags: dedupdconn.Flags{Server: "127.0.0.1:1", TLSCert: notPEM, TLSKey: notPEM}}, "--tls-cert"},
 		{"empty server", connOptions{}, "--server is empty"},
 	}
 	for _, tt := range tests {
@@ -200,12 +201,12 @@ func TestConnOptionErrors(t *testing.T) {
 			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("dial() = %v, want a usage error containing %q", err, tt.want)
 			}
-			if strings.Contains(err.Error(), tt.o.token) && tt.o.token != "" {
+			if strings.Contains(err.Error(), tt.o.Token) && tt.o.Token != "" {
 				t.Errorf("error shows the token: %v", err)
 			}
 		})
 	}
-	o := connOptions{server: "dedupd.example:7070", token: "t", insecureToken: true}
+	o := connOptions{Flags: dedupdconn.Flags{Server: "dedupd.example:7070", Token: "t", InsecureToken: true}}
 	if conn, err := o.dial(); err != nil {
 		t.Errorf("--insecure-token: %v", err)
 	} else {

@@ -99,16 +99,18 @@ describe('npm pack, then install into a scratch project', () => {
   });
 
   it('type-checks and runs the typed example against the installed declarations', () => {
-    fs.copyFileSync(path.join(PACKAGE_DIR, 'examples', 'typed.ts'), path.join(project, 'typed.ts'));
+    for (const f of ['typed.ts', 'typed-http.ts']) fs.copyFileSync(path.join(PACKAGE_DIR, 'examples', f), path.join(project, f));
     const tsconfig = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, 'tsconfig.json'), 'utf8'));
     const { paths, noEmit, ...compilerOptions } = tsconfig.compilerOptions; // resolve the installed package instead
     fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({
       compilerOptions: { ...compilerOptions, outDir: 'out', typeRoots: [path.join(PACKAGE_DIR, 'node_modules', '@types')] },
-      files: ['typed.ts'],
+      files: ['typed.ts', 'typed-http.ts'], // typed-http.ts: the ./http subpath export resolves
     }));
     run(path.join(PACKAGE_DIR, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: project });
     const out = run('node', [path.join('out', 'typed.js')], { cwd: project, env: { ...process.env, DEDUPD_ADDR: server.addr } });
     assert.match(out, /typed example: ok/);
+    const http = run('node', ['-e', "const h = require('@dedupd/client/http'); if (typeof h.idempotency !== 'function') process.exit(1); process.stdout.write('ok')"], { cwd: project });
+    assert.equal(http, 'ok');
   });
 
   it('runs a Powertools handler on the installed layer, from CommonJS and an ES module, typed', () => {

@@ -78,12 +78,13 @@ async function claimUnlessAborted(signal, claim) {
  * cancellation), or the error is a timeout or an abort (name TimeoutError
  * or AbortError, as AbortSignal.timeout() and fetch() give): the request
  * may have done its work after the caller stopped waiting. Terminal is
- * never unknown.
+ * never unknown. An error with outcomeUnknown set to true says so itself
+ * (the HTTP middleware's upstream that broke after the request was sent).
  */
 function unknownOutcome(err, callerSignal) {
   if (err instanceof Terminal) return false;
   if (callerSignal && callerSignal.aborted) return true;
-  return Boolean(err) && (err.name === 'TimeoutError' || err.name === 'AbortError');
+  return Boolean(err) && (err.name === 'TimeoutError' || err.name === 'AbortError' || err.outcomeUnknown === true);
 }
 
 module.exports = { claimUnlessAborted, runSettle, linkSignal, sleepUnlessAborted, unknownOutcome };

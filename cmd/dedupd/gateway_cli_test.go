@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dedupd/dedupd/client/dedupdtest"
+)
+
+// flakyUpstream drops the connection of its first request without an
+// answer (after reading it: the upstream may have acted), then answers 201.
+type flakyUpstream struct{ calls atomic.Int64 }
+
+func (u *flakyUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.ReadAll(r.Body)
+	if u.calls.Add(1) == 1 {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+	fmt.Fprintf(w, "call %d", u.calls.Load())
+}
+
+func postKey(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/orders", strings.NewReader("{}"))
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestGatewayUpstreamFailure: an upstream that breaks the connection gets
+// the client a 502 problem; --on-upstream-error release lets the retry run
+// again, keep holds the key (409) until its lease runs out.
+func TestGatewayUpstreamFailure(t *testing.T) {
+	server := startDedupd(t, "--data-dir", t.TempDir()).Addr
+	cases := []struct {
+		mode       string
+		retry      int
+		wantCalls2 int64
+	}{
+		{"release", http.StatusCreated, 2},
+		{"keep", http.StatusConflict, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mode, func(t *testing.T) {
+			up := &flakyUpstream{}
+			gw := startGateway(t, server, up, "--on-upstream-error", tc.mode, "--wait", "0", "--lease-ttl", "1m")
+			if code, body := postKey(t, gw, "k1"); code != http.StatusBadGateway || !strings.Contains(body, "#upstream-failed") {
+				t.Fatalf("first: %d %s; want the gateway's 502 problem", code, body)
+			}
+			if code, body := postKey(t, gw, "k1"); code != tc.retry {
+				t.Fatalf("retry: %d %s; want %d", code, body, tc.retry)
+			}
+			if got := up.calls.Load(); got != tc.wantCalls2 {
+				t.Fatalf("upstream calls %d, want %d", got, tc.wantCalls2)
+			}
+		})
+	}
+}
+
+// TestGatewayConnectsWithToken: --token reaches a dedupd that requires
+// one (the connection flags are dedupctl's), and a gateway without it is
+// refused by dedupd, which the client sees as a 500 problem, not a pass.
+func TestGatewayConnectsWithToken(t *testing.T) {
+	auth := dedupdtest.AuthFile(t, []dedupdtest.Token{{Token: "gw-secret", Consumers: []string{"*"}}}, "")
+	server := startDedupd(t, "--data-dir", t.TempDir(), "--auth-tokens", auth).Addr
+	up := &flakyUpstream{}
+	up.calls.Store(1) // answer every request
+	with := startGateway(t, server, up, "--token", "gw-secret")
+	if code, _ := postKey(t, with, "k1"); code != http.StatusCreated {
+		t.Fatalf("with the token: %d", code)
+	}
+	without := startGateway(t, server, up)
+	if code, body := postKey(t, without, "k2"); code != http.StatusInternalServerError || !strings.Contains(body, "#internal") {
+		t.Fatalf("without the token: %d %s", code, body)
+	}
+	if got := up.calls.Load(); got != 2 {
+		t.Fatalf("upstream calls %d (counting from 1), want one more", got)
+	}
+}
+
+// TestGatewayConnectsOverTLS: --tls-ca and --token, as dedupctl takes
+// them, reach a dedupd that serves TLS and requires a token.
+func TestGatewayConnectsOverTLS(t *testing.T) {
+	pki := dedupdtest.TestPKI(t)
+	auth := dedupdtest.AuthFile(t, []dedupdtest.Token{{Token: "gw-secret", Consumers: []string{"*"}}}, "")
+	server := startDedupd(t, append([]string{"--data-dir", t.TempDir(), "--auth-tokens", auth}, pki.TLSFlags(false)...)...).Addr
+	up := &flakyUpstream{}
+	up.calls.Store(1)
+	gw := startGateway(t, server, up, "--tls-ca", pki.CA, "--token", "gw-secret")
+	first, body := postKey(t, gw, "k1")
+	again, replay := postKey(t, gw, "k1")
+	if first != http.StatusCreated || again != first || replay != body || up.calls.Load() != 2 {
+		t.Fatalf("over TLS: %d %q, then %d %q, %d upstream calls (from 1); want one 201 and its replay",
+			first, body, again, replay, up.calls.Load())
+	}
+}
+
+// TestGatewayFlags: mistakes are refused at start, naming the flag.
+func TestGatewayFlags(t *testing.T) {
+	cases := [][2]string{
+		{"--rule=POST orders=required", "path prefix must start with /"},
+		{"--rule=POST /=sometimes", "not one of required"},
+		{"--on-5xx=maybe", "--on-5xx"},
+		{"--on-upstream-error=store", "--on-upstream-error"},
+		{"--upstream=ftp://x", "--upstream"},
+	}
+	for _, c := range cases {
+		out, err := runDedupd(t, "gateway", "--consumer", "c", "--upstream", "http://127.0.0.1:1", c[0])
+		if err == nil || !strings.Contains(out, c[1]) {
+			t.Errorf("%s: %v, %q; want a refusal naming %q", c[0], err, out, c[1])
+		}
+	}
+}
