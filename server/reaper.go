@@ -15,7 +15,8 @@ import (
 // records are already invisible to callers, so the reaper only reclaims
 // space and can fall behind without harm. Expired streams go in the same
 // passes. st is the decorated store, so the reaper's deletes are counted
-// in the store metrics like every other call.
+// in the store metrics like every other call. Each pass also runs park
+// mode's gap watch (gapWatch): the parked gauges and the gap timeouts.
 func runReaper(ctx context.Context, st store.Backend, cfg Config, m *metrics.Metrics, log *slog.Logger) {
 	switch {
 	case cfg.ReaperOff:
@@ -28,6 +29,7 @@ func runReaper(ctx context.Context, st store.Backend, cfg Config, m *metrics.Met
 	log.Info("reaper on", "interval", cfg.ReapInterval, "batch", cfg.ReapBatch)
 	ticker := time.NewTicker(cfg.ReapInterval)
 	defer ticker.Stop()
+	gaps := newGapWatch(st, cfg, m)
 	for {
 		select {
 		case <-ctx.Done():
@@ -39,6 +41,12 @@ func runReaper(ctx context.Context, st store.Backend, cfg Config, m *metrics.Met
 			var n int
 			n, err = reapOnce(ctx, st.DeleteExpiredStreams, cfg.ReapBatch)
 			deleted += n
+		}
+		if err == nil {
+			var skipped int
+			if skipped, err = gaps.pass(ctx); skipped > 0 {
+				log.Info("stream gaps skipped after their gap_timeout", "streams", skipped)
+			}
 		}
 		if ctx.Err() != nil {
 			return

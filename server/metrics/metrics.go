@@ -54,6 +54,7 @@ type Metrics struct {
 	serving         prometheus.Gauge
 	batchItems      *prometheus.HistogramVec
 	connRefused     prometheus.Counter
+	park            parkMetrics
 
 	mu        sync.Mutex
 	consumers sync.Map // name -> *consumerSeries, for the labelled consumers
@@ -89,6 +90,8 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.batchItems, m.GRPC, m.claims, m.streamClaims, m.streamRefusals, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
 		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving, m.connRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.park = newParkMetrics()
+	m.Registry.MustRegister(m.park.collectors()...)
 	m.initializeSeries()
 	return m
 }
@@ -100,6 +103,7 @@ var (
 		"claim", "complete", "reject", "extend_lease", "lookup", "delete_expired", "ping",
 		"claim_stream", "complete_stream", "reject_stream", "release_stream", "extend_stream_lease",
 		"get_stream", "delete_expired_streams",
+		"claim_parked", "list_parked", "get_parked_summary", "list_open_gaps", "parked_totals", "drop_parked", "skip_gap",
 	}
 	errorClasses = []string{store.FailureUnavailable, store.FailureDeadline, store.FailureCanceled, store.FailureInternal}
 )
