@@ -171,7 +171,7 @@ func ApplyStreamParked(stored *Stream, view ParkedView, cmd StreamCommand, now t
 	case ResetStreamParams:
 		d, err = applyStreamReset(stored, tokenFloor, view, c, now)
 	case ClaimParkedParams:
-		d, err = applyClaimParked(stored, view, c, now)
+		d = applyClaimParked(stored, view, c, now)
 	case DropParkedParams:
 		d, err = applyDropParked(stored, view, c, now)
 	case SkipGapParams:
@@ -256,19 +256,20 @@ func handedOutAgain(stored *Stream, view ParkedView, seq, token int64) *HandedOu
 	return &HandedOut{Event: *ev, FencingToken: stored.FencingToken, Owner: stored.Owner, LeaseExpiresAt: stored.LeaseExpiresAt}
 }
 
-func applyClaimParked(stored *Stream, view ParkedView, c ClaimParkedParams, now time.Time) (StreamDecision, error) {
+// applyClaimParked never refuses: no event ready is an answer, HandedOut nil.
+func applyClaimParked(stored *Stream, view ParkedView, c ClaimParkedParams, now time.Time) StreamDecision {
 	if stored == nil {
-		return StreamDecision{}, nil
+		return StreamDecision{}
 	}
 	ev := view.at(stored.HighWater + 1)
 	if ev == nil || stored.Mode != Dense || stored.LeaseLive(now) {
-		return StreamDecision{Stream: *stored}, nil
+		return StreamDecision{Stream: *stored}
 	}
 	next := *stored
 	d := StreamDecision{}
 	handOut(&next, &d, *ev, c.Owner, c.Policy.lease(c.LeaseTTL), c.Policy, now)
 	d.Stream = next
-	return d, nil
+	return d
 }
 
 func applyDropParked(stored *Stream, view ParkedView, c DropParkedParams, now time.Time) (StreamDecision, error) {
