@@ -20,7 +20,8 @@ import (
 func runReaper(ctx context.Context, st store.Backend, cfg Config, m *metrics.Metrics, log *slog.Logger) {
 	switch {
 	case cfg.ReaperOff:
-		log.Info("reaper off (--reaper=off): expired records stay stored until something else deletes them, such as CockroachDB row-level TTL")
+		log.Info("reaper off (--reaper=off): expired records stay stored until something else deletes them, such as CockroachDB row-level TTL; the gap timeouts of parked streams still run every --reap-interval")
+		runGapWatch(ctx, st, cfg, m, log)
 		return
 	case cfg.ReapInterval <= 0:
 		log.Info("reaper off (--reap-interval=0)")

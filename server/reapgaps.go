@@ -3,12 +3,35 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 )
+
+// runGapWatch runs the gap watch alone every cfg.ReapInterval, for a
+// server whose reaper is off (--reaper=off: the database deletes expired
+// rows, but only dedupd can time a gap out).
+func runGapWatch(ctx context.Context, st store.Backend, cfg Config, m *metrics.Metrics, log *slog.Logger) {
+	if cfg.ReapInterval <= 0 {
+		return
+	}
+	ticker := time.NewTicker(cfg.ReapInterval)
+	defer ticker.Stop()
+	gaps := newGapWatch(st, cfg, m)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if _, err := gaps.pass(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("gap watch pass failed", "err", err)
+		}
+	}
+}
 
 // gapPageSize is how many open gaps one ListOpenGaps read returns.
 const gapPageSize = 500
