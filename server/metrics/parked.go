@@ -41,6 +41,9 @@ func newParkMetrics() parkMetrics {
 		skips:   counter("dedupd_stream_skips_total", "Gaps skipped, by cause (gap_timeout, admin).", "cause"),
 		skipped: counter("dedupd_stream_skipped_sequences_total", "Sequences given up by gap skips, by cause (gap_timeout, admin).", "cause"),
 	}
+	for _, g := range []*prometheus.GaugeVec{p.events, p.bytes, p.oldestAge, p.oldestGap} {
+		setAll(g, nil)
+	}
 	for _, a := range gapActions {
 		p.gapTimeouts.WithLabelValues(a)
 	}
@@ -94,9 +97,12 @@ func (m *Metrics) skippedGap(r store.SkippedRange) {
 }
 
 // setAll replaces every series of g with values; a consumer with nothing
-// parked any more drops out.
+// parked any more drops out. The OtherConsumers series stays, at 0 when it
+// has nothing, so that the family exists (for rules and dashboards) from
+// the start.
 func setAll(g *prometheus.GaugeVec, values map[string]float64) {
 	g.Reset()
+	g.WithLabelValues(OtherConsumers)
 	for l, v := range values {
 		g.WithLabelValues(l).Set(v)
 	}
