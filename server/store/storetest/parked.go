@@ -217,15 +217,19 @@ func testParkReject(t *testing.T, s store.StreamStore) {
 }
 
 func testClaimParkedAfterExpiry(t *testing.T, s store.StreamStore) {
+	// A hand-out under a live lease is nobody else's.
+	live := sacquire(t, s, sclaimP("live", 1))
+	park(t, s, parkP("live", 2, "two"))
+	completeNext(t, s, live, longTTL)
+	cp := store.ClaimParkedParams{Consumer: consumer, Owner: "pickup", LeaseTTL: time.Minute, Policy: streamPolicy()}
+	if r, err := s.ClaimParked(t.Context(), cp); err != nil || r.Event != nil {
+		t.Fatalf("ClaimParked while the hand-out's lease is live: %+v, %v", r.Event, err)
+	}
 	held := sacquire(t, s, sclaimP("o", 1))
 	park(t, s, parkP("o", 2, "two"))
 	park(t, s, parkP("o", 3, "three"))
 	st, lost := completeNext(t, s, held, shortTTL) // this reply is lost
 	wantHandedOut(t, lost, st, 2, "two")
-	cp := store.ClaimParkedParams{Consumer: consumer, Owner: "pickup", LeaseTTL: time.Minute, Policy: streamPolicy()}
-	if r, err := s.ClaimParked(t.Context(), cp); err != nil || r.Event != nil {
-		t.Fatalf("ClaimParked while the hand-out's lease is live: %+v, %v", r.Event, err)
-	}
 	sleepPast(shortTTL)
 	r, err := s.ClaimParked(t.Context(), cp)
 	if err != nil {
