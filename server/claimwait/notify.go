@@ -10,7 +10,8 @@ import (
 // wakes this server's waiters on its key or stream once it has
 // succeeded: Complete and Reject (a retryable Reject releases the key),
 // their commands in ApplyBatch (FinishBatch), DeleteRecord, and
-// CompleteStream, RejectStream, ReleaseStream and ResetStream. A call that
+// CompleteStream, RejectStream, ReleaseStream, ResetStream and SkipGap
+// (which moves the mark, and may drop a claim in flight). A call that
 // failed changed nothing, so it wakes nobody. The rest pass straight
 // through (passthrough.go).
 func Notify(inner store.Backend, r *Registry) store.Backend {
@@ -72,20 +73,20 @@ func (n *notifying) DeleteRecord(ctx context.Context, consumer, key string) (sto
 	return rec, err
 }
 
-func (n *notifying) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
-	st, err := n.inner.CompleteStream(ctx, p)
+func (n *notifying) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
+	res, err := n.inner.CompleteStream(ctx, p)
 	if err == nil {
 		n.wakeStream(p.Consumer, p.Stream)
 	}
-	return st, err
+	return res, err
 }
 
-func (n *notifying) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
-	st, err := n.inner.RejectStream(ctx, p)
+func (n *notifying) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
+	res, err := n.inner.RejectStream(ctx, p)
 	if err == nil {
 		n.wakeStream(p.Consumer, p.Stream)
 	}
-	return st, err
+	return res, err
 }
 
 func (n *notifying) ReleaseStream(ctx context.Context, p store.ReleaseStreamParams) (store.Stream, error) {
@@ -102,4 +103,12 @@ func (n *notifying) ResetStream(ctx context.Context, p store.ResetStreamParams) 
 		n.wakeStream(p.Consumer, p.Stream)
 	}
 	return st, err
+}
+
+func (n *notifying) SkipGap(ctx context.Context, p store.SkipGapParams) (store.SkipGapResult, error) {
+	res, err := n.inner.SkipGap(ctx, p)
+	if err == nil && !p.DryRun {
+		n.wakeStream(p.Consumer, p.Stream)
+	}
+	return res, err
 }

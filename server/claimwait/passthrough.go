@@ -112,3 +112,30 @@ func (n *notifying) PendingLeases(ctx context.Context) ([]store.LeaseStats, erro
 func (n *notifying) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
 	return n.inner.StreamStats(ctx, consumer)
 }
+
+// The park half: none of these ends an in-flight claim (a ClaimParked
+// takes one, DropParked leaves it), so none wakes a waiter.
+
+func (n *notifying) ClaimParked(ctx context.Context, p store.ClaimParkedParams) (store.ParkedClaimResult, error) {
+	return n.inner.ClaimParked(ctx, p)
+}
+
+func (n *notifying) ListParked(ctx context.Context, p store.ListParkedParams) ([]store.ParkedEvent, error) {
+	return n.inner.ListParked(ctx, p)
+}
+
+func (n *notifying) GetParkedSummary(ctx context.Context, consumer, stream string) (store.ParkedSummary, error) {
+	return n.inner.GetParkedSummary(ctx, consumer, stream)
+}
+
+func (n *notifying) ListOpenGaps(ctx context.Context, p store.ListOpenGapsParams) ([]store.OpenGap, error) {
+	return n.inner.ListOpenGaps(ctx, p)
+}
+
+func (n *notifying) ParkedTotals(ctx context.Context) ([]store.ConsumerParked, error) {
+	return n.inner.ParkedTotals(ctx)
+}
+
+func (n *notifying) DropParked(ctx context.Context, p store.DropParkedParams) (store.DropParkedResult, error) {
+	return n.inner.DropParked(ctx, p)
+}
