@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,36 +24,17 @@ func TestHTTPOverloadRefusedOnArrival(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxInFlight, cfg.MaxWaiting = 1, 0
 	grpcAddr, base := runHTTPServer(t, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel := holdTheSlot(t, grpcAddr)
 	defer cancel()
-	_, err := dialServer(t, grpcAddr).NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true},
-		"/dedup.v1.DedupService/Claim")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The held call arrives when its headers do, which the client sends in
-	// the background: the first HTTP calls may find room before that.
-	refused := ""
-	for i := range 2000 {
-		key := fmt.Sprint("k", i)
-		a := postJSON(t, base, "/dedup.v1.DedupService/Claim", "", `{"consumer":"c","key":"`+key+`"}`, false)
-		if a.status == http.StatusOK {
-			continue
-		}
-		e := a.connectErr(t)
-		if a.status != http.StatusTooManyRequests || e.Code != "resource_exhausted" || e.reason() != "OVERLOADED" {
-			t.Fatalf("HTTP %d %+v, want 429 OVERLOADED", a.status, e)
-		}
-		refused = key
-		break
-	}
-	if refused == "" {
-		t.Fatal("no HTTP call was refused beside the held one")
+	const refused = "k-refused"
+	a := postJSON(t, base, "/dedup.v1.DedupService/Claim", "", `{"consumer":"c","key":"`+refused+`"}`, false)
+	if e := a.connectErr(t); a.status != http.StatusTooManyRequests || e.Code != "resource_exhausted" || e.reason() != "OVERLOADED" {
+		t.Fatalf("HTTP %d %+v beside the held call, want 429 OVERLOADED", a.status, e)
 	}
 	// A gRPC-Web caller is refused in its own protocol.
 	web := connect.NewClient[dedupv1.ClaimRequest, dedupv1.ClaimResponse](http.DefaultClient,
 		base+"/dedup.v1.DedupService/Claim", connect.WithGRPCWeb())
-	_, err = web.CallUnary(context.Background(), connect.NewRequest(&dedupv1.ClaimRequest{Consumer: "c", Key: "web"}))
+	_, err := web.CallUnary(context.Background(), connect.NewRequest(&dedupv1.ClaimRequest{Consumer: "c", Key: "web"}))
 	if connect.CodeOf(err) != connect.CodeResourceExhausted || connectReason(err) != "OVERLOADED" {
 		t.Fatalf("gRPC-Web claim beside the held call: %v, want RESOURCE_EXHAUSTED OVERLOADED", err)
 	}
@@ -119,4 +99,42 @@ func connectReason(err error) string {
 		}
 	}
 	return ""
+}
+
+// holdTheSlot opens a gRPC call that never sends its request, so it holds
+// the one in-flight slot of a server with --max-inflight 1 and
+// --max-waiting 0, and returns once it does: a Lookup on another
+// connection is then refused. A probe that is running when the held call
+// arrives gets the slot instead and the held call is refused; it is then
+// opened again. Cancelling the returned function ends the held call.
+func holdTheSlot(t *testing.T, grpcAddr string) context.CancelFunc {
+	t.Helper()
+	probe := dedupv1.NewDedupServiceClient(dialServer(t, grpcAddr))
+	holder := dialServer(t, grpcAddr)
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		st, err := holder.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true},
+			"/dedup.v1.DedupService/Claim")
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := make(chan error, 1)
+		go func() { refused <- st.RecvMsg(&dedupv1.ClaimResponse{}) }()
+		for again := false; !again; {
+			_, err := probe.Lookup(context.Background(), &dedupv1.LookupRequest{Consumer: "c", Key: "probe"})
+			switch status.Code(err) {
+			case codes.ResourceExhausted: // only the held call can hold the slot now
+				return cancel
+			case codes.NotFound:
+			default:
+				t.Fatalf("Lookup while the held call arrives: %v", err)
+			}
+			select {
+			case <-refused: // the probe had the slot when it arrived: again
+				again = true
+			default:
+			}
+		}
+		cancel()
+	}
 }
