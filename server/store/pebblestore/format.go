@@ -67,3 +67,13 @@ func isEmpty(db *pebble.DB) (bool, error) {
 	defer it.Close()
 	return !it.First(), it.Error()
 }
+
+// hasRows reports whether the store holds anything outside the meta table.
+func hasRows(db *pebble.DB) (bool, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tableMeta + 1}})
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	return it.First(), it.Error()
+}

@@ -29,7 +29,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/internal/datadir"
+	"github.com/dedupd/dedupd/internal/datadir"
 )
 
 // ErrLocked is returned by Open when another process, or another store in
@@ -66,7 +66,13 @@ var _ store.Backend = (*Store)(nil)
 // Open opens, creating it if needed, the store in dataDir. It fails at once
 // with an error matching ErrLocked when the directory is already open
 // elsewhere, and refuses a directory whose format it does not know.
-func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err error) {
+func Open(ctx context.Context, dataDir string, opts Options) (*Store, error) {
+	return open(ctx, dataDir, opts, false)
+}
+
+// open opens the store; forCopy allows an unfinished copy's directory and
+// refuses a store not made by a copy.
+func open(ctx context.Context, dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: data directory %q: %w", dataDir, err)
@@ -92,7 +98,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: opening %s: %w", dir, err)
 	}
-	if err := checkFormat(db); err != nil {
+	if err := checkOpen(db, forCopy); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}
@@ -116,6 +122,28 @@ func pebbleOptions(opts Options) *pebble.Options {
 	}
 	o.Cache = pebble.NewCache(cacheBytes)
 	return o
+}
+
+// checkOpen checks the format and whether the directory is what the
+// caller may open: a store to serve, or a copy's destination.
+func checkOpen(db *pebble.DB, forCopy bool) error {
+	if err := checkFormat(db); err != nil {
+		return err
+	}
+	_, copying, err := readCopyState(db)
+	if err != nil {
+		return err
+	}
+	data, err := hasRows(db)
+	switch {
+	case err != nil:
+		return err
+	case copying && !forCopy:
+		return ErrCopyUnfinished
+	case forCopy && !copying && data:
+		return errors.New("the destination holds a store already; copy into a new directory")
+	}
+	return nil
 }
 
 // Close waits for the calls in flight, closes the database and releases the

@@ -25,7 +25,7 @@ import (
 
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/internal/datadir"
+	"github.com/dedupd/dedupd/internal/datadir"
 )
 
 // ErrLocked is returned by Open when another process, or another store in
