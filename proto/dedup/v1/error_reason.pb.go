@@ -71,13 +71,19 @@ const (
 	ErrorReason_OVERLOADED ErrorReason = 15
 	// A dense stream was claimed past its next sequence; ErrorInfo metadata
 	// "expected_sequence" gives the one it expects. Hold the event back or
-	// let it be redelivered. FAILED_PRECONDITION.
+	// let it be redelivered, or claim it with park. FAILED_PRECONDITION.
 	ErrorReason_SEQUENCE_GAP ErrorReason = 16
 	// The claim names another stream mode than the stream's or the
 	// consumer's policy fixes. FAILED_PRECONDITION.
 	ErrorReason_STREAM_MODE_MISMATCH ErrorReason = 17
 	// No live stream by that name. NOT_FOUND.
 	ErrorReason_STREAM_NOT_FOUND ErrorReason = 18
+	// A claim with park found the stream at its max_parked, or the
+	// consumer's parked payloads at their byte budget; nothing was stored.
+	// Let the message be redelivered. RESOURCE_EXHAUSTED.
+	ErrorReason_PARK_FULL ErrorReason = 19
+	// SkipGap found no parked event past an open gap. FAILED_PRECONDITION.
+	ErrorReason_NO_GAP ErrorReason = 20
 )
 
 // Enum value maps for ErrorReason.
@@ -102,6 +108,8 @@ var (
 		16: "SEQUENCE_GAP",
 		17: "STREAM_MODE_MISMATCH",
 		18: "STREAM_NOT_FOUND",
+		19: "PARK_FULL",
+		20: "NO_GAP",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED": 0,
@@ -123,6 +131,8 @@ var (
 		"SEQUENCE_GAP":             16,
 		"STREAM_MODE_MISMATCH":     17,
 		"STREAM_NOT_FOUND":         18,
+		"PARK_FULL":                19,
+		"NO_GAP":                   20,
 	}
 )
 
@@ -157,7 +167,7 @@ var File_dedup_v1_error_reason_proto protoreflect.FileDescriptor
 
 const file_dedup_v1_error_reason_proto_rawDesc = "" +
 	"\n" +
-	"\x1bdedup/v1/error_reason.proto\x12\bdedup.v1*\x96\x03\n" +
+	"\x1bdedup/v1/error_reason.proto\x12\bdedup.v1*\xb1\x03\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rINVALID_FIELD\x10\x01\x12\x15\n" +
@@ -180,7 +190,10 @@ const file_dedup_v1_error_reason_proto_rawDesc = "" +
 	"OVERLOADED\x10\x0f\x12\x10\n" +
 	"\fSEQUENCE_GAP\x10\x10\x12\x18\n" +
 	"\x14STREAM_MODE_MISMATCH\x10\x11\x12\x14\n" +
-	"\x10STREAM_NOT_FOUND\x10\x12B1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
+	"\x10STREAM_NOT_FOUND\x10\x12\x12\r\n" +
+	"\tPARK_FULL\x10\x13\x12\n" +
+	"\n" +
+	"\x06NO_GAP\x10\x14B1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
 
 var (
 	file_dedup_v1_error_reason_proto_rawDescOnce sync.Once

@@ -92,6 +92,12 @@ const (
 	// The sequence is at or below the mark: already processed (or skipped as
 	// poison, or superseded). Not an error; skip the event.
 	StreamOutcome_STREAM_OUTCOME_DUPLICATE StreamOutcome = 3
+	// Answered to a claim with park set of a dense stream's sequence past the
+	// next one (or of one already parked): the event and its payload are
+	// stored durably, and the caller may ack its message. The event comes
+	// back, in order, as the `next` of the CompleteStream or RejectStream
+	// that reaches the sequence before it, or from ClaimParked.
+	StreamOutcome_STREAM_OUTCOME_PARKED StreamOutcome = 4
 )
 
 // Enum value maps for StreamOutcome.
@@ -101,12 +107,14 @@ var (
 		1: "STREAM_OUTCOME_ACQUIRED",
 		2: "STREAM_OUTCOME_IN_PROGRESS",
 		3: "STREAM_OUTCOME_DUPLICATE",
+		4: "STREAM_OUTCOME_PARKED",
 	}
 	StreamOutcome_value = map[string]int32{
 		"STREAM_OUTCOME_UNSPECIFIED": 0,
 		"STREAM_OUTCOME_ACQUIRED":    1,
 		"STREAM_OUTCOME_IN_PROGRESS": 2,
 		"STREAM_OUTCOME_DUPLICATE":   3,
+		"STREAM_OUTCOME_PARKED":      4,
 	}
 )
 
@@ -135,6 +143,116 @@ func (x StreamOutcome) Number() protoreflect.EnumNumber {
 // Deprecated: Use StreamOutcome.Descriptor instead.
 func (StreamOutcome) EnumDescriptor() ([]byte, []int) {
 	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{1}
+}
+
+// GapTimeoutAction says what happens to a stream whose oldest parked event
+// has waited StreamPolicy.gap_timeout with the gap before it still open.
+type GapTimeoutAction int32
+
+const (
+	// The server default: GAP_TIMEOUT_ACTION_HOLD.
+	GapTimeoutAction_GAP_TIMEOUT_ACTION_UNSPECIFIED GapTimeoutAction = 0
+	// Keep waiting for the missing events; the gap shows in GetStream and in
+	// the metrics (and its alert). Nothing is given up.
+	GapTimeoutAction_GAP_TIMEOUT_ACTION_HOLD GapTimeoutAction = 1
+	// Give up on the missing events: the mark moves to the lowest parked
+	// sequence - 1, the skipped range is recorded on the stream
+	// (Stream.last_skipped), and the parked events become ready in order. A
+	// skipped event delivered later is a DUPLICATE and never processed.
+	GapTimeoutAction_GAP_TIMEOUT_ACTION_SKIP GapTimeoutAction = 2
+)
+
+// Enum value maps for GapTimeoutAction.
+var (
+	GapTimeoutAction_name = map[int32]string{
+		0: "GAP_TIMEOUT_ACTION_UNSPECIFIED",
+		1: "GAP_TIMEOUT_ACTION_HOLD",
+		2: "GAP_TIMEOUT_ACTION_SKIP",
+	}
+	GapTimeoutAction_value = map[string]int32{
+		"GAP_TIMEOUT_ACTION_UNSPECIFIED": 0,
+		"GAP_TIMEOUT_ACTION_HOLD":        1,
+		"GAP_TIMEOUT_ACTION_SKIP":        2,
+	}
+)
+
+func (x GapTimeoutAction) Enum() *GapTimeoutAction {
+	p := new(GapTimeoutAction)
+	*p = x
+	return p
+}
+
+func (x GapTimeoutAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (GapTimeoutAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_dedup_v1_stream_proto_enumTypes[2].Descriptor()
+}
+
+func (GapTimeoutAction) Type() protoreflect.EnumType {
+	return &file_dedup_v1_stream_proto_enumTypes[2]
+}
+
+func (x GapTimeoutAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use GapTimeoutAction.Descriptor instead.
+func (GapTimeoutAction) EnumDescriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{2}
+}
+
+// SkipCause says who skipped a gap.
+type SkipCause int32
+
+const (
+	SkipCause_SKIP_CAUSE_UNSPECIFIED SkipCause = 0
+	// The stream's gap_timeout ran out under on_gap_timeout SKIP.
+	SkipCause_SKIP_CAUSE_GAP_TIMEOUT SkipCause = 1
+	// An operator called SkipGap.
+	SkipCause_SKIP_CAUSE_ADMIN SkipCause = 2
+)
+
+// Enum value maps for SkipCause.
+var (
+	SkipCause_name = map[int32]string{
+		0: "SKIP_CAUSE_UNSPECIFIED",
+		1: "SKIP_CAUSE_GAP_TIMEOUT",
+		2: "SKIP_CAUSE_ADMIN",
+	}
+	SkipCause_value = map[string]int32{
+		"SKIP_CAUSE_UNSPECIFIED": 0,
+		"SKIP_CAUSE_GAP_TIMEOUT": 1,
+		"SKIP_CAUSE_ADMIN":       2,
+	}
+)
+
+func (x SkipCause) Enum() *SkipCause {
+	p := new(SkipCause)
+	*p = x
+	return p
+}
+
+func (x SkipCause) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SkipCause) Descriptor() protoreflect.EnumDescriptor {
+	return file_dedup_v1_stream_proto_enumTypes[3].Descriptor()
+}
+
+func (SkipCause) Type() protoreflect.EnumType {
+	return &file_dedup_v1_stream_proto_enumTypes[3]
+}
+
+func (x SkipCause) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SkipCause.Descriptor instead.
+func (SkipCause) EnumDescriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{3}
 }
 
 // StreamStart is a policy's rule for the first sequence of a new stream.
@@ -176,11 +294,11 @@ func (x StreamStart) String() string {
 }
 
 func (StreamStart) Descriptor() protoreflect.EnumDescriptor {
-	return file_dedup_v1_stream_proto_enumTypes[2].Descriptor()
+	return file_dedup_v1_stream_proto_enumTypes[4].Descriptor()
 }
 
 func (StreamStart) Type() protoreflect.EnumType {
-	return &file_dedup_v1_stream_proto_enumTypes[2]
+	return &file_dedup_v1_stream_proto_enumTypes[4]
 }
 
 func (x StreamStart) Number() protoreflect.EnumNumber {
@@ -189,7 +307,302 @@ func (x StreamStart) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StreamStart.Descriptor instead.
 func (StreamStart) EnumDescriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{4}
+}
+
+// SkippedRange is a run of sequences a stream gave up waiting for.
+type SkippedRange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first and last sequence skipped, inclusive.
+	FromSequence  int64                  `protobuf:"varint,1,opt,name=from_sequence,json=fromSequence,proto3" json:"from_sequence,omitempty"`
+	ToSequence    int64                  `protobuf:"varint,2,opt,name=to_sequence,json=toSequence,proto3" json:"to_sequence,omitempty"`
+	Cause         SkipCause              `protobuf:"varint,3,opt,name=cause,proto3,enum=dedup.v1.SkipCause" json:"cause,omitempty"`
+	SkippedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=skipped_at,json=skippedAt,proto3" json:"skipped_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkippedRange) Reset() {
+	*x = SkippedRange{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkippedRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkippedRange) ProtoMessage() {}
+
+func (x *SkippedRange) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkippedRange.ProtoReflect.Descriptor instead.
+func (*SkippedRange) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SkippedRange) GetFromSequence() int64 {
+	if x != nil {
+		return x.FromSequence
+	}
+	return 0
+}
+
+func (x *SkippedRange) GetToSequence() int64 {
+	if x != nil {
+		return x.ToSequence
+	}
+	return 0
+}
+
+func (x *SkippedRange) GetCause() SkipCause {
+	if x != nil {
+		return x.Cause
+	}
+	return SkipCause_SKIP_CAUSE_UNSPECIFIED
+}
+
+func (x *SkippedRange) GetSkippedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SkippedAt
+	}
+	return nil
+}
+
+// ParkedEvent is one event a stream holds back until its turn.
+type ParkedEvent struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Consumer string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Stream   string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	Sequence int64                  `protobuf:"varint,3,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// The event as the caller parked it; empty in ListParked.
+	Payload []byte `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	// The digest the park claim gave; empty when it gave none.
+	Digest []byte `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	// Set when the event is handed out (next, ClaimParked): pass it to
+	// CompleteStream, RejectStream, ReleaseStream and ExtendStreamLease, as
+	// for an acquired claim.
+	FencingToken int64 `protobuf:"varint,6,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	// When the lease of the handed-out event runs out; after that it is
+	// ready for ClaimParked again.
+	LeaseExpiresAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=lease_expires_at,json=leaseExpiresAt,proto3" json:"lease_expires_at,omitempty"`
+	ParkedAt       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=parked_at,json=parkedAt,proto3" json:"parked_at,omitempty"`
+	// The payload's length in bytes (also in ListParked).
+	PayloadBytes int64 `protobuf:"varint,9,opt,name=payload_bytes,json=payloadBytes,proto3" json:"payload_bytes,omitempty"`
+	// True in ListParked for the event that is in flight (handed out).
+	InFlight      bool `protobuf:"varint,10,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParkedEvent) Reset() {
+	*x = ParkedEvent{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParkedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParkedEvent) ProtoMessage() {}
+
+func (x *ParkedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParkedEvent.ProtoReflect.Descriptor instead.
+func (*ParkedEvent) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ParkedEvent) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ParkedEvent) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ParkedEvent) GetSequence() int64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *ParkedEvent) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *ParkedEvent) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+func (x *ParkedEvent) GetFencingToken() int64 {
+	if x != nil {
+		return x.FencingToken
+	}
+	return 0
+}
+
+func (x *ParkedEvent) GetLeaseExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LeaseExpiresAt
+	}
+	return nil
+}
+
+func (x *ParkedEvent) GetParkedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ParkedAt
+	}
+	return nil
+}
+
+func (x *ParkedEvent) GetPayloadBytes() int64 {
+	if x != nil {
+		return x.PayloadBytes
+	}
+	return 0
+}
+
+func (x *ParkedEvent) GetInFlight() bool {
+	if x != nil {
+		return x.InFlight
+	}
+	return false
+}
+
+// ParkedSummary describes a stream's parked events as of the read.
+type ParkedSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many events are parked, and their payloads' total bytes.
+	Count int64 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	Bytes int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The lowest and highest parked sequence; 0 when none.
+	Lowest  int64 `protobuf:"varint,3,opt,name=lowest,proto3" json:"lowest,omitempty"`
+	Highest int64 `protobuf:"varint,4,opt,name=highest,proto3" json:"highest,omitempty"`
+	// When the oldest parked event (by parking time) was parked, and how
+	// long ago that was on the server's clock.
+	OldestParkedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=oldest_parked_at,json=oldestParkedAt,proto3" json:"oldest_parked_at,omitempty"`
+	OldestAge      *durationpb.Duration   `protobuf:"bytes,6,opt,name=oldest_age,json=oldestAge,proto3" json:"oldest_age,omitempty"`
+	// True while the sequence right after the mark is missing, so the
+	// parked events wait on it (the gap gap_timeout measures).
+	GapOpen       bool `protobuf:"varint,7,opt,name=gap_open,json=gapOpen,proto3" json:"gap_open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParkedSummary) Reset() {
+	*x = ParkedSummary{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParkedSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParkedSummary) ProtoMessage() {}
+
+func (x *ParkedSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParkedSummary.ProtoReflect.Descriptor instead.
+func (*ParkedSummary) Descriptor() ([]byte, []int) {
 	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ParkedSummary) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ParkedSummary) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *ParkedSummary) GetLowest() int64 {
+	if x != nil {
+		return x.Lowest
+	}
+	return 0
+}
+
+func (x *ParkedSummary) GetHighest() int64 {
+	if x != nil {
+		return x.Highest
+	}
+	return 0
+}
+
+func (x *ParkedSummary) GetOldestParkedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OldestParkedAt
+	}
+	return nil
+}
+
+func (x *ParkedSummary) GetOldestAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestAge
+	}
+	return nil
+}
+
+func (x *ParkedSummary) GetGapOpen() bool {
+	if x != nil {
+		return x.GapOpen
+	}
+	return false
 }
 
 // Stream is everything the service remembers about one stream.
@@ -220,14 +633,23 @@ type Stream struct {
 	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// When the idle stream is forgotten (the consumer's stream_ttl after its
 	// last write).
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// How many events the stream holds parked, and their payloads' bytes
+	// (see GetStreamResponse.parked for the rest).
+	Parked      int64 `protobuf:"varint,20,opt,name=parked,proto3" json:"parked,omitempty"`
+	ParkedBytes int64 `protobuf:"varint,21,opt,name=parked_bytes,json=parkedBytes,proto3" json:"parked_bytes,omitempty"`
+	// The last run of sequences the stream skipped (gap timeout or SkipGap);
+	// unset when it never skipped.
+	LastSkipped *SkippedRange `protobuf:"bytes,22,opt,name=last_skipped,json=lastSkipped,proto3" json:"last_skipped,omitempty"`
+	// How many sequences the stream has skipped in its life.
+	Skipped       int64 `protobuf:"varint,23,opt,name=skipped,proto3" json:"skipped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Stream) Reset() {
 	*x = Stream{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[0]
+	mi := &file_dedup_v1_stream_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +661,7 @@ func (x *Stream) String() string {
 func (*Stream) ProtoMessage() {}
 
 func (x *Stream) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[0]
+	mi := &file_dedup_v1_stream_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,7 +674,7 @@ func (x *Stream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stream.ProtoReflect.Descriptor instead.
 func (*Stream) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{0}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Stream) GetConsumer() string {
@@ -360,6 +782,34 @@ func (x *Stream) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Stream) GetParked() int64 {
+	if x != nil {
+		return x.Parked
+	}
+	return 0
+}
+
+func (x *Stream) GetParkedBytes() int64 {
+	if x != nil {
+		return x.ParkedBytes
+	}
+	return 0
+}
+
+func (x *Stream) GetLastSkipped() *SkippedRange {
+	if x != nil {
+		return x.LastSkipped
+	}
+	return nil
+}
+
+func (x *Stream) GetSkipped() int64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
 type ClaimStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The consumer, matching ^[a-z0-9][a-z0-9._-]{0,127}$.
@@ -373,16 +823,30 @@ type ClaimStreamRequest struct {
 	Mode StreamMode `protobuf:"varint,4,opt,name=mode,proto3,enum=dedup.v1.StreamMode" json:"mode,omitempty"`
 	// Optional digest of the event, at most 64 bytes; a claim of the
 	// in-flight sequence with another digest is DIGEST_MISMATCH.
-	Digest        []byte               `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
-	LeaseTtl      *durationpb.Duration `protobuf:"bytes,6,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
-	Owner         string               `protobuf:"bytes,7,opt,name=owner,proto3" json:"owner,omitempty"`
+	Digest   []byte               `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	LeaseTtl *durationpb.Duration `protobuf:"bytes,6,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
+	Owner    string               `protobuf:"bytes,7,opt,name=owner,proto3" json:"owner,omitempty"`
+	// Park the event if it comes before its turn: a dense stream's claim of
+	// a sequence past mark + 1 stores payload and answers
+	// STREAM_OUTCOME_PARKED instead of SEQUENCE_GAP. Parking the same
+	// sequence again is idempotent (PARKED again, the first payload kept);
+	// with another digest it is DIGEST_MISMATCH. A sequence at or below the
+	// mark is still DUPLICATE, and mark + 1 is claimed as without park. No
+	// effect on a VERSIONS stream, which has no gaps. Past the stream's
+	// max_parked or the consumer's byte budget: RESOURCE_EXHAUSTED with
+	// reason PARK_FULL, nothing stored (let the message be redelivered).
+	Park bool `protobuf:"varint,20,opt,name=park,proto3" json:"park,omitempty"`
+	// The event as the caller would process it, at most the server's
+	// --max-park-payload-bytes (256 KiB by default). Stored only when the
+	// event is parked; it is handed back in ParkedEvent.payload.
+	Payload       []byte `protobuf:"bytes,21,opt,name=payload,proto3" json:"payload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClaimStreamRequest) Reset() {
 	*x = ClaimStreamRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[1]
+	mi := &file_dedup_v1_stream_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +858,7 @@ func (x *ClaimStreamRequest) String() string {
 func (*ClaimStreamRequest) ProtoMessage() {}
 
 func (x *ClaimStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[1]
+	mi := &file_dedup_v1_stream_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +871,7 @@ func (x *ClaimStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimStreamRequest.ProtoReflect.Descriptor instead.
 func (*ClaimStreamRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{1}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ClaimStreamRequest) GetConsumer() string {
@@ -459,6 +923,20 @@ func (x *ClaimStreamRequest) GetOwner() string {
 	return ""
 }
 
+func (x *ClaimStreamRequest) GetPark() bool {
+	if x != nil {
+		return x.Park
+	}
+	return false
+}
+
+func (x *ClaimStreamRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
 type ClaimStreamResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Outcome StreamOutcome          `protobuf:"varint,1,opt,name=outcome,proto3,enum=dedup.v1.StreamOutcome" json:"outcome,omitempty"`
@@ -475,7 +953,7 @@ type ClaimStreamResponse struct {
 
 func (x *ClaimStreamResponse) Reset() {
 	*x = ClaimStreamResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[2]
+	mi := &file_dedup_v1_stream_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +965,7 @@ func (x *ClaimStreamResponse) String() string {
 func (*ClaimStreamResponse) ProtoMessage() {}
 
 func (x *ClaimStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[2]
+	mi := &file_dedup_v1_stream_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +978,7 @@ func (x *ClaimStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimStreamResponse.ProtoReflect.Descriptor instead.
 func (*ClaimStreamResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{2}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ClaimStreamResponse) GetOutcome() StreamOutcome {
@@ -532,18 +1010,22 @@ func (x *ClaimStreamResponse) GetRetryAfter() *durationpb.Duration {
 }
 
 type CompleteStreamRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Consumer      string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
-	Stream        string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
-	Sequence      int64                  `protobuf:"varint,3,opt,name=sequence,proto3" json:"sequence,omitempty"`
-	FencingToken  int64                  `protobuf:"varint,4,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Consumer     string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Stream       string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	Sequence     int64                  `protobuf:"varint,3,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	FencingToken int64                  `protobuf:"varint,4,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	// The lease of the parked event handed back as `next`; the server's
+	// default lease when unset. The event goes to the owner of the claim
+	// being finished.
+	NextLeaseTtl  *durationpb.Duration `protobuf:"bytes,20,opt,name=next_lease_ttl,json=nextLeaseTtl,proto3" json:"next_lease_ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompleteStreamRequest) Reset() {
 	*x = CompleteStreamRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[3]
+	mi := &file_dedup_v1_stream_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +1037,7 @@ func (x *CompleteStreamRequest) String() string {
 func (*CompleteStreamRequest) ProtoMessage() {}
 
 func (x *CompleteStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[3]
+	mi := &file_dedup_v1_stream_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +1050,7 @@ func (x *CompleteStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteStreamRequest.ProtoReflect.Descriptor instead.
 func (*CompleteStreamRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{3}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CompleteStreamRequest) GetConsumer() string {
@@ -599,16 +1081,30 @@ func (x *CompleteStreamRequest) GetFencingToken() int64 {
 	return 0
 }
 
+func (x *CompleteStreamRequest) GetNextLeaseTtl() *durationpb.Duration {
+	if x != nil {
+		return x.NextLeaseTtl
+	}
+	return nil
+}
+
 type CompleteStreamResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Stream        *Stream                `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stream *Stream                `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The parked event right after the finished sequence, already acquired
+	// for the caller (its fencing_token and lease are the stream's claim in
+	// flight): process it and finish it, which may hand back the next one.
+	// Unset when the next sequence is not parked. If this reply is lost, the
+	// event stays in flight until its lease runs out and is then ready for
+	// ClaimParked (or a claim of its sequence).
+	Next          *ParkedEvent `protobuf:"bytes,20,opt,name=next,proto3" json:"next,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompleteStreamResponse) Reset() {
 	*x = CompleteStreamResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[4]
+	mi := &file_dedup_v1_stream_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +1116,7 @@ func (x *CompleteStreamResponse) String() string {
 func (*CompleteStreamResponse) ProtoMessage() {}
 
 func (x *CompleteStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[4]
+	mi := &file_dedup_v1_stream_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,12 +1129,19 @@ func (x *CompleteStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteStreamResponse.ProtoReflect.Descriptor instead.
 func (*CompleteStreamResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{4}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CompleteStreamResponse) GetStream() *Stream {
 	if x != nil {
 		return x.Stream
+	}
+	return nil
+}
+
+func (x *CompleteStreamResponse) GetNext() *ParkedEvent {
+	if x != nil {
+		return x.Next
 	}
 	return nil
 }
@@ -651,16 +1154,18 @@ type RejectStreamRequest struct {
 	FencingToken int64                  `protobuf:"varint,4,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
 	// As in RejectRequest; a stream rejection is always terminal (use
 	// ReleaseStream for a retryable failure).
-	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
-	Message       string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
-	Detail        []byte `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	Reason  string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Detail  []byte `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	// As in CompleteStreamRequest.
+	NextLeaseTtl  *durationpb.Duration `protobuf:"bytes,20,opt,name=next_lease_ttl,json=nextLeaseTtl,proto3" json:"next_lease_ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RejectStreamRequest) Reset() {
 	*x = RejectStreamRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[5]
+	mi := &file_dedup_v1_stream_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +1177,7 @@ func (x *RejectStreamRequest) String() string {
 func (*RejectStreamRequest) ProtoMessage() {}
 
 func (x *RejectStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[5]
+	mi := &file_dedup_v1_stream_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +1190,7 @@ func (x *RejectStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectStreamRequest.ProtoReflect.Descriptor instead.
 func (*RejectStreamRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{5}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RejectStreamRequest) GetConsumer() string {
@@ -737,16 +1242,25 @@ func (x *RejectStreamRequest) GetDetail() []byte {
 	return nil
 }
 
+func (x *RejectStreamRequest) GetNextLeaseTtl() *durationpb.Duration {
+	if x != nil {
+		return x.NextLeaseTtl
+	}
+	return nil
+}
+
 type RejectStreamResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Stream        *Stream                `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stream *Stream                `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// As in CompleteStreamResponse.
+	Next          *ParkedEvent `protobuf:"bytes,20,opt,name=next,proto3" json:"next,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RejectStreamResponse) Reset() {
 	*x = RejectStreamResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[6]
+	mi := &file_dedup_v1_stream_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +1272,7 @@ func (x *RejectStreamResponse) String() string {
 func (*RejectStreamResponse) ProtoMessage() {}
 
 func (x *RejectStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[6]
+	mi := &file_dedup_v1_stream_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,12 +1285,19 @@ func (x *RejectStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectStreamResponse.ProtoReflect.Descriptor instead.
 func (*RejectStreamResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{6}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RejectStreamResponse) GetStream() *Stream {
 	if x != nil {
 		return x.Stream
+	}
+	return nil
+}
+
+func (x *RejectStreamResponse) GetNext() *ParkedEvent {
+	if x != nil {
+		return x.Next
 	}
 	return nil
 }
@@ -793,7 +1314,7 @@ type ReleaseStreamRequest struct {
 
 func (x *ReleaseStreamRequest) Reset() {
 	*x = ReleaseStreamRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[7]
+	mi := &file_dedup_v1_stream_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +1326,7 @@ func (x *ReleaseStreamRequest) String() string {
 func (*ReleaseStreamRequest) ProtoMessage() {}
 
 func (x *ReleaseStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[7]
+	mi := &file_dedup_v1_stream_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +1339,7 @@ func (x *ReleaseStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseStreamRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseStreamRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{7}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReleaseStreamRequest) GetConsumer() string {
@@ -858,7 +1379,7 @@ type ReleaseStreamResponse struct {
 
 func (x *ReleaseStreamResponse) Reset() {
 	*x = ReleaseStreamResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[8]
+	mi := &file_dedup_v1_stream_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1391,7 @@ func (x *ReleaseStreamResponse) String() string {
 func (*ReleaseStreamResponse) ProtoMessage() {}
 
 func (x *ReleaseStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[8]
+	mi := &file_dedup_v1_stream_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +1404,7 @@ func (x *ReleaseStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseStreamResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseStreamResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{8}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReleaseStreamResponse) GetStream() *Stream {
@@ -906,7 +1427,7 @@ type ExtendStreamLeaseRequest struct {
 
 func (x *ExtendStreamLeaseRequest) Reset() {
 	*x = ExtendStreamLeaseRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[9]
+	mi := &file_dedup_v1_stream_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1439,7 @@ func (x *ExtendStreamLeaseRequest) String() string {
 func (*ExtendStreamLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendStreamLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[9]
+	mi := &file_dedup_v1_stream_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1452,7 @@ func (x *ExtendStreamLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendStreamLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendStreamLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{9}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ExtendStreamLeaseRequest) GetConsumer() string {
@@ -978,7 +1499,7 @@ type ExtendStreamLeaseResponse struct {
 
 func (x *ExtendStreamLeaseResponse) Reset() {
 	*x = ExtendStreamLeaseResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[10]
+	mi := &file_dedup_v1_stream_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1511,7 @@ func (x *ExtendStreamLeaseResponse) String() string {
 func (*ExtendStreamLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendStreamLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[10]
+	mi := &file_dedup_v1_stream_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1524,7 @@ func (x *ExtendStreamLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendStreamLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendStreamLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{10}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExtendStreamLeaseResponse) GetStream() *Stream {
@@ -1023,7 +1544,7 @@ type GetStreamRequest struct {
 
 func (x *GetStreamRequest) Reset() {
 	*x = GetStreamRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[11]
+	mi := &file_dedup_v1_stream_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1556,7 @@ func (x *GetStreamRequest) String() string {
 func (*GetStreamRequest) ProtoMessage() {}
 
 func (x *GetStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[11]
+	mi := &file_dedup_v1_stream_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1569,7 @@ func (x *GetStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStreamRequest.ProtoReflect.Descriptor instead.
 func (*GetStreamRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{11}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetStreamRequest) GetConsumer() string {
@@ -1066,15 +1587,17 @@ func (x *GetStreamRequest) GetStream() string {
 }
 
 type GetStreamResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Stream        *Stream                `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stream *Stream                `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The stream's parked events; unset when it has none.
+	Parked        *ParkedSummary `protobuf:"bytes,20,opt,name=parked,proto3" json:"parked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStreamResponse) Reset() {
 	*x = GetStreamResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[12]
+	mi := &file_dedup_v1_stream_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1609,7 @@ func (x *GetStreamResponse) String() string {
 func (*GetStreamResponse) ProtoMessage() {}
 
 func (x *GetStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[12]
+	mi := &file_dedup_v1_stream_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,12 +1622,19 @@ func (x *GetStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStreamResponse.ProtoReflect.Descriptor instead.
 func (*GetStreamResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{12}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetStreamResponse) GetStream() *Stream {
 	if x != nil {
 		return x.Stream
+	}
+	return nil
+}
+
+func (x *GetStreamResponse) GetParked() *ParkedSummary {
+	if x != nil {
+		return x.Parked
 	}
 	return nil
 }
@@ -1124,7 +1654,7 @@ type ListStreamsRequest struct {
 
 func (x *ListStreamsRequest) Reset() {
 	*x = ListStreamsRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[13]
+	mi := &file_dedup_v1_stream_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1666,7 @@ func (x *ListStreamsRequest) String() string {
 func (*ListStreamsRequest) ProtoMessage() {}
 
 func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[13]
+	mi := &file_dedup_v1_stream_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1679,7 @@ func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
 func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{13}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListStreamsRequest) GetConsumer() string {
@@ -1191,7 +1721,7 @@ type ListStreamsResponse struct {
 
 func (x *ListStreamsResponse) Reset() {
 	*x = ListStreamsResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[14]
+	mi := &file_dedup_v1_stream_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1733,7 @@ func (x *ListStreamsResponse) String() string {
 func (*ListStreamsResponse) ProtoMessage() {}
 
 func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[14]
+	mi := &file_dedup_v1_stream_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1746,7 @@ func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
 func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{14}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListStreamsResponse) GetStreams() []*Stream {
@@ -1249,7 +1779,7 @@ type ResetStreamRequest struct {
 
 func (x *ResetStreamRequest) Reset() {
 	*x = ResetStreamRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[15]
+	mi := &file_dedup_v1_stream_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1791,7 @@ func (x *ResetStreamRequest) String() string {
 func (*ResetStreamRequest) ProtoMessage() {}
 
 func (x *ResetStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[15]
+	mi := &file_dedup_v1_stream_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1804,7 @@ func (x *ResetStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetStreamRequest.ProtoReflect.Descriptor instead.
 func (*ResetStreamRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{15}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ResetStreamRequest) GetConsumer() string {
@@ -1324,7 +1854,7 @@ type ResetStreamResponse struct {
 
 func (x *ResetStreamResponse) Reset() {
 	*x = ResetStreamResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[16]
+	mi := &file_dedup_v1_stream_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1866,7 @@ func (x *ResetStreamResponse) String() string {
 func (*ResetStreamResponse) ProtoMessage() {}
 
 func (x *ResetStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[16]
+	mi := &file_dedup_v1_stream_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1879,7 @@ func (x *ResetStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetStreamResponse.ProtoReflect.Descriptor instead.
 func (*ResetStreamResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{16}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResetStreamResponse) GetStream() *Stream {
@@ -1375,16 +1905,25 @@ type StreamPolicy struct {
 	// default) when unset.
 	StreamTtl *durationpb.Duration `protobuf:"bytes,2,opt,name=stream_ttl,json=streamTtl,proto3" json:"stream_ttl,omitempty"`
 	// Fixes every stream's mode; unset lets each stream's first claim choose.
-	Mode          StreamMode             `protobuf:"varint,3,opt,name=mode,proto3,enum=dedup.v1.StreamMode" json:"mode,omitempty"`
-	Start         StreamStart            `protobuf:"varint,4,opt,name=start,proto3,enum=dedup.v1.StreamStart" json:"start,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	Mode      StreamMode             `protobuf:"varint,3,opt,name=mode,proto3,enum=dedup.v1.StreamMode" json:"mode,omitempty"`
+	Start     StreamStart            `protobuf:"varint,4,opt,name=start,proto3,enum=dedup.v1.StreamStart" json:"start,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// The most events one stream may hold parked, 1 to 100000; the server
+	// default (1000) when 0. The consumer's parked payload bytes are bounded
+	// by the server's --max-parked-bytes-per-consumer as well.
+	MaxParked int64 `protobuf:"varint,20,opt,name=max_parked,json=maxParked,proto3" json:"max_parked,omitempty"`
+	// How long the oldest parked event of a stream may wait with the gap
+	// before it still open; unset waits for ever. At least 1 s.
+	GapTimeout *durationpb.Duration `protobuf:"bytes,21,opt,name=gap_timeout,json=gapTimeout,proto3" json:"gap_timeout,omitempty"`
+	// What happens then: HOLD (the default) or SKIP.
+	OnGapTimeout  GapTimeoutAction `protobuf:"varint,22,opt,name=on_gap_timeout,json=onGapTimeout,proto3,enum=dedup.v1.GapTimeoutAction" json:"on_gap_timeout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamPolicy) Reset() {
 	*x = StreamPolicy{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[17]
+	mi := &file_dedup_v1_stream_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1935,7 @@ func (x *StreamPolicy) String() string {
 func (*StreamPolicy) ProtoMessage() {}
 
 func (x *StreamPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[17]
+	mi := &file_dedup_v1_stream_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1948,7 @@ func (x *StreamPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamPolicy.ProtoReflect.Descriptor instead.
 func (*StreamPolicy) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{17}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StreamPolicy) GetConsumer() string {
@@ -1447,6 +1986,27 @@ func (x *StreamPolicy) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *StreamPolicy) GetMaxParked() int64 {
+	if x != nil {
+		return x.MaxParked
+	}
+	return 0
+}
+
+func (x *StreamPolicy) GetGapTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.GapTimeout
+	}
+	return nil
+}
+
+func (x *StreamPolicy) GetOnGapTimeout() GapTimeoutAction {
+	if x != nil {
+		return x.OnGapTimeout
+	}
+	return GapTimeoutAction_GAP_TIMEOUT_ACTION_UNSPECIFIED
+}
+
 type SetStreamPolicyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Policy        *StreamPolicy          `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
@@ -1456,7 +2016,7 @@ type SetStreamPolicyRequest struct {
 
 func (x *SetStreamPolicyRequest) Reset() {
 	*x = SetStreamPolicyRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[18]
+	mi := &file_dedup_v1_stream_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +2028,7 @@ func (x *SetStreamPolicyRequest) String() string {
 func (*SetStreamPolicyRequest) ProtoMessage() {}
 
 func (x *SetStreamPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[18]
+	mi := &file_dedup_v1_stream_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +2041,7 @@ func (x *SetStreamPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetStreamPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetStreamPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{18}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetStreamPolicyRequest) GetPolicy() *StreamPolicy {
@@ -1500,7 +2060,7 @@ type SetStreamPolicyResponse struct {
 
 func (x *SetStreamPolicyResponse) Reset() {
 	*x = SetStreamPolicyResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[19]
+	mi := &file_dedup_v1_stream_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +2072,7 @@ func (x *SetStreamPolicyResponse) String() string {
 func (*SetStreamPolicyResponse) ProtoMessage() {}
 
 func (x *SetStreamPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[19]
+	mi := &file_dedup_v1_stream_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +2085,7 @@ func (x *SetStreamPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetStreamPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetStreamPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{19}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetStreamPolicyResponse) GetPolicy() *StreamPolicy {
@@ -1544,7 +2104,7 @@ type GetStreamPolicyRequest struct {
 
 func (x *GetStreamPolicyRequest) Reset() {
 	*x = GetStreamPolicyRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[20]
+	mi := &file_dedup_v1_stream_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +2116,7 @@ func (x *GetStreamPolicyRequest) String() string {
 func (*GetStreamPolicyRequest) ProtoMessage() {}
 
 func (x *GetStreamPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[20]
+	mi := &file_dedup_v1_stream_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +2129,7 @@ func (x *GetStreamPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStreamPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetStreamPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{20}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetStreamPolicyRequest) GetConsumer() string {
@@ -1588,7 +2148,7 @@ type GetStreamPolicyResponse struct {
 
 func (x *GetStreamPolicyResponse) Reset() {
 	*x = GetStreamPolicyResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[21]
+	mi := &file_dedup_v1_stream_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +2160,7 @@ func (x *GetStreamPolicyResponse) String() string {
 func (*GetStreamPolicyResponse) ProtoMessage() {}
 
 func (x *GetStreamPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[21]
+	mi := &file_dedup_v1_stream_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +2173,7 @@ func (x *GetStreamPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStreamPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetStreamPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{21}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetStreamPolicyResponse) GetPolicy() *StreamPolicy {
@@ -1632,7 +2192,7 @@ type DeleteStreamPolicyRequest struct {
 
 func (x *DeleteStreamPolicyRequest) Reset() {
 	*x = DeleteStreamPolicyRequest{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[22]
+	mi := &file_dedup_v1_stream_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +2204,7 @@ func (x *DeleteStreamPolicyRequest) String() string {
 func (*DeleteStreamPolicyRequest) ProtoMessage() {}
 
 func (x *DeleteStreamPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[22]
+	mi := &file_dedup_v1_stream_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +2217,7 @@ func (x *DeleteStreamPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamPolicyRequest.ProtoReflect.Descriptor instead.
 func (*DeleteStreamPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{22}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteStreamPolicyRequest) GetConsumer() string {
@@ -1676,7 +2236,7 @@ type DeleteStreamPolicyResponse struct {
 
 func (x *DeleteStreamPolicyResponse) Reset() {
 	*x = DeleteStreamPolicyResponse{}
-	mi := &file_dedup_v1_stream_proto_msgTypes[23]
+	mi := &file_dedup_v1_stream_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +2248,7 @@ func (x *DeleteStreamPolicyResponse) String() string {
 func (*DeleteStreamPolicyResponse) ProtoMessage() {}
 
 func (x *DeleteStreamPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dedup_v1_stream_proto_msgTypes[23]
+	mi := &file_dedup_v1_stream_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +2261,7 @@ func (x *DeleteStreamPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteStreamPolicyResponse.ProtoReflect.Descriptor instead.
 func (*DeleteStreamPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{23}
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteStreamPolicyResponse) GetPolicy() *StreamPolicy {
@@ -1711,11 +2271,535 @@ func (x *DeleteStreamPolicyResponse) GetPolicy() *StreamPolicy {
 	return nil
 }
 
+type ClaimParkedRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Consumer string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// Only this stream's ready event; every stream of the consumer when
+	// empty.
+	Stream        string               `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	LeaseTtl      *durationpb.Duration `protobuf:"bytes,3,opt,name=lease_ttl,json=leaseTtl,proto3" json:"lease_ttl,omitempty"`
+	Owner         string               `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimParkedRequest) Reset() {
+	*x = ClaimParkedRequest{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimParkedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimParkedRequest) ProtoMessage() {}
+
+func (x *ClaimParkedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimParkedRequest.ProtoReflect.Descriptor instead.
+func (*ClaimParkedRequest) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ClaimParkedRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ClaimParkedRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ClaimParkedRequest) GetLeaseTtl() *durationpb.Duration {
+	if x != nil {
+		return x.LeaseTtl
+	}
+	return nil
+}
+
+func (x *ClaimParkedRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+type ClaimParkedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The acquired event with its payload, fencing token and lease; unset
+	// when no parked event is ready.
+	Event *ParkedEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// The event's stream after the claim; unset with the event.
+	Stream        *Stream `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimParkedResponse) Reset() {
+	*x = ClaimParkedResponse{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimParkedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimParkedResponse) ProtoMessage() {}
+
+func (x *ClaimParkedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimParkedResponse.ProtoReflect.Descriptor instead.
+func (*ClaimParkedResponse) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ClaimParkedResponse) GetEvent() *ParkedEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *ClaimParkedResponse) GetStream() *Stream {
+	if x != nil {
+		return x.Stream
+	}
+	return nil
+}
+
+type ListParkedRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Consumer string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Stream   string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	// 1 to 1000; the server default (100) when 0.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty for the first.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListParkedRequest) Reset() {
+	*x = ListParkedRequest{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListParkedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListParkedRequest) ProtoMessage() {}
+
+func (x *ListParkedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListParkedRequest.ProtoReflect.Descriptor instead.
+func (*ListParkedRequest) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListParkedRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ListParkedRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ListParkedRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListParkedRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListParkedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ascending by sequence, payloads left out (payload_bytes says their
+	// size).
+	Events []*ParkedEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// Empty when there are no more events.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListParkedResponse) Reset() {
+	*x = ListParkedResponse{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListParkedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListParkedResponse) ProtoMessage() {}
+
+func (x *ListParkedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListParkedResponse.ProtoReflect.Descriptor instead.
+func (*ListParkedResponse) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListParkedResponse) GetEvents() []*ParkedEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ListParkedResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type DropParkedRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Consumer string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Stream   string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The range of sequences to drop, inclusive; to_sequence 0 means no
+	// upper bound. from_sequence 0 means from the lowest.
+	FromSequence  int64 `protobuf:"varint,3,opt,name=from_sequence,json=fromSequence,proto3" json:"from_sequence,omitempty"`
+	ToSequence    int64 `protobuf:"varint,4,opt,name=to_sequence,json=toSequence,proto3" json:"to_sequence,omitempty"`
+	DryRun        bool  `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropParkedRequest) Reset() {
+	*x = DropParkedRequest{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropParkedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropParkedRequest) ProtoMessage() {}
+
+func (x *DropParkedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropParkedRequest.ProtoReflect.Descriptor instead.
+func (*DropParkedRequest) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *DropParkedRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *DropParkedRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *DropParkedRequest) GetFromSequence() int64 {
+	if x != nil {
+		return x.FromSequence
+	}
+	return 0
+}
+
+func (x *DropParkedRequest) GetToSequence() int64 {
+	if x != nil {
+		return x.ToSequence
+	}
+	return 0
+}
+
+func (x *DropParkedRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type DropParkedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream after the drop (or as it would be, for a dry run).
+	Stream *Stream `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// How many parked events were (or would be) dropped.
+	Dropped       int64 `protobuf:"varint,2,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropParkedResponse) Reset() {
+	*x = DropParkedResponse{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropParkedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropParkedResponse) ProtoMessage() {}
+
+func (x *DropParkedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropParkedResponse.ProtoReflect.Descriptor instead.
+func (*DropParkedResponse) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *DropParkedResponse) GetStream() *Stream {
+	if x != nil {
+		return x.Stream
+	}
+	return nil
+}
+
+func (x *DropParkedResponse) GetDropped() int64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+type SkipGapRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Consumer      string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	Stream        string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	DryRun        bool                   `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkipGapRequest) Reset() {
+	*x = SkipGapRequest{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkipGapRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkipGapRequest) ProtoMessage() {}
+
+func (x *SkipGapRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkipGapRequest.ProtoReflect.Descriptor instead.
+func (*SkipGapRequest) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *SkipGapRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *SkipGapRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *SkipGapRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type SkipGapResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream after the skip (or as it would be, for a dry run).
+	Stream *Stream `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The sequences given up.
+	Skipped       *SkippedRange `protobuf:"bytes,2,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkipGapResponse) Reset() {
+	*x = SkipGapResponse{}
+	mi := &file_dedup_v1_stream_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkipGapResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkipGapResponse) ProtoMessage() {}
+
+func (x *SkipGapResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dedup_v1_stream_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkipGapResponse.ProtoReflect.Descriptor instead.
+func (*SkipGapResponse) Descriptor() ([]byte, []int) {
+	return file_dedup_v1_stream_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *SkipGapResponse) GetStream() *Stream {
+	if x != nil {
+		return x.Stream
+	}
+	return nil
+}
+
+func (x *SkipGapResponse) GetSkipped() *SkippedRange {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
 var File_dedup_v1_stream_proto protoreflect.FileDescriptor
 
 const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\n" +
-	"\x15dedup/v1/stream.proto\x12\bdedup.v1\x1a\x14dedup/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf8\x04\n" +
+	"\x15dedup/v1/stream.proto\x12\bdedup.v1\x1a\x14dedup/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\x01\n" +
+	"\fSkippedRange\x12#\n" +
+	"\rfrom_sequence\x18\x01 \x01(\x03R\ffromSequence\x12\x1f\n" +
+	"\vto_sequence\x18\x02 \x01(\x03R\n" +
+	"toSequence\x12)\n" +
+	"\x05cause\x18\x03 \x01(\x0e2\x13.dedup.v1.SkipCauseR\x05cause\x129\n" +
+	"\n" +
+	"skipped_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tskippedAt\"\xf5\x02\n" +
+	"\vParkedEvent\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
+	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bsequence\x18\x03 \x01(\x03R\bsequence\x12\x18\n" +
+	"\apayload\x18\x04 \x01(\fR\apayload\x12\x16\n" +
+	"\x06digest\x18\x05 \x01(\fR\x06digest\x12#\n" +
+	"\rfencing_token\x18\x06 \x01(\x03R\ffencingToken\x12D\n" +
+	"\x10lease_expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x127\n" +
+	"\tparked_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bparkedAt\x12#\n" +
+	"\rpayload_bytes\x18\t \x01(\x03R\fpayloadBytes\x12\x1b\n" +
+	"\tin_flight\x18\n" +
+	" \x01(\bR\binFlight\"\x88\x02\n" +
+	"\rParkedSummary\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x16\n" +
+	"\x06lowest\x18\x03 \x01(\x03R\x06lowest\x12\x18\n" +
+	"\ahighest\x18\x04 \x01(\x03R\ahighest\x12D\n" +
+	"\x10oldest_parked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0eoldestParkedAt\x128\n" +
+	"\n" +
+	"oldest_age\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\toldestAge\x12\x19\n" +
+	"\bgap_open\x18\a \x01(\bR\agapOpen\"\x88\x06\n" +
 	"\x06Stream\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12(\n" +
@@ -1736,7 +2820,11 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x129\n" +
 	"\n" +
-	"expires_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xf4\x01\n" +
+	"expires_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
+	"\x06parked\x18\x14 \x01(\x03R\x06parked\x12!\n" +
+	"\fparked_bytes\x18\x15 \x01(\x03R\vparkedBytes\x129\n" +
+	"\flast_skipped\x18\x16 \x01(\v2\x16.dedup.v1.SkippedRangeR\vlastSkipped\x12\x18\n" +
+	"\askipped\x18\x17 \x01(\x03R\askipped\"\xa2\x02\n" +
 	"\x12ClaimStreamRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1a\n" +
@@ -1744,20 +2832,24 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\x04mode\x18\x04 \x01(\x0e2\x14.dedup.v1.StreamModeR\x04mode\x12\x16\n" +
 	"\x06digest\x18\x05 \x01(\fR\x06digest\x126\n" +
 	"\tlease_ttl\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\x12\x14\n" +
-	"\x05owner\x18\a \x01(\tR\x05owner\"\xd3\x01\n" +
+	"\x05owner\x18\a \x01(\tR\x05owner\x12\x12\n" +
+	"\x04park\x18\x14 \x01(\bR\x04park\x12\x18\n" +
+	"\apayload\x18\x15 \x01(\fR\apayload\"\xd3\x01\n" +
 	"\x13ClaimStreamResponse\x121\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x17.dedup.v1.StreamOutcomeR\aoutcome\x12(\n" +
 	"\x06stream\x18\x02 \x01(\v2\x10.dedup.v1.StreamR\x06stream\x12#\n" +
 	"\rfencing_token\x18\x03 \x01(\x03R\ffencingToken\x12:\n" +
 	"\vretry_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"retryAfter\"\x8c\x01\n" +
+	"retryAfter\"\xcd\x01\n" +
 	"\x15CompleteStreamRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bsequence\x18\x03 \x01(\x03R\bsequence\x12#\n" +
-	"\rfencing_token\x18\x04 \x01(\x03R\ffencingToken\"B\n" +
+	"\rfencing_token\x18\x04 \x01(\x03R\ffencingToken\x12?\n" +
+	"\x0enext_lease_ttl\x18\x14 \x01(\v2\x19.google.protobuf.DurationR\fnextLeaseTtl\"m\n" +
 	"\x16CompleteStreamResponse\x12(\n" +
-	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\"\xd4\x01\n" +
+	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\x12)\n" +
+	"\x04next\x18\x14 \x01(\v2\x15.dedup.v1.ParkedEventR\x04next\"\x95\x02\n" +
 	"\x13RejectStreamRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1a\n" +
@@ -1765,9 +2857,11 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\rfencing_token\x18\x04 \x01(\x03R\ffencingToken\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x16\n" +
-	"\x06detail\x18\a \x01(\fR\x06detail\"@\n" +
+	"\x06detail\x18\a \x01(\fR\x06detail\x12?\n" +
+	"\x0enext_lease_ttl\x18\x14 \x01(\v2\x19.google.protobuf.DurationR\fnextLeaseTtl\"k\n" +
 	"\x14RejectStreamResponse\x12(\n" +
-	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\"\x8b\x01\n" +
+	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\x12)\n" +
+	"\x04next\x18\x14 \x01(\v2\x15.dedup.v1.ParkedEventR\x04next\"\x8b\x01\n" +
 	"\x14ReleaseStreamRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1a\n" +
@@ -1785,9 +2879,10 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\"F\n" +
 	"\x10GetStreamRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
-	"\x06stream\x18\x02 \x01(\tR\x06stream\"=\n" +
+	"\x06stream\x18\x02 \x01(\tR\x06stream\"n\n" +
 	"\x11GetStreamResponse\x12(\n" +
-	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\"\x91\x01\n" +
+	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\x12/\n" +
+	"\x06parked\x18\x14 \x01(\v2\x17.dedup.v1.ParkedSummaryR\x06parked\"\x91\x01\n" +
 	"\x12ListStreamsRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12#\n" +
 	"\rlease_expired\x18\x02 \x01(\bR\fleaseExpired\x12\x1b\n" +
@@ -1806,7 +2901,7 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"m\n" +
 	"\x13ResetStreamResponse\x12(\n" +
 	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\x12,\n" +
-	"\bprevious\x18\x02 \x01(\v2\x10.dedup.v1.StreamR\bprevious\"\xf6\x01\n" +
+	"\bprevious\x18\x02 \x01(\v2\x10.dedup.v1.StreamR\bprevious\"\x93\x03\n" +
 	"\fStreamPolicy\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x128\n" +
 	"\n" +
@@ -1814,7 +2909,12 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\x04mode\x18\x03 \x01(\x0e2\x14.dedup.v1.StreamModeR\x04mode\x12+\n" +
 	"\x05start\x18\x04 \x01(\x0e2\x15.dedup.v1.StreamStartR\x05start\x129\n" +
 	"\n" +
-	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"H\n" +
+	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1d\n" +
+	"\n" +
+	"max_parked\x18\x14 \x01(\x03R\tmaxParked\x12:\n" +
+	"\vgap_timeout\x18\x15 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"gapTimeout\x12@\n" +
+	"\x0eon_gap_timeout\x18\x16 \x01(\x0e2\x1a.dedup.v1.GapTimeoutActionR\fonGapTimeout\"H\n" +
 	"\x16SetStreamPolicyRequest\x12.\n" +
 	"\x06policy\x18\x01 \x01(\v2\x16.dedup.v1.StreamPolicyR\x06policy\"I\n" +
 	"\x17SetStreamPolicyResponse\x12.\n" +
@@ -1826,21 +2926,64 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\x19DeleteStreamPolicyRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\"L\n" +
 	"\x1aDeleteStreamPolicyResponse\x12.\n" +
-	"\x06policy\x18\x01 \x01(\v2\x16.dedup.v1.StreamPolicyR\x06policy*Z\n" +
+	"\x06policy\x18\x01 \x01(\v2\x16.dedup.v1.StreamPolicyR\x06policy\"\x96\x01\n" +
+	"\x12ClaimParkedRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
+	"\x06stream\x18\x02 \x01(\tR\x06stream\x126\n" +
+	"\tlease_ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bleaseTtl\x12\x14\n" +
+	"\x05owner\x18\x04 \x01(\tR\x05owner\"l\n" +
+	"\x13ClaimParkedResponse\x12+\n" +
+	"\x05event\x18\x01 \x01(\v2\x15.dedup.v1.ParkedEventR\x05event\x12(\n" +
+	"\x06stream\x18\x02 \x01(\v2\x10.dedup.v1.StreamR\x06stream\"\x83\x01\n" +
+	"\x11ListParkedRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
+	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"k\n" +
+	"\x12ListParkedResponse\x12-\n" +
+	"\x06events\x18\x01 \x03(\v2\x15.dedup.v1.ParkedEventR\x06events\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa6\x01\n" +
+	"\x11DropParkedRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
+	"\x06stream\x18\x02 \x01(\tR\x06stream\x12#\n" +
+	"\rfrom_sequence\x18\x03 \x01(\x03R\ffromSequence\x12\x1f\n" +
+	"\vto_sequence\x18\x04 \x01(\x03R\n" +
+	"toSequence\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"X\n" +
+	"\x12DropParkedResponse\x12(\n" +
+	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\x12\x18\n" +
+	"\adropped\x18\x02 \x01(\x03R\adropped\"]\n" +
+	"\x0eSkipGapRequest\x12\x1a\n" +
+	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x16\n" +
+	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"m\n" +
+	"\x0fSkipGapResponse\x12(\n" +
+	"\x06stream\x18\x01 \x01(\v2\x10.dedup.v1.StreamR\x06stream\x120\n" +
+	"\askipped\x18\x02 \x01(\v2\x16.dedup.v1.SkippedRangeR\askipped*Z\n" +
 	"\n" +
 	"StreamMode\x12\x1b\n" +
 	"\x17STREAM_MODE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11STREAM_MODE_DENSE\x10\x01\x12\x18\n" +
-	"\x14STREAM_MODE_VERSIONS\x10\x02*\x8a\x01\n" +
+	"\x14STREAM_MODE_VERSIONS\x10\x02*\xa5\x01\n" +
 	"\rStreamOutcome\x12\x1e\n" +
 	"\x1aSTREAM_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17STREAM_OUTCOME_ACQUIRED\x10\x01\x12\x1e\n" +
 	"\x1aSTREAM_OUTCOME_IN_PROGRESS\x10\x02\x12\x1c\n" +
-	"\x18STREAM_OUTCOME_DUPLICATE\x10\x03*_\n" +
+	"\x18STREAM_OUTCOME_DUPLICATE\x10\x03\x12\x19\n" +
+	"\x15STREAM_OUTCOME_PARKED\x10\x04*p\n" +
+	"\x10GapTimeoutAction\x12\"\n" +
+	"\x1eGAP_TIMEOUT_ACTION_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17GAP_TIMEOUT_ACTION_HOLD\x10\x01\x12\x1b\n" +
+	"\x17GAP_TIMEOUT_ACTION_SKIP\x10\x02*Y\n" +
+	"\tSkipCause\x12\x1a\n" +
+	"\x16SKIP_CAUSE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16SKIP_CAUSE_GAP_TIMEOUT\x10\x01\x12\x14\n" +
+	"\x10SKIP_CAUSE_ADMIN\x10\x02*_\n" +
 	"\vStreamStart\x12\x1c\n" +
 	"\x18STREAM_START_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10STREAM_START_ONE\x10\x01\x12\x1c\n" +
-	"\x18STREAM_START_FIRST_CLAIM\x10\x022\xc1\x04\n" +
+	"\x18STREAM_START_FIRST_CLAIM\x10\x022\xd6\x05\n" +
 	"\rStreamService\x12J\n" +
 	"\vClaimStream\x12\x1c.dedup.v1.ClaimStreamRequest\x1a\x1d.dedup.v1.ClaimStreamResponse\x12S\n" +
 	"\x0eCompleteStream\x12\x1f.dedup.v1.CompleteStreamRequest\x1a .dedup.v1.CompleteStreamResponse\x12M\n" +
@@ -1848,12 +2991,18 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\rReleaseStream\x12\x1e.dedup.v1.ReleaseStreamRequest\x1a\x1f.dedup.v1.ReleaseStreamResponse\x12\\\n" +
 	"\x11ExtendStreamLease\x12\".dedup.v1.ExtendStreamLeaseRequest\x1a#.dedup.v1.ExtendStreamLeaseResponse\x12D\n" +
 	"\tGetStream\x12\x1a.dedup.v1.GetStreamRequest\x1a\x1b.dedup.v1.GetStreamResponse\x12J\n" +
-	"\vListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse2\xf1\x02\n" +
+	"\vListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse\x12J\n" +
+	"\vClaimParked\x12\x1c.dedup.v1.ClaimParkedRequest\x1a\x1d.dedup.v1.ClaimParkedResponse\x12G\n" +
+	"\n" +
+	"ListParked\x12\x1b.dedup.v1.ListParkedRequest\x1a\x1c.dedup.v1.ListParkedResponse2\xfa\x03\n" +
 	"\x12StreamAdminService\x12J\n" +
 	"\vResetStream\x12\x1c.dedup.v1.ResetStreamRequest\x1a\x1d.dedup.v1.ResetStreamResponse\x12V\n" +
 	"\x0fSetStreamPolicy\x12 .dedup.v1.SetStreamPolicyRequest\x1a!.dedup.v1.SetStreamPolicyResponse\x12V\n" +
 	"\x0fGetStreamPolicy\x12 .dedup.v1.GetStreamPolicyRequest\x1a!.dedup.v1.GetStreamPolicyResponse\x12_\n" +
-	"\x12DeleteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
+	"\x12DeleteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponse\x12G\n" +
+	"\n" +
+	"DropParked\x12\x1b.dedup.v1.DropParkedRequest\x1a\x1c.dedup.v1.DropParkedResponse\x12>\n" +
+	"\aSkipGap\x12\x18.dedup.v1.SkipGapRequest\x1a\x19.dedup.v1.SkipGapResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
 
 var (
 	file_dedup_v1_stream_proto_rawDescOnce sync.Once
@@ -1867,99 +3016,141 @@ func file_dedup_v1_stream_proto_rawDescGZIP() []byte {
 	return file_dedup_v1_stream_proto_rawDescData
 }
 
-var file_dedup_v1_stream_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_dedup_v1_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_dedup_v1_stream_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_dedup_v1_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_dedup_v1_stream_proto_goTypes = []any{
 	(StreamMode)(0),                    // 0: dedup.v1.StreamMode
 	(StreamOutcome)(0),                 // 1: dedup.v1.StreamOutcome
-	(StreamStart)(0),                   // 2: dedup.v1.StreamStart
-	(*Stream)(nil),                     // 3: dedup.v1.Stream
-	(*ClaimStreamRequest)(nil),         // 4: dedup.v1.ClaimStreamRequest
-	(*ClaimStreamResponse)(nil),        // 5: dedup.v1.ClaimStreamResponse
-	(*CompleteStreamRequest)(nil),      // 6: dedup.v1.CompleteStreamRequest
-	(*CompleteStreamResponse)(nil),     // 7: dedup.v1.CompleteStreamResponse
-	(*RejectStreamRequest)(nil),        // 8: dedup.v1.RejectStreamRequest
-	(*RejectStreamResponse)(nil),       // 9: dedup.v1.RejectStreamResponse
-	(*ReleaseStreamRequest)(nil),       // 10: dedup.v1.ReleaseStreamRequest
-	(*ReleaseStreamResponse)(nil),      // 11: dedup.v1.ReleaseStreamResponse
-	(*ExtendStreamLeaseRequest)(nil),   // 12: dedup.v1.ExtendStreamLeaseRequest
-	(*ExtendStreamLeaseResponse)(nil),  // 13: dedup.v1.ExtendStreamLeaseResponse
-	(*GetStreamRequest)(nil),           // 14: dedup.v1.GetStreamRequest
-	(*GetStreamResponse)(nil),          // 15: dedup.v1.GetStreamResponse
-	(*ListStreamsRequest)(nil),         // 16: dedup.v1.ListStreamsRequest
-	(*ListStreamsResponse)(nil),        // 17: dedup.v1.ListStreamsResponse
-	(*ResetStreamRequest)(nil),         // 18: dedup.v1.ResetStreamRequest
-	(*ResetStreamResponse)(nil),        // 19: dedup.v1.ResetStreamResponse
-	(*StreamPolicy)(nil),               // 20: dedup.v1.StreamPolicy
-	(*SetStreamPolicyRequest)(nil),     // 21: dedup.v1.SetStreamPolicyRequest
-	(*SetStreamPolicyResponse)(nil),    // 22: dedup.v1.SetStreamPolicyResponse
-	(*GetStreamPolicyRequest)(nil),     // 23: dedup.v1.GetStreamPolicyRequest
-	(*GetStreamPolicyResponse)(nil),    // 24: dedup.v1.GetStreamPolicyResponse
-	(*DeleteStreamPolicyRequest)(nil),  // 25: dedup.v1.DeleteStreamPolicyRequest
-	(*DeleteStreamPolicyResponse)(nil), // 26: dedup.v1.DeleteStreamPolicyResponse
-	(State)(0),                         // 27: dedup.v1.State
-	(*Rejection)(nil),                  // 28: dedup.v1.Rejection
-	(*timestamppb.Timestamp)(nil),      // 29: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 30: google.protobuf.Duration
+	(GapTimeoutAction)(0),              // 2: dedup.v1.GapTimeoutAction
+	(SkipCause)(0),                     // 3: dedup.v1.SkipCause
+	(StreamStart)(0),                   // 4: dedup.v1.StreamStart
+	(*SkippedRange)(nil),               // 5: dedup.v1.SkippedRange
+	(*ParkedEvent)(nil),                // 6: dedup.v1.ParkedEvent
+	(*ParkedSummary)(nil),              // 7: dedup.v1.ParkedSummary
+	(*Stream)(nil),                     // 8: dedup.v1.Stream
+	(*ClaimStreamRequest)(nil),         // 9: dedup.v1.ClaimStreamRequest
+	(*ClaimStreamResponse)(nil),        // 10: dedup.v1.ClaimStreamResponse
+	(*CompleteStreamRequest)(nil),      // 11: dedup.v1.CompleteStreamRequest
+	(*CompleteStreamResponse)(nil),     // 12: dedup.v1.CompleteStreamResponse
+	(*RejectStreamRequest)(nil),        // 13: dedup.v1.RejectStreamRequest
+	(*RejectStreamResponse)(nil),       // 14: dedup.v1.RejectStreamResponse
+	(*ReleaseStreamRequest)(nil),       // 15: dedup.v1.ReleaseStreamRequest
+	(*ReleaseStreamResponse)(nil),      // 16: dedup.v1.ReleaseStreamResponse
+	(*ExtendStreamLeaseRequest)(nil),   // 17: dedup.v1.ExtendStreamLeaseRequest
+	(*ExtendStreamLeaseResponse)(nil),  // 18: dedup.v1.ExtendStreamLeaseResponse
+	(*GetStreamRequest)(nil),           // 19: dedup.v1.GetStreamRequest
+	(*GetStreamResponse)(nil),          // 20: dedup.v1.GetStreamResponse
+	(*ListStreamsRequest)(nil),         // 21: dedup.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),        // 22: dedup.v1.ListStreamsResponse
+	(*ResetStreamRequest)(nil),         // 23: dedup.v1.ResetStreamRequest
+	(*ResetStreamResponse)(nil),        // 24: dedup.v1.ResetStreamResponse
+	(*StreamPolicy)(nil),               // 25: dedup.v1.StreamPolicy
+	(*SetStreamPolicyRequest)(nil),     // 26: dedup.v1.SetStreamPolicyRequest
+	(*SetStreamPolicyResponse)(nil),    // 27: dedup.v1.SetStreamPolicyResponse
+	(*GetStreamPolicyRequest)(nil),     // 28: dedup.v1.GetStreamPolicyRequest
+	(*GetStreamPolicyResponse)(nil),    // 29: dedup.v1.GetStreamPolicyResponse
+	(*DeleteStreamPolicyRequest)(nil),  // 30: dedup.v1.DeleteStreamPolicyRequest
+	(*DeleteStreamPolicyResponse)(nil), // 31: dedup.v1.DeleteStreamPolicyResponse
+	(*ClaimParkedRequest)(nil),         // 32: dedup.v1.ClaimParkedRequest
+	(*ClaimParkedResponse)(nil),        // 33: dedup.v1.ClaimParkedResponse
+	(*ListParkedRequest)(nil),          // 34: dedup.v1.ListParkedRequest
+	(*ListParkedResponse)(nil),         // 35: dedup.v1.ListParkedResponse
+	(*DropParkedRequest)(nil),          // 36: dedup.v1.DropParkedRequest
+	(*DropParkedResponse)(nil),         // 37: dedup.v1.DropParkedResponse
+	(*SkipGapRequest)(nil),             // 38: dedup.v1.SkipGapRequest
+	(*SkipGapResponse)(nil),            // 39: dedup.v1.SkipGapResponse
+	(*timestamppb.Timestamp)(nil),      // 40: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 41: google.protobuf.Duration
+	(State)(0),                         // 42: dedup.v1.State
+	(*Rejection)(nil),                  // 43: dedup.v1.Rejection
 }
 var file_dedup_v1_stream_proto_depIdxs = []int32{
-	0,  // 0: dedup.v1.Stream.mode:type_name -> dedup.v1.StreamMode
-	27, // 1: dedup.v1.Stream.last_outcome:type_name -> dedup.v1.State
-	28, // 2: dedup.v1.Stream.last_rejection:type_name -> dedup.v1.Rejection
-	29, // 3: dedup.v1.Stream.lease_expires_at:type_name -> google.protobuf.Timestamp
-	29, // 4: dedup.v1.Stream.created_at:type_name -> google.protobuf.Timestamp
-	29, // 5: dedup.v1.Stream.updated_at:type_name -> google.protobuf.Timestamp
-	29, // 6: dedup.v1.Stream.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 7: dedup.v1.ClaimStreamRequest.mode:type_name -> dedup.v1.StreamMode
-	30, // 8: dedup.v1.ClaimStreamRequest.lease_ttl:type_name -> google.protobuf.Duration
-	1,  // 9: dedup.v1.ClaimStreamResponse.outcome:type_name -> dedup.v1.StreamOutcome
-	3,  // 10: dedup.v1.ClaimStreamResponse.stream:type_name -> dedup.v1.Stream
-	30, // 11: dedup.v1.ClaimStreamResponse.retry_after:type_name -> google.protobuf.Duration
-	3,  // 12: dedup.v1.CompleteStreamResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 13: dedup.v1.RejectStreamResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 14: dedup.v1.ReleaseStreamResponse.stream:type_name -> dedup.v1.Stream
-	30, // 15: dedup.v1.ExtendStreamLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
-	3,  // 16: dedup.v1.ExtendStreamLeaseResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 17: dedup.v1.GetStreamResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 18: dedup.v1.ListStreamsResponse.streams:type_name -> dedup.v1.Stream
-	0,  // 19: dedup.v1.ResetStreamRequest.mode:type_name -> dedup.v1.StreamMode
-	3,  // 20: dedup.v1.ResetStreamResponse.stream:type_name -> dedup.v1.Stream
-	3,  // 21: dedup.v1.ResetStreamResponse.previous:type_name -> dedup.v1.Stream
-	30, // 22: dedup.v1.StreamPolicy.stream_ttl:type_name -> google.protobuf.Duration
-	0,  // 23: dedup.v1.StreamPolicy.mode:type_name -> dedup.v1.StreamMode
-	2,  // 24: dedup.v1.StreamPolicy.start:type_name -> dedup.v1.StreamStart
-	29, // 25: dedup.v1.StreamPolicy.updated_at:type_name -> google.protobuf.Timestamp
-	20, // 26: dedup.v1.SetStreamPolicyRequest.policy:type_name -> dedup.v1.StreamPolicy
-	20, // 27: dedup.v1.SetStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
-	20, // 28: dedup.v1.GetStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
-	20, // 29: dedup.v1.DeleteStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
-	4,  // 30: dedup.v1.StreamService.ClaimStream:input_type -> dedup.v1.ClaimStreamRequest
-	6,  // 31: dedup.v1.StreamService.CompleteStream:input_type -> dedup.v1.CompleteStreamRequest
-	8,  // 32: dedup.v1.StreamService.RejectStream:input_type -> dedup.v1.RejectStreamRequest
-	10, // 33: dedup.v1.StreamService.ReleaseStream:input_type -> dedup.v1.ReleaseStreamRequest
-	12, // 34: dedup.v1.StreamService.ExtendStreamLease:input_type -> dedup.v1.ExtendStreamLeaseRequest
-	14, // 35: dedup.v1.StreamService.GetStream:input_type -> dedup.v1.GetStreamRequest
-	16, // 36: dedup.v1.StreamService.ListStreams:input_type -> dedup.v1.ListStreamsRequest
-	18, // 37: dedup.v1.StreamAdminService.ResetStream:input_type -> dedup.v1.ResetStreamRequest
-	21, // 38: dedup.v1.StreamAdminService.SetStreamPolicy:input_type -> dedup.v1.SetStreamPolicyRequest
-	23, // 39: dedup.v1.StreamAdminService.GetStreamPolicy:input_type -> dedup.v1.GetStreamPolicyRequest
-	25, // 40: dedup.v1.StreamAdminService.DeleteStreamPolicy:input_type -> dedup.v1.DeleteStreamPolicyRequest
-	5,  // 41: dedup.v1.StreamService.ClaimStream:output_type -> dedup.v1.ClaimStreamResponse
-	7,  // 42: dedup.v1.StreamService.CompleteStream:output_type -> dedup.v1.CompleteStreamResponse
-	9,  // 43: dedup.v1.StreamService.RejectStream:output_type -> dedup.v1.RejectStreamResponse
-	11, // 44: dedup.v1.StreamService.ReleaseStream:output_type -> dedup.v1.ReleaseStreamResponse
-	13, // 45: dedup.v1.StreamService.ExtendStreamLease:output_type -> dedup.v1.ExtendStreamLeaseResponse
-	15, // 46: dedup.v1.StreamService.GetStream:output_type -> dedup.v1.GetStreamResponse
-	17, // 47: dedup.v1.StreamService.ListStreams:output_type -> dedup.v1.ListStreamsResponse
-	19, // 48: dedup.v1.StreamAdminService.ResetStream:output_type -> dedup.v1.ResetStreamResponse
-	22, // 49: dedup.v1.StreamAdminService.SetStreamPolicy:output_type -> dedup.v1.SetStreamPolicyResponse
-	24, // 50: dedup.v1.StreamAdminService.GetStreamPolicy:output_type -> dedup.v1.GetStreamPolicyResponse
-	26, // 51: dedup.v1.StreamAdminService.DeleteStreamPolicy:output_type -> dedup.v1.DeleteStreamPolicyResponse
-	41, // [41:52] is the sub-list for method output_type
-	30, // [30:41] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	3,  // 0: dedup.v1.SkippedRange.cause:type_name -> dedup.v1.SkipCause
+	40, // 1: dedup.v1.SkippedRange.skipped_at:type_name -> google.protobuf.Timestamp
+	40, // 2: dedup.v1.ParkedEvent.lease_expires_at:type_name -> google.protobuf.Timestamp
+	40, // 3: dedup.v1.ParkedEvent.parked_at:type_name -> google.protobuf.Timestamp
+	40, // 4: dedup.v1.ParkedSummary.oldest_parked_at:type_name -> google.protobuf.Timestamp
+	41, // 5: dedup.v1.ParkedSummary.oldest_age:type_name -> google.protobuf.Duration
+	0,  // 6: dedup.v1.Stream.mode:type_name -> dedup.v1.StreamMode
+	42, // 7: dedup.v1.Stream.last_outcome:type_name -> dedup.v1.State
+	43, // 8: dedup.v1.Stream.last_rejection:type_name -> dedup.v1.Rejection
+	40, // 9: dedup.v1.Stream.lease_expires_at:type_name -> google.protobuf.Timestamp
+	40, // 10: dedup.v1.Stream.created_at:type_name -> google.protobuf.Timestamp
+	40, // 11: dedup.v1.Stream.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 12: dedup.v1.Stream.expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 13: dedup.v1.Stream.last_skipped:type_name -> dedup.v1.SkippedRange
+	0,  // 14: dedup.v1.ClaimStreamRequest.mode:type_name -> dedup.v1.StreamMode
+	41, // 15: dedup.v1.ClaimStreamRequest.lease_ttl:type_name -> google.protobuf.Duration
+	1,  // 16: dedup.v1.ClaimStreamResponse.outcome:type_name -> dedup.v1.StreamOutcome
+	8,  // 17: dedup.v1.ClaimStreamResponse.stream:type_name -> dedup.v1.Stream
+	41, // 18: dedup.v1.ClaimStreamResponse.retry_after:type_name -> google.protobuf.Duration
+	41, // 19: dedup.v1.CompleteStreamRequest.next_lease_ttl:type_name -> google.protobuf.Duration
+	8,  // 20: dedup.v1.CompleteStreamResponse.stream:type_name -> dedup.v1.Stream
+	6,  // 21: dedup.v1.CompleteStreamResponse.next:type_name -> dedup.v1.ParkedEvent
+	41, // 22: dedup.v1.RejectStreamRequest.next_lease_ttl:type_name -> google.protobuf.Duration
+	8,  // 23: dedup.v1.RejectStreamResponse.stream:type_name -> dedup.v1.Stream
+	6,  // 24: dedup.v1.RejectStreamResponse.next:type_name -> dedup.v1.ParkedEvent
+	8,  // 25: dedup.v1.ReleaseStreamResponse.stream:type_name -> dedup.v1.Stream
+	41, // 26: dedup.v1.ExtendStreamLeaseRequest.lease_ttl:type_name -> google.protobuf.Duration
+	8,  // 27: dedup.v1.ExtendStreamLeaseResponse.stream:type_name -> dedup.v1.Stream
+	8,  // 28: dedup.v1.GetStreamResponse.stream:type_name -> dedup.v1.Stream
+	7,  // 29: dedup.v1.GetStreamResponse.parked:type_name -> dedup.v1.ParkedSummary
+	8,  // 30: dedup.v1.ListStreamsResponse.streams:type_name -> dedup.v1.Stream
+	0,  // 31: dedup.v1.ResetStreamRequest.mode:type_name -> dedup.v1.StreamMode
+	8,  // 32: dedup.v1.ResetStreamResponse.stream:type_name -> dedup.v1.Stream
+	8,  // 33: dedup.v1.ResetStreamResponse.previous:type_name -> dedup.v1.Stream
+	41, // 34: dedup.v1.StreamPolicy.stream_ttl:type_name -> google.protobuf.Duration
+	0,  // 35: dedup.v1.StreamPolicy.mode:type_name -> dedup.v1.StreamMode
+	4,  // 36: dedup.v1.StreamPolicy.start:type_name -> dedup.v1.StreamStart
+	40, // 37: dedup.v1.StreamPolicy.updated_at:type_name -> google.protobuf.Timestamp
+	41, // 38: dedup.v1.StreamPolicy.gap_timeout:type_name -> google.protobuf.Duration
+	2,  // 39: dedup.v1.StreamPolicy.on_gap_timeout:type_name -> dedup.v1.GapTimeoutAction
+	25, // 40: dedup.v1.SetStreamPolicyRequest.policy:type_name -> dedup.v1.StreamPolicy
+	25, // 41: dedup.v1.SetStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
+	25, // 42: dedup.v1.GetStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
+	25, // 43: dedup.v1.DeleteStreamPolicyResponse.policy:type_name -> dedup.v1.StreamPolicy
+	41, // 44: dedup.v1.ClaimParkedRequest.lease_ttl:type_name -> google.protobuf.Duration
+	6,  // 45: dedup.v1.ClaimParkedResponse.event:type_name -> dedup.v1.ParkedEvent
+	8,  // 46: dedup.v1.ClaimParkedResponse.stream:type_name -> dedup.v1.Stream
+	6,  // 47: dedup.v1.ListParkedResponse.events:type_name -> dedup.v1.ParkedEvent
+	8,  // 48: dedup.v1.DropParkedResponse.stream:type_name -> dedup.v1.Stream
+	8,  // 49: dedup.v1.SkipGapResponse.stream:type_name -> dedup.v1.Stream
+	5,  // 50: dedup.v1.SkipGapResponse.skipped:type_name -> dedup.v1.SkippedRange
+	9,  // 51: dedup.v1.StreamService.ClaimStream:input_type -> dedup.v1.ClaimStreamRequest
+	11, // 52: dedup.v1.StreamService.CompleteStream:input_type -> dedup.v1.CompleteStreamRequest
+	13, // 53: dedup.v1.StreamService.RejectStream:input_type -> dedup.v1.RejectStreamRequest
+	15, // 54: dedup.v1.StreamService.ReleaseStream:input_type -> dedup.v1.ReleaseStreamRequest
+	17, // 55: dedup.v1.StreamService.ExtendStreamLease:input_type -> dedup.v1.ExtendStreamLeaseRequest
+	19, // 56: dedup.v1.StreamService.GetStream:input_type -> dedup.v1.GetStreamRequest
+	21, // 57: dedup.v1.StreamService.ListStreams:input_type -> dedup.v1.ListStreamsRequest
+	32, // 58: dedup.v1.StreamService.ClaimParked:input_type -> dedup.v1.ClaimParkedRequest
+	34, // 59: dedup.v1.StreamService.ListParked:input_type -> dedup.v1.ListParkedRequest
+	23, // 60: dedup.v1.StreamAdminService.ResetStream:input_type -> dedup.v1.ResetStreamRequest
+	26, // 61: dedup.v1.StreamAdminService.SetStreamPolicy:input_type -> dedup.v1.SetStreamPolicyRequest
+	28, // 62: dedup.v1.StreamAdminService.GetStreamPolicy:input_type -> dedup.v1.GetStreamPolicyRequest
+	30, // 63: dedup.v1.StreamAdminService.DeleteStreamPolicy:input_type -> dedup.v1.DeleteStreamPolicyRequest
+	36, // 64: dedup.v1.StreamAdminService.DropParked:input_type -> dedup.v1.DropParkedRequest
+	38, // 65: dedup.v1.StreamAdminService.SkipGap:input_type -> dedup.v1.SkipGapRequest
+	10, // 66: dedup.v1.StreamService.ClaimStream:output_type -> dedup.v1.ClaimStreamResponse
+	12, // 67: dedup.v1.StreamService.CompleteStream:output_type -> dedup.v1.CompleteStreamResponse
+	14, // 68: dedup.v1.StreamService.RejectStream:output_type -> dedup.v1.RejectStreamResponse
+	16, // 69: dedup.v1.StreamService.ReleaseStream:output_type -> dedup.v1.ReleaseStreamResponse
+	18, // 70: dedup.v1.StreamService.ExtendStreamLease:output_type -> dedup.v1.ExtendStreamLeaseResponse
+	20, // 71: dedup.v1.StreamService.GetStream:output_type -> dedup.v1.GetStreamResponse
+	22, // 72: dedup.v1.StreamService.ListStreams:output_type -> dedup.v1.ListStreamsResponse
+	33, // 73: dedup.v1.StreamService.ClaimParked:output_type -> dedup.v1.ClaimParkedResponse
+	35, // 74: dedup.v1.StreamService.ListParked:output_type -> dedup.v1.ListParkedResponse
+	24, // 75: dedup.v1.StreamAdminService.ResetStream:output_type -> dedup.v1.ResetStreamResponse
+	27, // 76: dedup.v1.StreamAdminService.SetStreamPolicy:output_type -> dedup.v1.SetStreamPolicyResponse
+	29, // 77: dedup.v1.StreamAdminService.GetStreamPolicy:output_type -> dedup.v1.GetStreamPolicyResponse
+	31, // 78: dedup.v1.StreamAdminService.DeleteStreamPolicy:output_type -> dedup.v1.DeleteStreamPolicyResponse
+	37, // 79: dedup.v1.StreamAdminService.DropParked:output_type -> dedup.v1.DropParkedResponse
+	39, // 80: dedup.v1.StreamAdminService.SkipGap:output_type -> dedup.v1.SkipGapResponse
+	66, // [66:81] is the sub-list for method output_type
+	51, // [51:66] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_dedup_v1_stream_proto_init() }
@@ -1973,8 +3164,8 @@ func file_dedup_v1_stream_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dedup_v1_stream_proto_rawDesc), len(file_dedup_v1_stream_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   24,
+			NumEnums:      5,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -26,6 +26,8 @@ const (
 	StreamService_ExtendStreamLease_FullMethodName = "/dedup.v1.StreamService/ExtendStreamLease"
 	StreamService_GetStream_FullMethodName         = "/dedup.v1.StreamService/GetStream"
 	StreamService_ListStreams_FullMethodName       = "/dedup.v1.StreamService/ListStreams"
+	StreamService_ClaimParked_FullMethodName       = "/dedup.v1.StreamService/ClaimParked"
+	StreamService_ListParked_FullMethodName        = "/dedup.v1.StreamService/ListParked"
 )
 
 // StreamServiceClient is the client API for StreamService service.
@@ -44,16 +46,31 @@ const (
 // FAILED_PRECONDITION with reason SEQUENCE_GAP and the expected sequence in
 // ErrorInfo metadata "expected_sequence"; errors about an existing stream
 // carry the dedup.v1.Stream as a detail.
+//
+// Park mode makes the server the resequencer of a dense stream: a claim
+// with park set of a sequence past the next one stores the event (its
+// payload) and answers STREAM_OUTCOME_PARKED, and the caller may then ack
+// its message. When the mark reaches the sequence before a parked one, the
+// call that moved it (CompleteStream or RejectStream) hands the parked
+// event back as `next`, already acquired for that caller; ClaimParked picks
+// up ready parked events whose holder went away. Parked events are bounded
+// per stream (StreamPolicy.max_parked) and per consumer (a server byte
+// budget): past the bounds a park is RESOURCE_EXHAUSTED with reason
+// PARK_FULL. A parked event lives as long as its stream.
 type StreamServiceClient interface {
 	// ClaimStream takes the stream's lease for one sequence, or says that the
 	// sequence is a duplicate or that another caller holds the lease.
 	ClaimStream(ctx context.Context, in *ClaimStreamRequest, opts ...grpc.CallOption) (*ClaimStreamResponse, error)
 	// CompleteStream finishes the claimed sequence and moves the high-water
-	// mark to it. Repeating the same call is harmless.
+	// mark to it. Repeating the same call is harmless. When the next sequence
+	// is parked, the same atomic write acquires it for the caller and the
+	// response carries it as `next`; a repeat of the call returns that same
+	// `next` while it is still in flight under the token it was given.
 	CompleteStream(ctx context.Context, in *CompleteStreamRequest, opts ...grpc.CallOption) (*CompleteStreamResponse, error)
 	// RejectStream finishes the claimed sequence as a poison event: the mark
 	// moves past it and the rejection is recorded, so the stream goes on.
-	// Repeating the same call is harmless.
+	// Repeating the same call is harmless. Hands back the next parked event
+	// as CompleteStream does.
 	RejectStream(ctx context.Context, in *RejectStreamRequest, opts ...grpc.CallOption) (*RejectStreamResponse, error)
 	// ReleaseStream gives up the claim without moving the mark, so the
 	// sequence can be claimed again at once (a retryable failure).
@@ -66,6 +83,17 @@ type StreamServiceClient interface {
 	// With lease_expired it lists the reconciliation queue: streams whose
 	// claim in flight has run out of lease.
 	ListStreams(ctx context.Context, in *ListStreamsRequest, opts ...grpc.CallOption) (*ListStreamsResponse, error)
+	// ClaimParked acquires one ready parked event of the consumer (of one
+	// stream when `stream` is set) for a worker that picks up after a crash:
+	// a parked event is ready when the mark is right before it and no live
+	// lease holds it, that is when nobody was handed it (after a skip) or
+	// the one handed it let its lease run out (a lost reply, a crash). The
+	// response has no event when none is ready. Among concurrent callers
+	// each ready event goes to exactly one.
+	ClaimParked(ctx context.Context, in *ClaimParkedRequest, opts ...grpc.CallOption) (*ClaimParkedResponse, error)
+	// ListParked pages through one stream's parked events in sequence order,
+	// without their payloads.
+	ListParked(ctx context.Context, in *ListParkedRequest, opts ...grpc.CallOption) (*ListParkedResponse, error)
 }
 
 type streamServiceClient struct {
@@ -146,6 +174,26 @@ func (c *streamServiceClient) ListStreams(ctx context.Context, in *ListStreamsRe
 	return out, nil
 }
 
+func (c *streamServiceClient) ClaimParked(ctx context.Context, in *ClaimParkedRequest, opts ...grpc.CallOption) (*ClaimParkedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClaimParkedResponse)
+	err := c.cc.Invoke(ctx, StreamService_ClaimParked_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *streamServiceClient) ListParked(ctx context.Context, in *ListParkedRequest, opts ...grpc.CallOption) (*ListParkedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListParkedResponse)
+	err := c.cc.Invoke(ctx, StreamService_ListParked_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StreamServiceServer is the server API for StreamService service.
 // All implementations must embed UnimplementedStreamServiceServer
 // for forward compatibility.
@@ -162,16 +210,31 @@ func (c *streamServiceClient) ListStreams(ctx context.Context, in *ListStreamsRe
 // FAILED_PRECONDITION with reason SEQUENCE_GAP and the expected sequence in
 // ErrorInfo metadata "expected_sequence"; errors about an existing stream
 // carry the dedup.v1.Stream as a detail.
+//
+// Park mode makes the server the resequencer of a dense stream: a claim
+// with park set of a sequence past the next one stores the event (its
+// payload) and answers STREAM_OUTCOME_PARKED, and the caller may then ack
+// its message. When the mark reaches the sequence before a parked one, the
+// call that moved it (CompleteStream or RejectStream) hands the parked
+// event back as `next`, already acquired for that caller; ClaimParked picks
+// up ready parked events whose holder went away. Parked events are bounded
+// per stream (StreamPolicy.max_parked) and per consumer (a server byte
+// budget): past the bounds a park is RESOURCE_EXHAUSTED with reason
+// PARK_FULL. A parked event lives as long as its stream.
 type StreamServiceServer interface {
 	// ClaimStream takes the stream's lease for one sequence, or says that the
 	// sequence is a duplicate or that another caller holds the lease.
 	ClaimStream(context.Context, *ClaimStreamRequest) (*ClaimStreamResponse, error)
 	// CompleteStream finishes the claimed sequence and moves the high-water
-	// mark to it. Repeating the same call is harmless.
+	// mark to it. Repeating the same call is harmless. When the next sequence
+	// is parked, the same atomic write acquires it for the caller and the
+	// response carries it as `next`; a repeat of the call returns that same
+	// `next` while it is still in flight under the token it was given.
 	CompleteStream(context.Context, *CompleteStreamRequest) (*CompleteStreamResponse, error)
 	// RejectStream finishes the claimed sequence as a poison event: the mark
 	// moves past it and the rejection is recorded, so the stream goes on.
-	// Repeating the same call is harmless.
+	// Repeating the same call is harmless. Hands back the next parked event
+	// as CompleteStream does.
 	RejectStream(context.Context, *RejectStreamRequest) (*RejectStreamResponse, error)
 	// ReleaseStream gives up the claim without moving the mark, so the
 	// sequence can be claimed again at once (a retryable failure).
@@ -184,6 +247,17 @@ type StreamServiceServer interface {
 	// With lease_expired it lists the reconciliation queue: streams whose
 	// claim in flight has run out of lease.
 	ListStreams(context.Context, *ListStreamsRequest) (*ListStreamsResponse, error)
+	// ClaimParked acquires one ready parked event of the consumer (of one
+	// stream when `stream` is set) for a worker that picks up after a crash:
+	// a parked event is ready when the mark is right before it and no live
+	// lease holds it, that is when nobody was handed it (after a skip) or
+	// the one handed it let its lease run out (a lost reply, a crash). The
+	// response has no event when none is ready. Among concurrent callers
+	// each ready event goes to exactly one.
+	ClaimParked(context.Context, *ClaimParkedRequest) (*ClaimParkedResponse, error)
+	// ListParked pages through one stream's parked events in sequence order,
+	// without their payloads.
+	ListParked(context.Context, *ListParkedRequest) (*ListParkedResponse, error)
 	mustEmbedUnimplementedStreamServiceServer()
 }
 
@@ -214,6 +288,12 @@ func (UnimplementedStreamServiceServer) GetStream(context.Context, *GetStreamReq
 }
 func (UnimplementedStreamServiceServer) ListStreams(context.Context, *ListStreamsRequest) (*ListStreamsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListStreams not implemented")
+}
+func (UnimplementedStreamServiceServer) ClaimParked(context.Context, *ClaimParkedRequest) (*ClaimParkedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClaimParked not implemented")
+}
+func (UnimplementedStreamServiceServer) ListParked(context.Context, *ListParkedRequest) (*ListParkedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListParked not implemented")
 }
 func (UnimplementedStreamServiceServer) mustEmbedUnimplementedStreamServiceServer() {}
 func (UnimplementedStreamServiceServer) testEmbeddedByValue()                       {}
@@ -362,6 +442,42 @@ func _StreamService_ListStreams_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _StreamService_ClaimParked_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClaimParkedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StreamServiceServer).ClaimParked(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StreamService_ClaimParked_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StreamServiceServer).ClaimParked(ctx, req.(*ClaimParkedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StreamService_ListParked_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListParkedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StreamServiceServer).ListParked(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StreamService_ListParked_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StreamServiceServer).ListParked(ctx, req.(*ListParkedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // StreamService_ServiceDesc is the grpc.ServiceDesc for StreamService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -397,6 +513,14 @@ var StreamService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListStreams",
 			Handler:    _StreamService_ListStreams_Handler,
 		},
+		{
+			MethodName: "ClaimParked",
+			Handler:    _StreamService_ClaimParked_Handler,
+		},
+		{
+			MethodName: "ListParked",
+			Handler:    _StreamService_ListParked_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "dedup/v1/stream.proto",
@@ -407,6 +531,8 @@ const (
 	StreamAdminService_SetStreamPolicy_FullMethodName    = "/dedup.v1.StreamAdminService/SetStreamPolicy"
 	StreamAdminService_GetStreamPolicy_FullMethodName    = "/dedup.v1.StreamAdminService/GetStreamPolicy"
 	StreamAdminService_DeleteStreamPolicy_FullMethodName = "/dedup.v1.StreamAdminService/DeleteStreamPolicy"
+	StreamAdminService_DropParked_FullMethodName         = "/dedup.v1.StreamAdminService/DropParked"
+	StreamAdminService_SkipGap_FullMethodName            = "/dedup.v1.StreamAdminService/SkipGap"
 )
 
 // StreamAdminServiceClient is the client API for StreamAdminService service.
@@ -427,6 +553,20 @@ type StreamAdminServiceClient interface {
 	GetStreamPolicy(ctx context.Context, in *GetStreamPolicyRequest, opts ...grpc.CallOption) (*GetStreamPolicyResponse, error)
 	// DeleteStreamPolicy deletes a consumer's stream policy.
 	DeleteStreamPolicy(ctx context.Context, in *DeleteStreamPolicyRequest, opts ...grpc.CallOption) (*DeleteStreamPolicyResponse, error)
+	// DropParked deletes a stream's parked events in a sequence range: their
+	// payloads are gone and their sequences count as never delivered (a
+	// redelivery is parked or claimed again). An event in flight (handed out
+	// and not yet finished) is dropped too; its holder can still finish it.
+	// With dry_run nothing is written and the response counts what would go.
+	DropParked(ctx context.Context, in *DropParkedRequest, opts ...grpc.CallOption) (*DropParkedResponse, error)
+	// SkipGap gives up on the missing sequences before a stream's lowest
+	// parked event: the mark moves to that event's sequence - 1, the skipped
+	// range is recorded on the stream, and the parked events become ready in
+	// order (ClaimParked, or a claim of the next sequence, takes them). It is
+	// what on_gap_timeout SKIP does, by hand. FAILED_PRECONDITION with reason
+	// NO_GAP when the stream has no parked event past an open gap. With
+	// dry_run nothing is written.
+	SkipGap(ctx context.Context, in *SkipGapRequest, opts ...grpc.CallOption) (*SkipGapResponse, error)
 }
 
 type streamAdminServiceClient struct {
@@ -477,6 +617,26 @@ func (c *streamAdminServiceClient) DeleteStreamPolicy(ctx context.Context, in *D
 	return out, nil
 }
 
+func (c *streamAdminServiceClient) DropParked(ctx context.Context, in *DropParkedRequest, opts ...grpc.CallOption) (*DropParkedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DropParkedResponse)
+	err := c.cc.Invoke(ctx, StreamAdminService_DropParked_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *streamAdminServiceClient) SkipGap(ctx context.Context, in *SkipGapRequest, opts ...grpc.CallOption) (*SkipGapResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SkipGapResponse)
+	err := c.cc.Invoke(ctx, StreamAdminService_SkipGap_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StreamAdminServiceServer is the server API for StreamAdminService service.
 // All implementations must embed UnimplementedStreamAdminServiceServer
 // for forward compatibility.
@@ -495,6 +655,20 @@ type StreamAdminServiceServer interface {
 	GetStreamPolicy(context.Context, *GetStreamPolicyRequest) (*GetStreamPolicyResponse, error)
 	// DeleteStreamPolicy deletes a consumer's stream policy.
 	DeleteStreamPolicy(context.Context, *DeleteStreamPolicyRequest) (*DeleteStreamPolicyResponse, error)
+	// DropParked deletes a stream's parked events in a sequence range: their
+	// payloads are gone and their sequences count as never delivered (a
+	// redelivery is parked or claimed again). An event in flight (handed out
+	// and not yet finished) is dropped too; its holder can still finish it.
+	// With dry_run nothing is written and the response counts what would go.
+	DropParked(context.Context, *DropParkedRequest) (*DropParkedResponse, error)
+	// SkipGap gives up on the missing sequences before a stream's lowest
+	// parked event: the mark moves to that event's sequence - 1, the skipped
+	// range is recorded on the stream, and the parked events become ready in
+	// order (ClaimParked, or a claim of the next sequence, takes them). It is
+	// what on_gap_timeout SKIP does, by hand. FAILED_PRECONDITION with reason
+	// NO_GAP when the stream has no parked event past an open gap. With
+	// dry_run nothing is written.
+	SkipGap(context.Context, *SkipGapRequest) (*SkipGapResponse, error)
 	mustEmbedUnimplementedStreamAdminServiceServer()
 }
 
@@ -516,6 +690,12 @@ func (UnimplementedStreamAdminServiceServer) GetStreamPolicy(context.Context, *G
 }
 func (UnimplementedStreamAdminServiceServer) DeleteStreamPolicy(context.Context, *DeleteStreamPolicyRequest) (*DeleteStreamPolicyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteStreamPolicy not implemented")
+}
+func (UnimplementedStreamAdminServiceServer) DropParked(context.Context, *DropParkedRequest) (*DropParkedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DropParked not implemented")
+}
+func (UnimplementedStreamAdminServiceServer) SkipGap(context.Context, *SkipGapRequest) (*SkipGapResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SkipGap not implemented")
 }
 func (UnimplementedStreamAdminServiceServer) mustEmbedUnimplementedStreamAdminServiceServer() {}
 func (UnimplementedStreamAdminServiceServer) testEmbeddedByValue()                            {}
@@ -610,6 +790,42 @@ func _StreamAdminService_DeleteStreamPolicy_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _StreamAdminService_DropParked_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DropParkedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StreamAdminServiceServer).DropParked(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StreamAdminService_DropParked_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StreamAdminServiceServer).DropParked(ctx, req.(*DropParkedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StreamAdminService_SkipGap_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SkipGapRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StreamAdminServiceServer).SkipGap(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StreamAdminService_SkipGap_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StreamAdminServiceServer).SkipGap(ctx, req.(*SkipGapRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // StreamAdminService_ServiceDesc is the grpc.ServiceDesc for StreamAdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -632,6 +848,14 @@ var StreamAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteStreamPolicy",
 			Handler:    _StreamAdminService_DeleteStreamPolicy_Handler,
+		},
+		{
+			MethodName: "DropParked",
+			Handler:    _StreamAdminService_DropParked_Handler,
+		},
+		{
+			MethodName: "SkipGap",
+			Handler:    _StreamAdminService_SkipGap_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -20,7 +20,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/error_reason.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x1b\x64\x65\x64up/v1/error_reason.proto\x12\x08\x64\x65\x64up.v1*\x96\x03\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x11\n\rINVALID_FIELD\x10\x01\x12\x15\n\x11MALFORMED_REQUEST\x10\x02\x12\x14\n\x10RECORD_NOT_FOUND\x10\x03\x12\x14\n\x10POLICY_NOT_FOUND\x10\x04\x12\x13\n\x0f\x44IGEST_MISMATCH\x10\x05\x12\x14\n\x10\x41LREADY_FINISHED\x10\x06\x12\x0e\n\nLEASE_LOST\x10\x07\x12\x15\n\x11STORE_UNAVAILABLE\x10\x08\x12\x15\n\x11\x44\x45\x41\x44LINE_EXCEEDED\x10\t\x12\x0c\n\x08\x43\x41NCELED\x10\n\x12\x0c\n\x08INTERNAL\x10\x0b\x12\x13\n\x0fUNAUTHENTICATED\x10\x0c\x12\x15\n\x11PERMISSION_DENIED\x10\r\x12\x10\n\x0cRATE_LIMITED\x10\x0e\x12\x0e\n\nOVERLOADED\x10\x0f\x12\x10\n\x0cSEQUENCE_GAP\x10\x10\x12\x18\n\x14STREAM_MODE_MISMATCH\x10\x11\x12\x14\n\x10STREAM_NOT_FOUND\x10\x12\x42\x31Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x1b\x64\x65\x64up/v1/error_reason.proto\x12\x08\x64\x65\x64up.v1*\xb1\x03\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x11\n\rINVALID_FIELD\x10\x01\x12\x15\n\x11MALFORMED_REQUEST\x10\x02\x12\x14\n\x10RECORD_NOT_FOUND\x10\x03\x12\x14\n\x10POLICY_NOT_FOUND\x10\x04\x12\x13\n\x0f\x44IGEST_MISMATCH\x10\x05\x12\x14\n\x10\x41LREADY_FINISHED\x10\x06\x12\x0e\n\nLEASE_LOST\x10\x07\x12\x15\n\x11STORE_UNAVAILABLE\x10\x08\x12\x15\n\x11\x44\x45\x41\x44LINE_EXCEEDED\x10\t\x12\x0c\n\x08\x43\x41NCELED\x10\n\x12\x0c\n\x08INTERNAL\x10\x0b\x12\x13\n\x0fUNAUTHENTICATED\x10\x0c\x12\x15\n\x11PERMISSION_DENIED\x10\r\x12\x10\n\x0cRATE_LIMITED\x10\x0e\x12\x0e\n\nOVERLOADED\x10\x0f\x12\x10\n\x0cSEQUENCE_GAP\x10\x10\x12\x18\n\x14STREAM_MODE_MISMATCH\x10\x11\x12\x14\n\x10STREAM_NOT_FOUND\x10\x12\x12\r\n\tPARK_FULL\x10\x13\x12\n\n\x06NO_GAP\x10\x14\x42\x31Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
 )
 
 _ERRORREASON = _descriptor.EnumDescriptor(
@@ -105,11 +105,19 @@ _ERRORREASON = _descriptor.EnumDescriptor(
       name='STREAM_NOT_FOUND', index=18, number=18,
       options=None,
       type=None),
+    _descriptor.EnumValueDescriptor(
+      name='PARK_FULL', index=19, number=19,
+      options=None,
+      type=None),
+    _descriptor.EnumValueDescriptor(
+      name='NO_GAP', index=20, number=20,
+      options=None,
+      type=None),
   ],
   containing_type=None,
   options=None,
   serialized_start=42,
-  serialized_end=448,
+  serialized_end=475,
 )
 _sym_db.RegisterEnumDescriptor(_ERRORREASON)
 
@@ -133,6 +141,8 @@ OVERLOADED = 15
 SEQUENCE_GAP = 16
 STREAM_MODE_MISMATCH = 17
 STREAM_NOT_FOUND = 18
+PARK_FULL = 19
+NO_GAP = 20
 
 
 DESCRIPTOR.enum_types_by_name['ErrorReason'] = _ERRORREASON

@@ -72,7 +72,7 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
     SEQUENCE_GAP: _ErrorReason.ValueType  # 16
     """A dense stream was claimed past its next sequence; ErrorInfo metadata
     "expected_sequence" gives the one it expects. Hold the event back or
-    let it be redelivered. FAILED_PRECONDITION.
+    let it be redelivered, or claim it with park. FAILED_PRECONDITION.
     """
 
     STREAM_MODE_MISMATCH: _ErrorReason.ValueType  # 17
@@ -82,6 +82,15 @@ class _ErrorReasonEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._En
 
     STREAM_NOT_FOUND: _ErrorReason.ValueType  # 18
     """No live stream by that name. NOT_FOUND."""
+
+    PARK_FULL: _ErrorReason.ValueType  # 19
+    """A claim with park found the stream at its max_parked, or the
+    consumer's parked payloads at their byte budget; nothing was stored.
+    Let the message be redelivered. RESOURCE_EXHAUSTED.
+    """
+
+    NO_GAP: _ErrorReason.ValueType  # 20
+    """SkipGap found no parked event past an open gap. FAILED_PRECONDITION."""
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason lists every google.rpc.ErrorInfo reason that dedupd sends, in
@@ -154,7 +163,7 @@ OVERLOADED: ErrorReason.ValueType  # 15
 SEQUENCE_GAP: ErrorReason.ValueType  # 16
 """A dense stream was claimed past its next sequence; ErrorInfo metadata
 "expected_sequence" gives the one it expects. Hold the event back or
-let it be redelivered. FAILED_PRECONDITION.
+let it be redelivered, or claim it with park. FAILED_PRECONDITION.
 """
 
 STREAM_MODE_MISMATCH: ErrorReason.ValueType  # 17
@@ -164,6 +173,15 @@ consumer's policy fixes. FAILED_PRECONDITION.
 
 STREAM_NOT_FOUND: ErrorReason.ValueType  # 18
 """No live stream by that name. NOT_FOUND."""
+
+PARK_FULL: ErrorReason.ValueType  # 19
+"""A claim with park found the stream at its max_parked, or the
+consumer's parked payloads at their byte budget; nothing was stored.
+Let the message be redelivered. RESOURCE_EXHAUSTED.
+"""
+
+NO_GAP: ErrorReason.ValueType  # 20
+"""SkipGap found no parked event past an open gap. FAILED_PRECONDITION."""
 
 global___ErrorReason = ErrorReason
 

@@ -23,7 +23,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/stream.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x15\x64\x65\x64up/v1/stream.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x03\n\x06Stream\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x12\n\nhigh_water\x18\x04 \x01(\x03\x12%\n\x0clast_outcome\x18\x05 \x01(\x0e\x32\x0f.dedup.v1.State\x12+\n\x0elast_rejection\x18\x06 \x01(\x0b\x32\x13.dedup.v1.Rejection\x12\x10\n\x08rejected\x18\x07 \x01(\x03\x12\x11\n\tin_flight\x18\x08 \x01(\x03\x12\x0e\n\x06\x64igest\x18\t \x01(\x0c\x12\x15\n\rfencing_token\x18\n \x01(\x03\x12\r\n\x05owner\x18\x0b \x01(\t\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb9\x01\n\x12\x43laimStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0e\n\x06\x64igest\x18\x05 \x01(\x0c\x12,\n\tlease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x07 \x01(\t\"\xa8\x01\n\x13\x43laimStreamResponse\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.dedup.v1.StreamOutcome\x12 \n\x06stream\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"b\n\x15\x43ompleteStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\":\n\x16\x43ompleteStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"\x91\x01\n\x13RejectStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x07 \x01(\x0c\"8\n\x14RejectStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"a\n\x14ReleaseStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\"9\n\x15ReleaseStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"\x93\x01\n\x18\x45xtendStreamLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12,\n\tlease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"=\n\x19\x45xtendStreamLeaseResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"4\n\x10GetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"5\n\x11GetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"d\n\x12ListStreamsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x15\n\rlease_expired\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"Q\n\x13ListStreamsResponse\x12!\n\x07streams\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Stream\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x7f\n\x12ResetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x12\n\nhigh_water\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"[\n\x13ResetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\"\xc9\x01\n\x0cStreamPolicy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\nstream_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12$\n\x05start\x18\x04 \x01(\x0e\x32\x15.dedup.v1.StreamStart\x12.\n\nupdated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"@\n\x16SetStreamPolicyRequest\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"A\n\x17SetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"*\n\x16GetStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"A\n\x17GetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"-\n\x19\x44\x65leteStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"D\n\x1a\x44\x65leteStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy*Z\n\nStreamMode\x12\x1b\n\x17STREAM_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11STREAM_MODE_DENSE\x10\x01\x12\x18\n\x14STREAM_MODE_VERSIONS\x10\x02*\x8a\x01\n\rStreamOutcome\x12\x1e\n\x1aSTREAM_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17STREAM_OUTCOME_ACQUIRED\x10\x01\x12\x1e\n\x1aSTREAM_OUTCOME_IN_PROGRESS\x10\x02\x12\x1c\n\x18STREAM_OUTCOME_DUPLICATE\x10\x03*_\n\x0bStreamStart\x12\x1c\n\x18STREAM_START_UNSPECIFIED\x10\x00\x12\x14\n\x10STREAM_START_ONE\x10\x01\x12\x1c\n\x18STREAM_START_FIRST_CLAIM\x10\x02\x32\xc1\x04\n\rStreamService\x12J\n\x0b\x43laimStream\x12\x1c.dedup.v1.ClaimStreamRequest\x1a\x1d.dedup.v1.ClaimStreamResponse\x12S\n\x0e\x43ompleteStream\x12\x1f.dedup.v1.CompleteStreamRequest\x1a .dedup.v1.CompleteStreamResponse\x12M\n\x0cRejectStream\x12\x1d.dedup.v1.RejectStreamRequest\x1a\x1e.dedup.v1.RejectStreamResponse\x12P\n\rReleaseStream\x12\x1e.dedup.v1.ReleaseStreamRequest\x1a\x1f.dedup.v1.ReleaseStreamResponse\x12\\\n\x11\x45xtendStreamLease\x12\".dedup.v1.ExtendStreamLeaseRequest\x1a#.dedup.v1.ExtendStreamLeaseResponse\x12\x44\n\tGetStream\x12\x1a.dedup.v1.GetStreamRequest\x1a\x1b.dedup.v1.GetStreamResponse\x12J\n\x0bListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse2\xf1\x02\n\x12StreamAdminService\x12J\n\x0bResetStream\x12\x1c.dedup.v1.ResetStreamRequest\x1a\x1d.dedup.v1.ResetStreamResponse\x12V\n\x0fSetStreamPolicy\x12 .dedup.v1.SetStreamPolicyRequest\x1a!.dedup.v1.SetStreamPolicyResponse\x12V\n\x0fGetStreamPolicy\x12 .dedup.v1.GetStreamPolicyRequest\x1a!.dedup.v1.GetStreamPolicyResponse\x12_\n\x12\x44\x65leteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x15\x64\x65\x64up/v1/stream.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x01\n\x0cSkippedRange\x12\x15\n\rfrom_sequence\x18\x01 \x01(\x03\x12\x13\n\x0bto_sequence\x18\x02 \x01(\x03\x12\"\n\x05\x63\x61use\x18\x03 \x01(\x0e\x32\x13.dedup.v1.SkipCause\x12.\n\nskipped_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x88\x02\n\x0bParkedEvent\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x0e\n\x06\x64igest\x18\x05 \x01(\x0c\x12\x15\n\rfencing_token\x18\x06 \x01(\x03\x12\x34\n\x10lease_expires_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tparked_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rpayload_bytes\x18\t \x01(\x03\x12\x11\n\tin_flight\x18\n \x01(\x08\"\xc5\x01\n\rParkedSummary\x12\r\n\x05\x63ount\x18\x01 \x01(\x03\x12\r\n\x05\x62ytes\x18\x02 \x01(\x03\x12\x0e\n\x06lowest\x18\x03 \x01(\x03\x12\x0f\n\x07highest\x18\x04 \x01(\x03\x12\x34\n\x10oldest_parked_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\noldest_age\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x10\n\x08gap_open\x18\x07 \x01(\x08\"\xbc\x04\n\x06Stream\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x12\n\nhigh_water\x18\x04 \x01(\x03\x12%\n\x0clast_outcome\x18\x05 \x01(\x0e\x32\x0f.dedup.v1.State\x12+\n\x0elast_rejection\x18\x06 \x01(\x0b\x32\x13.dedup.v1.Rejection\x12\x10\n\x08rejected\x18\x07 \x01(\x03\x12\x11\n\tin_flight\x18\x08 \x01(\x03\x12\x0e\n\x06\x64igest\x18\t \x01(\x0c\x12\x15\n\rfencing_token\x18\n \x01(\x03\x12\r\n\x05owner\x18\x0b \x01(\t\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06parked\x18\x14 \x01(\x03\x12\x14\n\x0cparked_bytes\x18\x15 \x01(\x03\x12,\n\x0clast_skipped\x18\x16 \x01(\x0b\x32\x16.dedup.v1.SkippedRange\x12\x0f\n\x07skipped\x18\x17 \x01(\x03\"\xd8\x01\n\x12\x43laimStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0e\n\x06\x64igest\x18\x05 \x01(\x0c\x12,\n\tlease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0c\n\x04park\x18\x14 \x01(\x08\x12\x0f\n\x07payload\x18\x15 \x01(\x0c\"\xa8\x01\n\x13\x43laimStreamResponse\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.dedup.v1.StreamOutcome\x12 \n\x06stream\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x95\x01\n\x15\x43ompleteStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12\x31\n\x0enext_lease_ttl\x18\x14 \x01(\x0b\x32\x19.google.protobuf.Duration\"_\n\x16\x43ompleteStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12#\n\x04next\x18\x14 \x01(\x0b\x32\x15.dedup.v1.ParkedEvent\"\xc4\x01\n\x13RejectStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x07 \x01(\x0c\x12\x31\n\x0enext_lease_ttl\x18\x14 \x01(\x0b\x32\x19.google.protobuf.Duration\"]\n\x14RejectStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12#\n\x04next\x18\x14 \x01(\x0b\x32\x15.dedup.v1.ParkedEvent\"a\n\x14ReleaseStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\"9\n\x15ReleaseStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"\x93\x01\n\x18\x45xtendStreamLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12,\n\tlease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"=\n\x19\x45xtendStreamLeaseResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"4\n\x10GetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"^\n\x11GetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\'\n\x06parked\x18\x14 \x01(\x0b\x32\x17.dedup.v1.ParkedSummary\"d\n\x12ListStreamsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x15\n\rlease_expired\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"Q\n\x13ListStreamsResponse\x12!\n\x07streams\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Stream\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x7f\n\x12ResetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x12\n\nhigh_water\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"[\n\x13ResetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\"\xc1\x02\n\x0cStreamPolicy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\nstream_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12$\n\x05start\x18\x04 \x01(\x0e\x32\x15.dedup.v1.StreamStart\x12.\n\nupdated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nmax_parked\x18\x14 \x01(\x03\x12.\n\x0bgap_timeout\x18\x15 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x32\n\x0eon_gap_timeout\x18\x16 \x01(\x0e\x32\x1a.dedup.v1.GapTimeoutAction\"@\n\x16SetStreamPolicyRequest\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"A\n\x17SetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"*\n\x16GetStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"A\n\x17GetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"-\n\x19\x44\x65leteStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"D\n\x1a\x44\x65leteStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"s\n\x12\x43laimParkedRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\"]\n\x13\x43laimParkedResponse\x12$\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x15.dedup.v1.ParkedEvent\x12 \n\x06stream\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\"\\\n\x11ListParkedRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"T\n\x12ListParkedResponse\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.dedup.v1.ParkedEvent\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"r\n\x11\x44ropParkedRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x15\n\rfrom_sequence\x18\x03 \x01(\x03\x12\x13\n\x0bto_sequence\x18\x04 \x01(\x03\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"G\n\x12\x44ropParkedResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\x0f\n\x07\x64ropped\x18\x02 \x01(\x03\"C\n\x0eSkipGapRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"\\\n\x0fSkipGapResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\'\n\x07skipped\x18\x02 \x01(\x0b\x32\x16.dedup.v1.SkippedRange*Z\n\nStreamMode\x12\x1b\n\x17STREAM_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11STREAM_MODE_DENSE\x10\x01\x12\x18\n\x14STREAM_MODE_VERSIONS\x10\x02*\xa5\x01\n\rStreamOutcome\x12\x1e\n\x1aSTREAM_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17STREAM_OUTCOME_ACQUIRED\x10\x01\x12\x1e\n\x1aSTREAM_OUTCOME_IN_PROGRESS\x10\x02\x12\x1c\n\x18STREAM_OUTCOME_DUPLICATE\x10\x03\x12\x19\n\x15STREAM_OUTCOME_PARKED\x10\x04*p\n\x10GapTimeoutAction\x12\"\n\x1eGAP_TIMEOUT_ACTION_UNSPECIFIED\x10\x00\x12\x1b\n\x17GAP_TIMEOUT_ACTION_HOLD\x10\x01\x12\x1b\n\x17GAP_TIMEOUT_ACTION_SKIP\x10\x02*Y\n\tSkipCause\x12\x1a\n\x16SKIP_CAUSE_UNSPECIFIED\x10\x00\x12\x1a\n\x16SKIP_CAUSE_GAP_TIMEOUT\x10\x01\x12\x14\n\x10SKIP_CAUSE_ADMIN\x10\x02*_\n\x0bStreamStart\x12\x1c\n\x18STREAM_START_UNSPECIFIED\x10\x00\x12\x14\n\x10STREAM_START_ONE\x10\x01\x12\x1c\n\x18STREAM_START_FIRST_CLAIM\x10\x02\x32\xd6\x05\n\rStreamService\x12J\n\x0b\x43laimStream\x12\x1c.dedup.v1.ClaimStreamRequest\x1a\x1d.dedup.v1.ClaimStreamResponse\x12S\n\x0e\x43ompleteStream\x12\x1f.dedup.v1.CompleteStreamRequest\x1a .dedup.v1.CompleteStreamResponse\x12M\n\x0cRejectStream\x12\x1d.dedup.v1.RejectStreamRequest\x1a\x1e.dedup.v1.RejectStreamResponse\x12P\n\rReleaseStream\x12\x1e.dedup.v1.ReleaseStreamRequest\x1a\x1f.dedup.v1.ReleaseStreamResponse\x12\\\n\x11\x45xtendStreamLease\x12\".dedup.v1.ExtendStreamLeaseRequest\x1a#.dedup.v1.ExtendStreamLeaseResponse\x12\x44\n\tGetStream\x12\x1a.dedup.v1.GetStreamRequest\x1a\x1b.dedup.v1.GetStreamResponse\x12J\n\x0bListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse\x12J\n\x0b\x43laimParked\x12\x1c.dedup.v1.ClaimParkedRequest\x1a\x1d.dedup.v1.ClaimParkedResponse\x12G\n\nListParked\x12\x1b.dedup.v1.ListParkedRequest\x1a\x1c.dedup.v1.ListParkedResponse2\xfa\x03\n\x12StreamAdminService\x12J\n\x0bResetStream\x12\x1c.dedup.v1.ResetStreamRequest\x1a\x1d.dedup.v1.ResetStreamResponse\x12V\n\x0fSetStreamPolicy\x12 .dedup.v1.SetStreamPolicyRequest\x1a!.dedup.v1.SetStreamPolicyResponse\x12V\n\x0fGetStreamPolicy\x12 .dedup.v1.GetStreamPolicyRequest\x1a!.dedup.v1.GetStreamPolicyResponse\x12_\n\x12\x44\x65leteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponse\x12G\n\nDropParked\x12\x1b.dedup.v1.DropParkedRequest\x1a\x1c.dedup.v1.DropParkedResponse\x12>\n\x07SkipGap\x12\x18.dedup.v1.SkipGapRequest\x1a\x19.dedup.v1.SkipGapResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
   dependencies=[dedup_dot_v1_dot_dedup__pb2.DESCRIPTOR,google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,])
 
@@ -48,8 +48,8 @@ _STREAMMODE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=2773,
-  serialized_end=2863,
+  serialized_start=4599,
+  serialized_end=4689,
 )
 _sym_db.RegisterEnumDescriptor(_STREAMMODE)
 
@@ -76,15 +76,73 @@ _STREAMOUTCOME = _descriptor.EnumDescriptor(
       name='STREAM_OUTCOME_DUPLICATE', index=3, number=3,
       options=None,
       type=None),
+    _descriptor.EnumValueDescriptor(
+      name='STREAM_OUTCOME_PARKED', index=4, number=4,
+      options=None,
+      type=None),
   ],
   containing_type=None,
   options=None,
-  serialized_start=2866,
-  serialized_end=3004,
+  serialized_start=4692,
+  serialized_end=4857,
 )
 _sym_db.RegisterEnumDescriptor(_STREAMOUTCOME)
 
 StreamOutcome = enum_type_wrapper.EnumTypeWrapper(_STREAMOUTCOME)
+_GAPTIMEOUTACTION = _descriptor.EnumDescriptor(
+  name='GapTimeoutAction',
+  full_name='dedup.v1.GapTimeoutAction',
+  filename=None,
+  file=DESCRIPTOR,
+  values=[
+    _descriptor.EnumValueDescriptor(
+      name='GAP_TIMEOUT_ACTION_UNSPECIFIED', index=0, number=0,
+      options=None,
+      type=None),
+    _descriptor.EnumValueDescriptor(
+      name='GAP_TIMEOUT_ACTION_HOLD', index=1, number=1,
+      options=None,
+      type=None),
+    _descriptor.EnumValueDescriptor(
+      name='GAP_TIMEOUT_ACTION_SKIP', index=2, number=2,
+      options=None,
+      type=None),
+  ],
+  containing_type=None,
+  options=None,
+  serialized_start=4859,
+  serialized_end=4971,
+)
+_sym_db.RegisterEnumDescriptor(_GAPTIMEOUTACTION)
+
+GapTimeoutAction = enum_type_wrapper.EnumTypeWrapper(_GAPTIMEOUTACTION)
+_SKIPCAUSE = _descriptor.EnumDescriptor(
+  name='SkipCause',
+  full_name='dedup.v1.SkipCause',
+  filename=None,
+  file=DESCRIPTOR,
+  values=[
+    _descriptor.EnumValueDescriptor(
+      name='SKIP_CAUSE_UNSPECIFIED', index=0, number=0,
+      options=None,
+      type=None),
+    _descriptor.EnumValueDescriptor(
+      name='SKIP_CAUSE_GAP_TIMEOUT', index=1, number=1,
+      options=None,
+      type=None),
+    _descriptor.EnumValueDescriptor(
+      name='SKIP_CAUSE_ADMIN', index=2, number=2,
+      options=None,
+      type=None),
+  ],
+  containing_type=None,
+  options=None,
+  serialized_start=4973,
+  serialized_end=5062,
+)
+_sym_db.RegisterEnumDescriptor(_SKIPCAUSE)
+
+SkipCause = enum_type_wrapper.EnumTypeWrapper(_SKIPCAUSE)
 _STREAMSTART = _descriptor.EnumDescriptor(
   name='StreamStart',
   full_name='dedup.v1.StreamStart',
@@ -106,8 +164,8 @@ _STREAMSTART = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3006,
-  serialized_end=3101,
+  serialized_start=5064,
+  serialized_end=5159,
 )
 _sym_db.RegisterEnumDescriptor(_STREAMSTART)
 
@@ -119,10 +177,236 @@ STREAM_OUTCOME_UNSPECIFIED = 0
 STREAM_OUTCOME_ACQUIRED = 1
 STREAM_OUTCOME_IN_PROGRESS = 2
 STREAM_OUTCOME_DUPLICATE = 3
+STREAM_OUTCOME_PARKED = 4
+GAP_TIMEOUT_ACTION_UNSPECIFIED = 0
+GAP_TIMEOUT_ACTION_HOLD = 1
+GAP_TIMEOUT_ACTION_SKIP = 2
+SKIP_CAUSE_UNSPECIFIED = 0
+SKIP_CAUSE_GAP_TIMEOUT = 1
+SKIP_CAUSE_ADMIN = 2
 STREAM_START_UNSPECIFIED = 0
 STREAM_START_ONE = 1
 STREAM_START_FIRST_CLAIM = 2
 
+
+
+_SKIPPEDRANGE = _descriptor.Descriptor(
+  name='SkippedRange',
+  full_name='dedup.v1.SkippedRange',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='from_sequence', full_name='dedup.v1.SkippedRange.from_sequence', index=0,
+      number=1, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='to_sequence', full_name='dedup.v1.SkippedRange.to_sequence', index=1,
+      number=2, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='cause', full_name='dedup.v1.SkippedRange.cause', index=2,
+      number=3, type=14, cpp_type=8, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='skipped_at', full_name='dedup.v1.SkippedRange.skipped_at', index=3,
+      number=4, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=123,
+  serialized_end=265,
+)
+
+
+_PARKEDEVENT = _descriptor.Descriptor(
+  name='ParkedEvent',
+  full_name='dedup.v1.ParkedEvent',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='consumer', full_name='dedup.v1.ParkedEvent.consumer', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='stream', full_name='dedup.v1.ParkedEvent.stream', index=1,
+      number=2, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='sequence', full_name='dedup.v1.ParkedEvent.sequence', index=2,
+      number=3, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='payload', full_name='dedup.v1.ParkedEvent.payload', index=3,
+      number=4, type=12, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b(""),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='digest', full_name='dedup.v1.ParkedEvent.digest', index=4,
+      number=5, type=12, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b(""),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='fencing_token', full_name='dedup.v1.ParkedEvent.fencing_token', index=5,
+      number=6, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='lease_expires_at', full_name='dedup.v1.ParkedEvent.lease_expires_at', index=6,
+      number=7, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='parked_at', full_name='dedup.v1.ParkedEvent.parked_at', index=7,
+      number=8, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='payload_bytes', full_name='dedup.v1.ParkedEvent.payload_bytes', index=8,
+      number=9, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='in_flight', full_name='dedup.v1.ParkedEvent.in_flight', index=9,
+      number=10, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=268,
+  serialized_end=532,
+)
+
+
+_PARKEDSUMMARY = _descriptor.Descriptor(
+  name='ParkedSummary',
+  full_name='dedup.v1.ParkedSummary',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='count', full_name='dedup.v1.ParkedSummary.count', index=0,
+      number=1, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='bytes', full_name='dedup.v1.ParkedSummary.bytes', index=1,
+      number=2, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='lowest', full_name='dedup.v1.ParkedSummary.lowest', index=2,
+      number=3, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='highest', full_name='dedup.v1.ParkedSummary.highest', index=3,
+      number=4, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='oldest_parked_at', full_name='dedup.v1.ParkedSummary.oldest_parked_at', index=4,
+      number=5, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='oldest_age', full_name='dedup.v1.ParkedSummary.oldest_age', index=5,
+      number=6, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='gap_open', full_name='dedup.v1.ParkedSummary.gap_open', index=6,
+      number=7, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=535,
+  serialized_end=732,
+)
 
 
 _STREAM = _descriptor.Descriptor(
@@ -237,6 +521,34 @@ _STREAM = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='parked', full_name='dedup.v1.Stream.parked', index=15,
+      number=20, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='parked_bytes', full_name='dedup.v1.Stream.parked_bytes', index=16,
+      number=21, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='last_skipped', full_name='dedup.v1.Stream.last_skipped', index=17,
+      number=22, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='skipped', full_name='dedup.v1.Stream.skipped', index=18,
+      number=23, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -249,8 +561,8 @@ _STREAM = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=123,
-  serialized_end=594,
+  serialized_start=735,
+  serialized_end=1307,
 )
 
 
@@ -310,6 +622,20 @@ _CLAIMSTREAMREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='park', full_name='dedup.v1.ClaimStreamRequest.park', index=7,
+      number=20, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='payload', full_name='dedup.v1.ClaimStreamRequest.payload', index=8,
+      number=21, type=12, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b(""),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -322,8 +648,8 @@ _CLAIMSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=597,
-  serialized_end=782,
+  serialized_start=1310,
+  serialized_end=1526,
 )
 
 
@@ -374,8 +700,8 @@ _CLAIMSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=785,
-  serialized_end=953,
+  serialized_start=1529,
+  serialized_end=1697,
 )
 
 
@@ -414,6 +740,13 @@ _COMPLETESTREAMREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='next_lease_ttl', full_name='dedup.v1.CompleteStreamRequest.next_lease_ttl', index=4,
+      number=20, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -426,8 +759,8 @@ _COMPLETESTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=955,
-  serialized_end=1053,
+  serialized_start=1700,
+  serialized_end=1849,
 )
 
 
@@ -445,6 +778,13 @@ _COMPLETESTREAMRESPONSE = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='next', full_name='dedup.v1.CompleteStreamResponse.next', index=1,
+      number=20, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -457,8 +797,8 @@ _COMPLETESTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1055,
-  serialized_end=1113,
+  serialized_start=1851,
+  serialized_end=1946,
 )
 
 
@@ -518,6 +858,13 @@ _REJECTSTREAMREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='next_lease_ttl', full_name='dedup.v1.RejectStreamRequest.next_lease_ttl', index=7,
+      number=20, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -530,8 +877,8 @@ _REJECTSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1116,
-  serialized_end=1261,
+  serialized_start=1949,
+  serialized_end=2145,
 )
 
 
@@ -549,6 +896,13 @@ _REJECTSTREAMRESPONSE = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='next', full_name='dedup.v1.RejectStreamResponse.next', index=1,
+      number=20, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -561,8 +915,8 @@ _REJECTSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1263,
-  serialized_end=1319,
+  serialized_start=2147,
+  serialized_end=2240,
 )
 
 
@@ -613,8 +967,8 @@ _RELEASESTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1321,
-  serialized_end=1418,
+  serialized_start=2242,
+  serialized_end=2339,
 )
 
 
@@ -644,8 +998,8 @@ _RELEASESTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1420,
-  serialized_end=1477,
+  serialized_start=2341,
+  serialized_end=2398,
 )
 
 
@@ -703,8 +1057,8 @@ _EXTENDSTREAMLEASEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1480,
-  serialized_end=1627,
+  serialized_start=2401,
+  serialized_end=2548,
 )
 
 
@@ -734,8 +1088,8 @@ _EXTENDSTREAMLEASERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1629,
-  serialized_end=1690,
+  serialized_start=2550,
+  serialized_end=2611,
 )
 
 
@@ -772,8 +1126,8 @@ _GETSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1692,
-  serialized_end=1744,
+  serialized_start=2613,
+  serialized_end=2665,
 )
 
 
@@ -791,6 +1145,13 @@ _GETSTREAMRESPONSE = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='parked', full_name='dedup.v1.GetStreamResponse.parked', index=1,
+      number=20, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -803,8 +1164,8 @@ _GETSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1746,
-  serialized_end=1799,
+  serialized_start=2667,
+  serialized_end=2761,
 )
 
 
@@ -855,8 +1216,8 @@ _LISTSTREAMSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1801,
-  serialized_end=1901,
+  serialized_start=2763,
+  serialized_end=2863,
 )
 
 
@@ -893,8 +1254,8 @@ _LISTSTREAMSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1903,
-  serialized_end=1984,
+  serialized_start=2865,
+  serialized_end=2946,
 )
 
 
@@ -952,8 +1313,8 @@ _RESETSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1986,
-  serialized_end=2113,
+  serialized_start=2948,
+  serialized_end=3075,
 )
 
 
@@ -990,8 +1351,8 @@ _RESETSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2115,
-  serialized_end=2206,
+  serialized_start=3077,
+  serialized_end=3168,
 )
 
 
@@ -1037,6 +1398,27 @@ _STREAMPOLICY = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='max_parked', full_name='dedup.v1.StreamPolicy.max_parked', index=5,
+      number=20, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='gap_timeout', full_name='dedup.v1.StreamPolicy.gap_timeout', index=6,
+      number=21, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='on_gap_timeout', full_name='dedup.v1.StreamPolicy.on_gap_timeout', index=7,
+      number=22, type=14, cpp_type=8, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -1049,8 +1431,8 @@ _STREAMPOLICY = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2209,
-  serialized_end=2410,
+  serialized_start=3171,
+  serialized_end=3492,
 )
 
 
@@ -1080,8 +1462,8 @@ _SETSTREAMPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2412,
-  serialized_end=2476,
+  serialized_start=3494,
+  serialized_end=3558,
 )
 
 
@@ -1111,8 +1493,8 @@ _SETSTREAMPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2478,
-  serialized_end=2543,
+  serialized_start=3560,
+  serialized_end=3625,
 )
 
 
@@ -1142,8 +1524,8 @@ _GETSTREAMPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2545,
-  serialized_end=2587,
+  serialized_start=3627,
+  serialized_end=3669,
 )
 
 
@@ -1173,8 +1555,8 @@ _GETSTREAMPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2589,
-  serialized_end=2654,
+  serialized_start=3671,
+  serialized_end=3736,
 )
 
 
@@ -1204,8 +1586,8 @@ _DELETESTREAMPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2656,
-  serialized_end=2701,
+  serialized_start=3738,
+  serialized_end=3783,
 )
 
 
@@ -1235,10 +1617,376 @@ _DELETESTREAMPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2703,
-  serialized_end=2771,
+  serialized_start=3785,
+  serialized_end=3853,
 )
 
+
+_CLAIMPARKEDREQUEST = _descriptor.Descriptor(
+  name='ClaimParkedRequest',
+  full_name='dedup.v1.ClaimParkedRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='consumer', full_name='dedup.v1.ClaimParkedRequest.consumer', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='stream', full_name='dedup.v1.ClaimParkedRequest.stream', index=1,
+      number=2, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='lease_ttl', full_name='dedup.v1.ClaimParkedRequest.lease_ttl', index=2,
+      number=3, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='owner', full_name='dedup.v1.ClaimParkedRequest.owner', index=3,
+      number=4, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=3855,
+  serialized_end=3970,
+)
+
+
+_CLAIMPARKEDRESPONSE = _descriptor.Descriptor(
+  name='ClaimParkedResponse',
+  full_name='dedup.v1.ClaimParkedResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='event', full_name='dedup.v1.ClaimParkedResponse.event', index=0,
+      number=1, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='stream', full_name='dedup.v1.ClaimParkedResponse.stream', index=1,
+      number=2, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=3972,
+  serialized_end=4065,
+)
+
+
+_LISTPARKEDREQUEST = _descriptor.Descriptor(
+  name='ListParkedRequest',
+  full_name='dedup.v1.ListParkedRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='consumer', full_name='dedup.v1.ListParkedRequest.consumer', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='stream', full_name='dedup.v1.ListParkedRequest.stream', index=1,
+      number=2, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='page_size', full_name='dedup.v1.ListParkedRequest.page_size', index=2,
+      number=3, type=5, cpp_type=1, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='page_token', full_name='dedup.v1.ListParkedRequest.page_token', index=3,
+      number=4, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=4067,
+  serialized_end=4159,
+)
+
+
+_LISTPARKEDRESPONSE = _descriptor.Descriptor(
+  name='ListParkedResponse',
+  full_name='dedup.v1.ListParkedResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='events', full_name='dedup.v1.ListParkedResponse.events', index=0,
+      number=1, type=11, cpp_type=10, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='next_page_token', full_name='dedup.v1.ListParkedResponse.next_page_token', index=1,
+      number=2, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=4161,
+  serialized_end=4245,
+)
+
+
+_DROPPARKEDREQUEST = _descriptor.Descriptor(
+  name='DropParkedRequest',
+  full_name='dedup.v1.DropParkedRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='consumer', full_name='dedup.v1.DropParkedRequest.consumer', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='stream', full_name='dedup.v1.DropParkedRequest.stream', index=1,
+      number=2, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='from_sequence', full_name='dedup.v1.DropParkedRequest.from_sequence', index=2,
+      number=3, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='to_sequence', full_name='dedup.v1.DropParkedRequest.to_sequence', index=3,
+      number=4, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='dry_run', full_name='dedup.v1.DropParkedRequest.dry_run', index=4,
+      number=5, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=4247,
+  serialized_end=4361,
+)
+
+
+_DROPPARKEDRESPONSE = _descriptor.Descriptor(
+  name='DropParkedResponse',
+  full_name='dedup.v1.DropParkedResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='stream', full_name='dedup.v1.DropParkedResponse.stream', index=0,
+      number=1, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='dropped', full_name='dedup.v1.DropParkedResponse.dropped', index=1,
+      number=2, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=4363,
+  serialized_end=4434,
+)
+
+
+_SKIPGAPREQUEST = _descriptor.Descriptor(
+  name='SkipGapRequest',
+  full_name='dedup.v1.SkipGapRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='consumer', full_name='dedup.v1.SkipGapRequest.consumer', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='stream', full_name='dedup.v1.SkipGapRequest.stream', index=1,
+      number=2, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='dry_run', full_name='dedup.v1.SkipGapRequest.dry_run', index=2,
+      number=3, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=4436,
+  serialized_end=4503,
+)
+
+
+_SKIPGAPRESPONSE = _descriptor.Descriptor(
+  name='SkipGapResponse',
+  full_name='dedup.v1.SkipGapResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='stream', full_name='dedup.v1.SkipGapResponse.stream', index=0,
+      number=1, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='skipped', full_name='dedup.v1.SkipGapResponse.skipped', index=1,
+      number=2, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=4505,
+  serialized_end=4597,
+)
+
+_SKIPPEDRANGE.fields_by_name['cause'].enum_type = _SKIPCAUSE
+_SKIPPEDRANGE.fields_by_name['skipped_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
+_PARKEDEVENT.fields_by_name['lease_expires_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
+_PARKEDEVENT.fields_by_name['parked_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
+_PARKEDSUMMARY.fields_by_name['oldest_parked_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
+_PARKEDSUMMARY.fields_by_name['oldest_age'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
 _STREAM.fields_by_name['mode'].enum_type = _STREAMMODE
 _STREAM.fields_by_name['last_outcome'].enum_type = dedup_dot_v1_dot_dedup__pb2._STATE
 _STREAM.fields_by_name['last_rejection'].message_type = dedup_dot_v1_dot_dedup__pb2._REJECTION
@@ -1246,17 +1994,23 @@ _STREAM.fields_by_name['lease_expires_at'].message_type = google_dot_protobuf_do
 _STREAM.fields_by_name['created_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _STREAM.fields_by_name['updated_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _STREAM.fields_by_name['expires_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
+_STREAM.fields_by_name['last_skipped'].message_type = _SKIPPEDRANGE
 _CLAIMSTREAMREQUEST.fields_by_name['mode'].enum_type = _STREAMMODE
 _CLAIMSTREAMREQUEST.fields_by_name['lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
 _CLAIMSTREAMRESPONSE.fields_by_name['outcome'].enum_type = _STREAMOUTCOME
 _CLAIMSTREAMRESPONSE.fields_by_name['stream'].message_type = _STREAM
 _CLAIMSTREAMRESPONSE.fields_by_name['retry_after'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
+_COMPLETESTREAMREQUEST.fields_by_name['next_lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
 _COMPLETESTREAMRESPONSE.fields_by_name['stream'].message_type = _STREAM
+_COMPLETESTREAMRESPONSE.fields_by_name['next'].message_type = _PARKEDEVENT
+_REJECTSTREAMREQUEST.fields_by_name['next_lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
 _REJECTSTREAMRESPONSE.fields_by_name['stream'].message_type = _STREAM
+_REJECTSTREAMRESPONSE.fields_by_name['next'].message_type = _PARKEDEVENT
 _RELEASESTREAMRESPONSE.fields_by_name['stream'].message_type = _STREAM
 _EXTENDSTREAMLEASEREQUEST.fields_by_name['lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
 _EXTENDSTREAMLEASERESPONSE.fields_by_name['stream'].message_type = _STREAM
 _GETSTREAMRESPONSE.fields_by_name['stream'].message_type = _STREAM
+_GETSTREAMRESPONSE.fields_by_name['parked'].message_type = _PARKEDSUMMARY
 _LISTSTREAMSRESPONSE.fields_by_name['streams'].message_type = _STREAM
 _RESETSTREAMREQUEST.fields_by_name['mode'].enum_type = _STREAMMODE
 _RESETSTREAMRESPONSE.fields_by_name['stream'].message_type = _STREAM
@@ -1265,10 +2019,22 @@ _STREAMPOLICY.fields_by_name['stream_ttl'].message_type = google_dot_protobuf_do
 _STREAMPOLICY.fields_by_name['mode'].enum_type = _STREAMMODE
 _STREAMPOLICY.fields_by_name['start'].enum_type = _STREAMSTART
 _STREAMPOLICY.fields_by_name['updated_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
+_STREAMPOLICY.fields_by_name['gap_timeout'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
+_STREAMPOLICY.fields_by_name['on_gap_timeout'].enum_type = _GAPTIMEOUTACTION
 _SETSTREAMPOLICYREQUEST.fields_by_name['policy'].message_type = _STREAMPOLICY
 _SETSTREAMPOLICYRESPONSE.fields_by_name['policy'].message_type = _STREAMPOLICY
 _GETSTREAMPOLICYRESPONSE.fields_by_name['policy'].message_type = _STREAMPOLICY
 _DELETESTREAMPOLICYRESPONSE.fields_by_name['policy'].message_type = _STREAMPOLICY
+_CLAIMPARKEDREQUEST.fields_by_name['lease_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
+_CLAIMPARKEDRESPONSE.fields_by_name['event'].message_type = _PARKEDEVENT
+_CLAIMPARKEDRESPONSE.fields_by_name['stream'].message_type = _STREAM
+_LISTPARKEDRESPONSE.fields_by_name['events'].message_type = _PARKEDEVENT
+_DROPPARKEDRESPONSE.fields_by_name['stream'].message_type = _STREAM
+_SKIPGAPRESPONSE.fields_by_name['stream'].message_type = _STREAM
+_SKIPGAPRESPONSE.fields_by_name['skipped'].message_type = _SKIPPEDRANGE
+DESCRIPTOR.message_types_by_name['SkippedRange'] = _SKIPPEDRANGE
+DESCRIPTOR.message_types_by_name['ParkedEvent'] = _PARKEDEVENT
+DESCRIPTOR.message_types_by_name['ParkedSummary'] = _PARKEDSUMMARY
 DESCRIPTOR.message_types_by_name['Stream'] = _STREAM
 DESCRIPTOR.message_types_by_name['ClaimStreamRequest'] = _CLAIMSTREAMREQUEST
 DESCRIPTOR.message_types_by_name['ClaimStreamResponse'] = _CLAIMSTREAMRESPONSE
@@ -1293,10 +2059,41 @@ DESCRIPTOR.message_types_by_name['GetStreamPolicyRequest'] = _GETSTREAMPOLICYREQ
 DESCRIPTOR.message_types_by_name['GetStreamPolicyResponse'] = _GETSTREAMPOLICYRESPONSE
 DESCRIPTOR.message_types_by_name['DeleteStreamPolicyRequest'] = _DELETESTREAMPOLICYREQUEST
 DESCRIPTOR.message_types_by_name['DeleteStreamPolicyResponse'] = _DELETESTREAMPOLICYRESPONSE
+DESCRIPTOR.message_types_by_name['ClaimParkedRequest'] = _CLAIMPARKEDREQUEST
+DESCRIPTOR.message_types_by_name['ClaimParkedResponse'] = _CLAIMPARKEDRESPONSE
+DESCRIPTOR.message_types_by_name['ListParkedRequest'] = _LISTPARKEDREQUEST
+DESCRIPTOR.message_types_by_name['ListParkedResponse'] = _LISTPARKEDRESPONSE
+DESCRIPTOR.message_types_by_name['DropParkedRequest'] = _DROPPARKEDREQUEST
+DESCRIPTOR.message_types_by_name['DropParkedResponse'] = _DROPPARKEDRESPONSE
+DESCRIPTOR.message_types_by_name['SkipGapRequest'] = _SKIPGAPREQUEST
+DESCRIPTOR.message_types_by_name['SkipGapResponse'] = _SKIPGAPRESPONSE
 DESCRIPTOR.enum_types_by_name['StreamMode'] = _STREAMMODE
 DESCRIPTOR.enum_types_by_name['StreamOutcome'] = _STREAMOUTCOME
+DESCRIPTOR.enum_types_by_name['GapTimeoutAction'] = _GAPTIMEOUTACTION
+DESCRIPTOR.enum_types_by_name['SkipCause'] = _SKIPCAUSE
 DESCRIPTOR.enum_types_by_name['StreamStart'] = _STREAMSTART
 _sym_db.RegisterFileDescriptor(DESCRIPTOR)
+
+SkippedRange = _reflection.GeneratedProtocolMessageType('SkippedRange', (_message.Message,), dict(
+  DESCRIPTOR = _SKIPPEDRANGE,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.SkippedRange)
+  ))
+_sym_db.RegisterMessage(SkippedRange)
+
+ParkedEvent = _reflection.GeneratedProtocolMessageType('ParkedEvent', (_message.Message,), dict(
+  DESCRIPTOR = _PARKEDEVENT,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ParkedEvent)
+  ))
+_sym_db.RegisterMessage(ParkedEvent)
+
+ParkedSummary = _reflection.GeneratedProtocolMessageType('ParkedSummary', (_message.Message,), dict(
+  DESCRIPTOR = _PARKEDSUMMARY,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ParkedSummary)
+  ))
+_sym_db.RegisterMessage(ParkedSummary)
 
 Stream = _reflection.GeneratedProtocolMessageType('Stream', (_message.Message,), dict(
   DESCRIPTOR = _STREAM,
@@ -1466,6 +2263,62 @@ DeleteStreamPolicyResponse = _reflection.GeneratedProtocolMessageType('DeleteStr
   ))
 _sym_db.RegisterMessage(DeleteStreamPolicyResponse)
 
+ClaimParkedRequest = _reflection.GeneratedProtocolMessageType('ClaimParkedRequest', (_message.Message,), dict(
+  DESCRIPTOR = _CLAIMPARKEDREQUEST,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ClaimParkedRequest)
+  ))
+_sym_db.RegisterMessage(ClaimParkedRequest)
+
+ClaimParkedResponse = _reflection.GeneratedProtocolMessageType('ClaimParkedResponse', (_message.Message,), dict(
+  DESCRIPTOR = _CLAIMPARKEDRESPONSE,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ClaimParkedResponse)
+  ))
+_sym_db.RegisterMessage(ClaimParkedResponse)
+
+ListParkedRequest = _reflection.GeneratedProtocolMessageType('ListParkedRequest', (_message.Message,), dict(
+  DESCRIPTOR = _LISTPARKEDREQUEST,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ListParkedRequest)
+  ))
+_sym_db.RegisterMessage(ListParkedRequest)
+
+ListParkedResponse = _reflection.GeneratedProtocolMessageType('ListParkedResponse', (_message.Message,), dict(
+  DESCRIPTOR = _LISTPARKEDRESPONSE,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.ListParkedResponse)
+  ))
+_sym_db.RegisterMessage(ListParkedResponse)
+
+DropParkedRequest = _reflection.GeneratedProtocolMessageType('DropParkedRequest', (_message.Message,), dict(
+  DESCRIPTOR = _DROPPARKEDREQUEST,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.DropParkedRequest)
+  ))
+_sym_db.RegisterMessage(DropParkedRequest)
+
+DropParkedResponse = _reflection.GeneratedProtocolMessageType('DropParkedResponse', (_message.Message,), dict(
+  DESCRIPTOR = _DROPPARKEDRESPONSE,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.DropParkedResponse)
+  ))
+_sym_db.RegisterMessage(DropParkedResponse)
+
+SkipGapRequest = _reflection.GeneratedProtocolMessageType('SkipGapRequest', (_message.Message,), dict(
+  DESCRIPTOR = _SKIPGAPREQUEST,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.SkipGapRequest)
+  ))
+_sym_db.RegisterMessage(SkipGapRequest)
+
+SkipGapResponse = _reflection.GeneratedProtocolMessageType('SkipGapResponse', (_message.Message,), dict(
+  DESCRIPTOR = _SKIPGAPRESPONSE,
+  __module__ = 'dedupd._proto.dedup.v1.stream_pb2'
+  # @@protoc_insertion_point(class_scope:dedup.v1.SkipGapResponse)
+  ))
+_sym_db.RegisterMessage(SkipGapResponse)
+
 
 DESCRIPTOR.has_options = True
 DESCRIPTOR._options = _descriptor._ParseOptions(descriptor_pb2.FileOptions(), _b('Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1'))
@@ -1476,8 +2329,8 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=3104,
-  serialized_end=3681,
+  serialized_start=5162,
+  serialized_end=5888,
   methods=[
   _descriptor.MethodDescriptor(
     name='ClaimStream',
@@ -1542,6 +2395,24 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     output_type=_LISTSTREAMSRESPONSE,
     options=None,
   ),
+  _descriptor.MethodDescriptor(
+    name='ClaimParked',
+    full_name='dedup.v1.StreamService.ClaimParked',
+    index=7,
+    containing_service=None,
+    input_type=_CLAIMPARKEDREQUEST,
+    output_type=_CLAIMPARKEDRESPONSE,
+    options=None,
+  ),
+  _descriptor.MethodDescriptor(
+    name='ListParked',
+    full_name='dedup.v1.StreamService.ListParked',
+    index=8,
+    containing_service=None,
+    input_type=_LISTPARKEDREQUEST,
+    output_type=_LISTPARKEDRESPONSE,
+    options=None,
+  ),
 ])
 _sym_db.RegisterServiceDescriptor(_STREAMSERVICE)
 
@@ -1554,8 +2425,8 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=1,
   options=None,
-  serialized_start=3684,
-  serialized_end=4053,
+  serialized_start=5891,
+  serialized_end=6397,
   methods=[
   _descriptor.MethodDescriptor(
     name='ResetStream',
@@ -1591,6 +2462,24 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_DELETESTREAMPOLICYREQUEST,
     output_type=_DELETESTREAMPOLICYRESPONSE,
+    options=None,
+  ),
+  _descriptor.MethodDescriptor(
+    name='DropParked',
+    full_name='dedup.v1.StreamAdminService.DropParked',
+    index=4,
+    containing_service=None,
+    input_type=_DROPPARKEDREQUEST,
+    output_type=_DROPPARKEDRESPONSE,
+    options=None,
+  ),
+  _descriptor.MethodDescriptor(
+    name='SkipGap',
+    full_name='dedup.v1.StreamAdminService.SkipGap',
+    index=5,
+    containing_service=None,
+    input_type=_SKIPGAPREQUEST,
+    output_type=_SKIPGAPRESPONSE,
     options=None,
   ),
 ])

@@ -76,6 +76,14 @@ class _StreamOutcomeEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._
     poison, or superseded). Not an error; skip the event.
     """
 
+    STREAM_OUTCOME_PARKED: _StreamOutcome.ValueType  # 4
+    """Answered to a claim with park set of a dense stream's sequence past the
+    next one (or of one already parked): the event and its payload are
+    stored durably, and the caller may ack its message. The event comes
+    back, in order, as the `next` of the CompleteStream or RejectStream
+    that reaches the sequence before it, or from ClaimParked.
+    """
+
 class StreamOutcome(_StreamOutcome, metaclass=_StreamOutcomeEnumTypeWrapper):
     """StreamOutcome says what a ClaimStream found."""
     pass
@@ -92,7 +100,85 @@ STREAM_OUTCOME_DUPLICATE: StreamOutcome.ValueType  # 3
 poison, or superseded). Not an error; skip the event.
 """
 
+STREAM_OUTCOME_PARKED: StreamOutcome.ValueType  # 4
+"""Answered to a claim with park set of a dense stream's sequence past the
+next one (or of one already parked): the event and its payload are
+stored durably, and the caller may ack its message. The event comes
+back, in order, as the `next` of the CompleteStream or RejectStream
+that reaches the sequence before it, or from ClaimParked.
+"""
+
 global___StreamOutcome = StreamOutcome
+
+
+class _GapTimeoutAction:
+    ValueType = typing.NewType('ValueType', builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
+class _GapTimeoutActionEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_GapTimeoutAction.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
+    GAP_TIMEOUT_ACTION_UNSPECIFIED: _GapTimeoutAction.ValueType  # 0
+    """The server default: GAP_TIMEOUT_ACTION_HOLD."""
+
+    GAP_TIMEOUT_ACTION_HOLD: _GapTimeoutAction.ValueType  # 1
+    """Keep waiting for the missing events; the gap shows in GetStream and in
+    the metrics (and its alert). Nothing is given up.
+    """
+
+    GAP_TIMEOUT_ACTION_SKIP: _GapTimeoutAction.ValueType  # 2
+    """Give up on the missing events: the mark moves to the lowest parked
+    sequence - 1, the skipped range is recorded on the stream
+    (Stream.last_skipped), and the parked events become ready in order. A
+    skipped event delivered later is a DUPLICATE and never processed.
+    """
+
+class GapTimeoutAction(_GapTimeoutAction, metaclass=_GapTimeoutActionEnumTypeWrapper):
+    """GapTimeoutAction says what happens to a stream whose oldest parked event
+    has waited StreamPolicy.gap_timeout with the gap before it still open.
+    """
+    pass
+
+GAP_TIMEOUT_ACTION_UNSPECIFIED: GapTimeoutAction.ValueType  # 0
+"""The server default: GAP_TIMEOUT_ACTION_HOLD."""
+
+GAP_TIMEOUT_ACTION_HOLD: GapTimeoutAction.ValueType  # 1
+"""Keep waiting for the missing events; the gap shows in GetStream and in
+the metrics (and its alert). Nothing is given up.
+"""
+
+GAP_TIMEOUT_ACTION_SKIP: GapTimeoutAction.ValueType  # 2
+"""Give up on the missing events: the mark moves to the lowest parked
+sequence - 1, the skipped range is recorded on the stream
+(Stream.last_skipped), and the parked events become ready in order. A
+skipped event delivered later is a DUPLICATE and never processed.
+"""
+
+global___GapTimeoutAction = GapTimeoutAction
+
+
+class _SkipCause:
+    ValueType = typing.NewType('ValueType', builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
+class _SkipCauseEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_SkipCause.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
+    SKIP_CAUSE_UNSPECIFIED: _SkipCause.ValueType  # 0
+    SKIP_CAUSE_GAP_TIMEOUT: _SkipCause.ValueType  # 1
+    """The stream's gap_timeout ran out under on_gap_timeout SKIP."""
+
+    SKIP_CAUSE_ADMIN: _SkipCause.ValueType  # 2
+    """An operator called SkipGap."""
+
+class SkipCause(_SkipCause, metaclass=_SkipCauseEnumTypeWrapper):
+    """SkipCause says who skipped a gap."""
+    pass
+
+SKIP_CAUSE_UNSPECIFIED: SkipCause.ValueType  # 0
+SKIP_CAUSE_GAP_TIMEOUT: SkipCause.ValueType  # 1
+"""The stream's gap_timeout ran out under on_gap_timeout SKIP."""
+
+SKIP_CAUSE_ADMIN: SkipCause.ValueType  # 2
+"""An operator called SkipGap."""
+
+global___SkipCause = SkipCause
 
 
 class _StreamStart:
@@ -131,6 +217,135 @@ processes any late redelivery again.
 global___StreamStart = StreamStart
 
 
+class SkippedRange(google.protobuf.message.Message):
+    """SkippedRange is a run of sequences a stream gave up waiting for."""
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    FROM_SEQUENCE_FIELD_NUMBER: builtins.int
+    TO_SEQUENCE_FIELD_NUMBER: builtins.int
+    CAUSE_FIELD_NUMBER: builtins.int
+    SKIPPED_AT_FIELD_NUMBER: builtins.int
+    from_sequence: builtins.int
+    """The first and last sequence skipped, inclusive."""
+
+    to_sequence: builtins.int
+    cause: global___SkipCause.ValueType
+    @property
+    def skipped_at(self) -> google.protobuf.timestamp_pb2.Timestamp: ...
+    def __init__(self,
+        *,
+        from_sequence: builtins.int = ...,
+        to_sequence: builtins.int = ...,
+        cause: global___SkipCause.ValueType = ...,
+        skipped_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["skipped_at",b"skipped_at"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["cause",b"cause","from_sequence",b"from_sequence","skipped_at",b"skipped_at","to_sequence",b"to_sequence"]) -> None: ...
+global___SkippedRange = SkippedRange
+
+class ParkedEvent(google.protobuf.message.Message):
+    """ParkedEvent is one event a stream holds back until its turn."""
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CONSUMER_FIELD_NUMBER: builtins.int
+    STREAM_FIELD_NUMBER: builtins.int
+    SEQUENCE_FIELD_NUMBER: builtins.int
+    PAYLOAD_FIELD_NUMBER: builtins.int
+    DIGEST_FIELD_NUMBER: builtins.int
+    FENCING_TOKEN_FIELD_NUMBER: builtins.int
+    LEASE_EXPIRES_AT_FIELD_NUMBER: builtins.int
+    PARKED_AT_FIELD_NUMBER: builtins.int
+    PAYLOAD_BYTES_FIELD_NUMBER: builtins.int
+    IN_FLIGHT_FIELD_NUMBER: builtins.int
+    consumer: typing.Text
+    stream: typing.Text
+    sequence: builtins.int
+    payload: builtins.bytes
+    """The event as the caller parked it; empty in ListParked."""
+
+    digest: builtins.bytes
+    """The digest the park claim gave; empty when it gave none."""
+
+    fencing_token: builtins.int
+    """Set when the event is handed out (next, ClaimParked): pass it to
+    CompleteStream, RejectStream, ReleaseStream and ExtendStreamLease, as
+    for an acquired claim.
+    """
+
+    @property
+    def lease_expires_at(self) -> google.protobuf.timestamp_pb2.Timestamp:
+        """When the lease of the handed-out event runs out; after that it is
+        ready for ClaimParked again.
+        """
+        pass
+    @property
+    def parked_at(self) -> google.protobuf.timestamp_pb2.Timestamp: ...
+    payload_bytes: builtins.int
+    """The payload's length in bytes (also in ListParked)."""
+
+    in_flight: builtins.bool
+    """True in ListParked for the event that is in flight (handed out)."""
+
+    def __init__(self,
+        *,
+        consumer: typing.Text = ...,
+        stream: typing.Text = ...,
+        sequence: builtins.int = ...,
+        payload: builtins.bytes = ...,
+        digest: builtins.bytes = ...,
+        fencing_token: builtins.int = ...,
+        lease_expires_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
+        parked_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
+        payload_bytes: builtins.int = ...,
+        in_flight: builtins.bool = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["lease_expires_at",b"lease_expires_at","parked_at",b"parked_at"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","digest",b"digest","fencing_token",b"fencing_token","in_flight",b"in_flight","lease_expires_at",b"lease_expires_at","parked_at",b"parked_at","payload",b"payload","payload_bytes",b"payload_bytes","sequence",b"sequence","stream",b"stream"]) -> None: ...
+global___ParkedEvent = ParkedEvent
+
+class ParkedSummary(google.protobuf.message.Message):
+    """ParkedSummary describes a stream's parked events as of the read."""
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    COUNT_FIELD_NUMBER: builtins.int
+    BYTES_FIELD_NUMBER: builtins.int
+    LOWEST_FIELD_NUMBER: builtins.int
+    HIGHEST_FIELD_NUMBER: builtins.int
+    OLDEST_PARKED_AT_FIELD_NUMBER: builtins.int
+    OLDEST_AGE_FIELD_NUMBER: builtins.int
+    GAP_OPEN_FIELD_NUMBER: builtins.int
+    count: builtins.int
+    """How many events are parked, and their payloads' total bytes."""
+
+    bytes: builtins.int
+    lowest: builtins.int
+    """The lowest and highest parked sequence; 0 when none."""
+
+    highest: builtins.int
+    @property
+    def oldest_parked_at(self) -> google.protobuf.timestamp_pb2.Timestamp:
+        """When the oldest parked event (by parking time) was parked, and how
+        long ago that was on the server's clock.
+        """
+        pass
+    @property
+    def oldest_age(self) -> google.protobuf.duration_pb2.Duration: ...
+    gap_open: builtins.bool
+    """True while the sequence right after the mark is missing, so the
+    parked events wait on it (the gap gap_timeout measures).
+    """
+
+    def __init__(self,
+        *,
+        count: builtins.int = ...,
+        bytes: builtins.int = ...,
+        lowest: builtins.int = ...,
+        highest: builtins.int = ...,
+        oldest_parked_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
+        oldest_age: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
+        gap_open: builtins.bool = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["oldest_age",b"oldest_age","oldest_parked_at",b"oldest_parked_at"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["bytes",b"bytes","count",b"count","gap_open",b"gap_open","highest",b"highest","lowest",b"lowest","oldest_age",b"oldest_age","oldest_parked_at",b"oldest_parked_at"]) -> None: ...
+global___ParkedSummary = ParkedSummary
+
 class Stream(google.protobuf.message.Message):
     """Stream is everything the service remembers about one stream."""
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
@@ -149,6 +364,10 @@ class Stream(google.protobuf.message.Message):
     CREATED_AT_FIELD_NUMBER: builtins.int
     UPDATED_AT_FIELD_NUMBER: builtins.int
     EXPIRES_AT_FIELD_NUMBER: builtins.int
+    PARKED_FIELD_NUMBER: builtins.int
+    PARKED_BYTES_FIELD_NUMBER: builtins.int
+    LAST_SKIPPED_FIELD_NUMBER: builtins.int
+    SKIPPED_FIELD_NUMBER: builtins.int
     consumer: typing.Text
     stream: typing.Text
     mode: global___StreamMode.ValueType
@@ -191,6 +410,21 @@ class Stream(google.protobuf.message.Message):
         last write).
         """
         pass
+    parked: builtins.int
+    """How many events the stream holds parked, and their payloads' bytes
+    (see GetStreamResponse.parked for the rest).
+    """
+
+    parked_bytes: builtins.int
+    @property
+    def last_skipped(self) -> global___SkippedRange:
+        """The last run of sequences the stream skipped (gap timeout or SkipGap);
+        unset when it never skipped.
+        """
+        pass
+    skipped: builtins.int
+    """How many sequences the stream has skipped in its life."""
+
     def __init__(self,
         *,
         consumer: typing.Text = ...,
@@ -208,9 +442,13 @@ class Stream(google.protobuf.message.Message):
         created_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
         updated_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
         expires_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
+        parked: builtins.int = ...,
+        parked_bytes: builtins.int = ...,
+        last_skipped: typing.Optional[global___SkippedRange] = ...,
+        skipped: builtins.int = ...,
         ) -> None: ...
-    def HasField(self, field_name: typing_extensions.Literal["created_at",b"created_at","expires_at",b"expires_at","last_rejection",b"last_rejection","lease_expires_at",b"lease_expires_at","updated_at",b"updated_at"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","created_at",b"created_at","digest",b"digest","expires_at",b"expires_at","fencing_token",b"fencing_token","high_water",b"high_water","in_flight",b"in_flight","last_outcome",b"last_outcome","last_rejection",b"last_rejection","lease_expires_at",b"lease_expires_at","mode",b"mode","owner",b"owner","rejected",b"rejected","stream",b"stream","updated_at",b"updated_at"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["created_at",b"created_at","expires_at",b"expires_at","last_rejection",b"last_rejection","last_skipped",b"last_skipped","lease_expires_at",b"lease_expires_at","updated_at",b"updated_at"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","created_at",b"created_at","digest",b"digest","expires_at",b"expires_at","fencing_token",b"fencing_token","high_water",b"high_water","in_flight",b"in_flight","last_outcome",b"last_outcome","last_rejection",b"last_rejection","last_skipped",b"last_skipped","lease_expires_at",b"lease_expires_at","mode",b"mode","owner",b"owner","parked",b"parked","parked_bytes",b"parked_bytes","rejected",b"rejected","skipped",b"skipped","stream",b"stream","updated_at",b"updated_at"]) -> None: ...
 global___Stream = Stream
 
 class ClaimStreamRequest(google.protobuf.message.Message):
@@ -222,6 +460,8 @@ class ClaimStreamRequest(google.protobuf.message.Message):
     DIGEST_FIELD_NUMBER: builtins.int
     LEASE_TTL_FIELD_NUMBER: builtins.int
     OWNER_FIELD_NUMBER: builtins.int
+    PARK_FIELD_NUMBER: builtins.int
+    PAYLOAD_FIELD_NUMBER: builtins.int
     consumer: typing.Text
     """The consumer, matching ^[a-z0-9][a-z0-9._-]{0,127}$."""
 
@@ -244,6 +484,24 @@ class ClaimStreamRequest(google.protobuf.message.Message):
     @property
     def lease_ttl(self) -> google.protobuf.duration_pb2.Duration: ...
     owner: typing.Text
+    park: builtins.bool
+    """Park the event if it comes before its turn: a dense stream's claim of
+    a sequence past mark + 1 stores payload and answers
+    STREAM_OUTCOME_PARKED instead of SEQUENCE_GAP. Parking the same
+    sequence again is idempotent (PARKED again, the first payload kept);
+    with another digest it is DIGEST_MISMATCH. A sequence at or below the
+    mark is still DUPLICATE, and mark + 1 is claimed as without park. No
+    effect on a VERSIONS stream, which has no gaps. Past the stream's
+    max_parked or the consumer's byte budget: RESOURCE_EXHAUSTED with
+    reason PARK_FULL, nothing stored (let the message be redelivered).
+    """
+
+    payload: builtins.bytes
+    """The event as the caller would process it, at most the server's
+    --max-park-payload-bytes (256 KiB by default). Stored only when the
+    event is parked; it is handed back in ParkedEvent.payload.
+    """
+
     def __init__(self,
         *,
         consumer: typing.Text = ...,
@@ -253,9 +511,11 @@ class ClaimStreamRequest(google.protobuf.message.Message):
         digest: builtins.bytes = ...,
         lease_ttl: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
         owner: typing.Text = ...,
+        park: builtins.bool = ...,
+        payload: builtins.bytes = ...,
         ) -> None: ...
     def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","digest",b"digest","lease_ttl",b"lease_ttl","mode",b"mode","owner",b"owner","sequence",b"sequence","stream",b"stream"]) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","digest",b"digest","lease_ttl",b"lease_ttl","mode",b"mode","owner",b"owner","park",b"park","payload",b"payload","sequence",b"sequence","stream",b"stream"]) -> None: ...
 global___ClaimStreamRequest = ClaimStreamRequest
 
 class ClaimStreamResponse(google.protobuf.message.Message):
@@ -295,31 +555,53 @@ class CompleteStreamRequest(google.protobuf.message.Message):
     STREAM_FIELD_NUMBER: builtins.int
     SEQUENCE_FIELD_NUMBER: builtins.int
     FENCING_TOKEN_FIELD_NUMBER: builtins.int
+    NEXT_LEASE_TTL_FIELD_NUMBER: builtins.int
     consumer: typing.Text
     stream: typing.Text
     sequence: builtins.int
     fencing_token: builtins.int
+    @property
+    def next_lease_ttl(self) -> google.protobuf.duration_pb2.Duration:
+        """The lease of the parked event handed back as `next`; the server's
+        default lease when unset. The event goes to the owner of the claim
+        being finished.
+        """
+        pass
     def __init__(self,
         *,
         consumer: typing.Text = ...,
         stream: typing.Text = ...,
         sequence: builtins.int = ...,
         fencing_token: builtins.int = ...,
+        next_lease_ttl: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
         ) -> None: ...
-    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","fencing_token",b"fencing_token","sequence",b"sequence","stream",b"stream"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["next_lease_ttl",b"next_lease_ttl"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","fencing_token",b"fencing_token","next_lease_ttl",b"next_lease_ttl","sequence",b"sequence","stream",b"stream"]) -> None: ...
 global___CompleteStreamRequest = CompleteStreamRequest
 
 class CompleteStreamResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
     STREAM_FIELD_NUMBER: builtins.int
+    NEXT_FIELD_NUMBER: builtins.int
     @property
     def stream(self) -> global___Stream: ...
+    @property
+    def next(self) -> global___ParkedEvent:
+        """The parked event right after the finished sequence, already acquired
+        for the caller (its fencing_token and lease are the stream's claim in
+        flight): process it and finish it, which may hand back the next one.
+        Unset when the next sequence is not parked. If this reply is lost, the
+        event stays in flight until its lease runs out and is then ready for
+        ClaimParked (or a claim of its sequence).
+        """
+        pass
     def __init__(self,
         *,
         stream: typing.Optional[global___Stream] = ...,
+        next: typing.Optional[global___ParkedEvent] = ...,
         ) -> None: ...
-    def HasField(self, field_name: typing_extensions.Literal["stream",b"stream"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["stream",b"stream"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["next",b"next","stream",b"stream"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["next",b"next","stream",b"stream"]) -> None: ...
 global___CompleteStreamResponse = CompleteStreamResponse
 
 class RejectStreamRequest(google.protobuf.message.Message):
@@ -331,6 +613,7 @@ class RejectStreamRequest(google.protobuf.message.Message):
     REASON_FIELD_NUMBER: builtins.int
     MESSAGE_FIELD_NUMBER: builtins.int
     DETAIL_FIELD_NUMBER: builtins.int
+    NEXT_LEASE_TTL_FIELD_NUMBER: builtins.int
     consumer: typing.Text
     stream: typing.Text
     sequence: builtins.int
@@ -342,6 +625,10 @@ class RejectStreamRequest(google.protobuf.message.Message):
 
     message: typing.Text
     detail: builtins.bytes
+    @property
+    def next_lease_ttl(self) -> google.protobuf.duration_pb2.Duration:
+        """As in CompleteStreamRequest."""
+        pass
     def __init__(self,
         *,
         consumer: typing.Text = ...,
@@ -351,21 +638,29 @@ class RejectStreamRequest(google.protobuf.message.Message):
         reason: typing.Text = ...,
         message: typing.Text = ...,
         detail: builtins.bytes = ...,
+        next_lease_ttl: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
         ) -> None: ...
-    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","detail",b"detail","fencing_token",b"fencing_token","message",b"message","reason",b"reason","sequence",b"sequence","stream",b"stream"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["next_lease_ttl",b"next_lease_ttl"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","detail",b"detail","fencing_token",b"fencing_token","message",b"message","next_lease_ttl",b"next_lease_ttl","reason",b"reason","sequence",b"sequence","stream",b"stream"]) -> None: ...
 global___RejectStreamRequest = RejectStreamRequest
 
 class RejectStreamResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
     STREAM_FIELD_NUMBER: builtins.int
+    NEXT_FIELD_NUMBER: builtins.int
     @property
     def stream(self) -> global___Stream: ...
+    @property
+    def next(self) -> global___ParkedEvent:
+        """As in CompleteStreamResponse."""
+        pass
     def __init__(self,
         *,
         stream: typing.Optional[global___Stream] = ...,
+        next: typing.Optional[global___ParkedEvent] = ...,
         ) -> None: ...
-    def HasField(self, field_name: typing_extensions.Literal["stream",b"stream"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["stream",b"stream"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["next",b"next","stream",b"stream"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["next",b"next","stream",b"stream"]) -> None: ...
 global___RejectStreamResponse = RejectStreamResponse
 
 class ReleaseStreamRequest(google.protobuf.message.Message):
@@ -456,14 +751,20 @@ global___GetStreamRequest = GetStreamRequest
 class GetStreamResponse(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
     STREAM_FIELD_NUMBER: builtins.int
+    PARKED_FIELD_NUMBER: builtins.int
     @property
     def stream(self) -> global___Stream: ...
+    @property
+    def parked(self) -> global___ParkedSummary:
+        """The stream's parked events; unset when it has none."""
+        pass
     def __init__(self,
         *,
         stream: typing.Optional[global___Stream] = ...,
+        parked: typing.Optional[global___ParkedSummary] = ...,
         ) -> None: ...
-    def HasField(self, field_name: typing_extensions.Literal["stream",b"stream"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["stream",b"stream"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["parked",b"parked","stream",b"stream"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["parked",b"parked","stream",b"stream"]) -> None: ...
 global___GetStreamResponse = GetStreamResponse
 
 class ListStreamsRequest(google.protobuf.message.Message):
@@ -569,6 +870,9 @@ class StreamPolicy(google.protobuf.message.Message):
     MODE_FIELD_NUMBER: builtins.int
     START_FIELD_NUMBER: builtins.int
     UPDATED_AT_FIELD_NUMBER: builtins.int
+    MAX_PARKED_FIELD_NUMBER: builtins.int
+    GAP_TIMEOUT_FIELD_NUMBER: builtins.int
+    ON_GAP_TIMEOUT_FIELD_NUMBER: builtins.int
     consumer: typing.Text
     @property
     def stream_ttl(self) -> google.protobuf.duration_pb2.Duration:
@@ -582,6 +886,21 @@ class StreamPolicy(google.protobuf.message.Message):
     start: global___StreamStart.ValueType
     @property
     def updated_at(self) -> google.protobuf.timestamp_pb2.Timestamp: ...
+    max_parked: builtins.int
+    """The most events one stream may hold parked, 1 to 100000; the server
+    default (1000) when 0. The consumer's parked payload bytes are bounded
+    by the server's --max-parked-bytes-per-consumer as well.
+    """
+
+    @property
+    def gap_timeout(self) -> google.protobuf.duration_pb2.Duration:
+        """How long the oldest parked event of a stream may wait with the gap
+        before it still open; unset waits for ever. At least 1 s.
+        """
+        pass
+    on_gap_timeout: global___GapTimeoutAction.ValueType
+    """What happens then: HOLD (the default) or SKIP."""
+
     def __init__(self,
         *,
         consumer: typing.Text = ...,
@@ -589,9 +908,12 @@ class StreamPolicy(google.protobuf.message.Message):
         mode: global___StreamMode.ValueType = ...,
         start: global___StreamStart.ValueType = ...,
         updated_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
+        max_parked: builtins.int = ...,
+        gap_timeout: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
+        on_gap_timeout: global___GapTimeoutAction.ValueType = ...,
         ) -> None: ...
-    def HasField(self, field_name: typing_extensions.Literal["stream_ttl",b"stream_ttl","updated_at",b"updated_at"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","mode",b"mode","start",b"start","stream_ttl",b"stream_ttl","updated_at",b"updated_at"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["gap_timeout",b"gap_timeout","stream_ttl",b"stream_ttl","updated_at",b"updated_at"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","gap_timeout",b"gap_timeout","max_parked",b"max_parked","mode",b"mode","on_gap_timeout",b"on_gap_timeout","start",b"start","stream_ttl",b"stream_ttl","updated_at",b"updated_at"]) -> None: ...
 global___StreamPolicy = StreamPolicy
 
 class SetStreamPolicyRequest(google.protobuf.message.Message):
@@ -667,3 +989,182 @@ class DeleteStreamPolicyResponse(google.protobuf.message.Message):
     def HasField(self, field_name: typing_extensions.Literal["policy",b"policy"]) -> builtins.bool: ...
     def ClearField(self, field_name: typing_extensions.Literal["policy",b"policy"]) -> None: ...
 global___DeleteStreamPolicyResponse = DeleteStreamPolicyResponse
+
+class ClaimParkedRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CONSUMER_FIELD_NUMBER: builtins.int
+    STREAM_FIELD_NUMBER: builtins.int
+    LEASE_TTL_FIELD_NUMBER: builtins.int
+    OWNER_FIELD_NUMBER: builtins.int
+    consumer: typing.Text
+    stream: typing.Text
+    """Only this stream's ready event; every stream of the consumer when
+    empty.
+    """
+
+    @property
+    def lease_ttl(self) -> google.protobuf.duration_pb2.Duration: ...
+    owner: typing.Text
+    def __init__(self,
+        *,
+        consumer: typing.Text = ...,
+        stream: typing.Text = ...,
+        lease_ttl: typing.Optional[google.protobuf.duration_pb2.Duration] = ...,
+        owner: typing.Text = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["lease_ttl",b"lease_ttl"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","lease_ttl",b"lease_ttl","owner",b"owner","stream",b"stream"]) -> None: ...
+global___ClaimParkedRequest = ClaimParkedRequest
+
+class ClaimParkedResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    EVENT_FIELD_NUMBER: builtins.int
+    STREAM_FIELD_NUMBER: builtins.int
+    @property
+    def event(self) -> global___ParkedEvent:
+        """The acquired event with its payload, fencing token and lease; unset
+        when no parked event is ready.
+        """
+        pass
+    @property
+    def stream(self) -> global___Stream:
+        """The event's stream after the claim; unset with the event."""
+        pass
+    def __init__(self,
+        *,
+        event: typing.Optional[global___ParkedEvent] = ...,
+        stream: typing.Optional[global___Stream] = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["event",b"event","stream",b"stream"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["event",b"event","stream",b"stream"]) -> None: ...
+global___ClaimParkedResponse = ClaimParkedResponse
+
+class ListParkedRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CONSUMER_FIELD_NUMBER: builtins.int
+    STREAM_FIELD_NUMBER: builtins.int
+    PAGE_SIZE_FIELD_NUMBER: builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: builtins.int
+    consumer: typing.Text
+    stream: typing.Text
+    page_size: builtins.int
+    """1 to 1000; the server default (100) when 0."""
+
+    page_token: typing.Text
+    """next_page_token of the previous page; empty for the first."""
+
+    def __init__(self,
+        *,
+        consumer: typing.Text = ...,
+        stream: typing.Text = ...,
+        page_size: builtins.int = ...,
+        page_token: typing.Text = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","page_size",b"page_size","page_token",b"page_token","stream",b"stream"]) -> None: ...
+global___ListParkedRequest = ListParkedRequest
+
+class ListParkedResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    EVENTS_FIELD_NUMBER: builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: builtins.int
+    @property
+    def events(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___ParkedEvent]:
+        """Ascending by sequence, payloads left out (payload_bytes says their
+        size).
+        """
+        pass
+    next_page_token: typing.Text
+    """Empty when there are no more events."""
+
+    def __init__(self,
+        *,
+        events: typing.Optional[typing.Iterable[global___ParkedEvent]] = ...,
+        next_page_token: typing.Text = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["events",b"events","next_page_token",b"next_page_token"]) -> None: ...
+global___ListParkedResponse = ListParkedResponse
+
+class DropParkedRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CONSUMER_FIELD_NUMBER: builtins.int
+    STREAM_FIELD_NUMBER: builtins.int
+    FROM_SEQUENCE_FIELD_NUMBER: builtins.int
+    TO_SEQUENCE_FIELD_NUMBER: builtins.int
+    DRY_RUN_FIELD_NUMBER: builtins.int
+    consumer: typing.Text
+    stream: typing.Text
+    from_sequence: builtins.int
+    """The range of sequences to drop, inclusive; to_sequence 0 means no
+    upper bound. from_sequence 0 means from the lowest.
+    """
+
+    to_sequence: builtins.int
+    dry_run: builtins.bool
+    def __init__(self,
+        *,
+        consumer: typing.Text = ...,
+        stream: typing.Text = ...,
+        from_sequence: builtins.int = ...,
+        to_sequence: builtins.int = ...,
+        dry_run: builtins.bool = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","dry_run",b"dry_run","from_sequence",b"from_sequence","stream",b"stream","to_sequence",b"to_sequence"]) -> None: ...
+global___DropParkedRequest = DropParkedRequest
+
+class DropParkedResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    STREAM_FIELD_NUMBER: builtins.int
+    DROPPED_FIELD_NUMBER: builtins.int
+    @property
+    def stream(self) -> global___Stream:
+        """The stream after the drop (or as it would be, for a dry run)."""
+        pass
+    dropped: builtins.int
+    """How many parked events were (or would be) dropped."""
+
+    def __init__(self,
+        *,
+        stream: typing.Optional[global___Stream] = ...,
+        dropped: builtins.int = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["stream",b"stream"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["dropped",b"dropped","stream",b"stream"]) -> None: ...
+global___DropParkedResponse = DropParkedResponse
+
+class SkipGapRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    CONSUMER_FIELD_NUMBER: builtins.int
+    STREAM_FIELD_NUMBER: builtins.int
+    DRY_RUN_FIELD_NUMBER: builtins.int
+    consumer: typing.Text
+    stream: typing.Text
+    dry_run: builtins.bool
+    def __init__(self,
+        *,
+        consumer: typing.Text = ...,
+        stream: typing.Text = ...,
+        dry_run: builtins.bool = ...,
+        ) -> None: ...
+    def ClearField(self, field_name: typing_extensions.Literal["consumer",b"consumer","dry_run",b"dry_run","stream",b"stream"]) -> None: ...
+global___SkipGapRequest = SkipGapRequest
+
+class SkipGapResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+    STREAM_FIELD_NUMBER: builtins.int
+    SKIPPED_FIELD_NUMBER: builtins.int
+    @property
+    def stream(self) -> global___Stream:
+        """The stream after the skip (or as it would be, for a dry run)."""
+        pass
+    @property
+    def skipped(self) -> global___SkippedRange:
+        """The sequences given up."""
+        pass
+    def __init__(self,
+        *,
+        stream: typing.Optional[global___Stream] = ...,
+        skipped: typing.Optional[global___SkippedRange] = ...,
+        ) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["skipped",b"skipped","stream",b"stream"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["skipped",b"skipped","stream",b"stream"]) -> None: ...
+global___SkipGapResponse = SkipGapResponse

@@ -17,6 +17,17 @@ class StreamServiceStub(object):
   FAILED_PRECONDITION with reason SEQUENCE_GAP and the expected sequence in
   ErrorInfo metadata "expected_sequence"; errors about an existing stream
   carry the dedup.v1.Stream as a detail.
+
+  Park mode makes the server the resequencer of a dense stream: a claim
+  with park set of a sequence past the next one stores the event (its
+  payload) and answers STREAM_OUTCOME_PARKED, and the caller may then ack
+  its message. When the mark reaches the sequence before a parked one, the
+  call that moved it (CompleteStream or RejectStream) hands the parked
+  event back as `next`, already acquired for that caller; ClaimParked picks
+  up ready parked events whose holder went away. Parked events are bounded
+  per stream (StreamPolicy.max_parked) and per consumer (a server byte
+  budget): past the bounds a park is RESOURCE_EXHAUSTED with reason
+  PARK_FULL. A parked event lives as long as its stream.
   """
 
   def __init__(self, channel):
@@ -60,6 +71,16 @@ class StreamServiceStub(object):
         request_serializer=dedup_dot_v1_dot_stream__pb2.ListStreamsRequest.SerializeToString,
         response_deserializer=dedup_dot_v1_dot_stream__pb2.ListStreamsResponse.FromString,
         )
+    self.ClaimParked = channel.unary_unary(
+        '/dedup.v1.StreamService/ClaimParked',
+        request_serializer=dedup_dot_v1_dot_stream__pb2.ClaimParkedRequest.SerializeToString,
+        response_deserializer=dedup_dot_v1_dot_stream__pb2.ClaimParkedResponse.FromString,
+        )
+    self.ListParked = channel.unary_unary(
+        '/dedup.v1.StreamService/ListParked',
+        request_serializer=dedup_dot_v1_dot_stream__pb2.ListParkedRequest.SerializeToString,
+        response_deserializer=dedup_dot_v1_dot_stream__pb2.ListParkedResponse.FromString,
+        )
 
 
 class StreamServiceServicer(object):
@@ -75,6 +96,17 @@ class StreamServiceServicer(object):
   FAILED_PRECONDITION with reason SEQUENCE_GAP and the expected sequence in
   ErrorInfo metadata "expected_sequence"; errors about an existing stream
   carry the dedup.v1.Stream as a detail.
+
+  Park mode makes the server the resequencer of a dense stream: a claim
+  with park set of a sequence past the next one stores the event (its
+  payload) and answers STREAM_OUTCOME_PARKED, and the caller may then ack
+  its message. When the mark reaches the sequence before a parked one, the
+  call that moved it (CompleteStream or RejectStream) hands the parked
+  event back as `next`, already acquired for that caller; ClaimParked picks
+  up ready parked events whose holder went away. Parked events are bounded
+  per stream (StreamPolicy.max_parked) and per consumer (a server byte
+  budget): past the bounds a park is RESOURCE_EXHAUSTED with reason
+  PARK_FULL. A parked event lives as long as its stream.
   """
 
   def ClaimStream(self, request, context):
@@ -87,7 +119,10 @@ class StreamServiceServicer(object):
 
   def CompleteStream(self, request, context):
     """CompleteStream finishes the claimed sequence and moves the high-water
-    mark to it. Repeating the same call is harmless.
+    mark to it. Repeating the same call is harmless. When the next sequence
+    is parked, the same atomic write acquires it for the caller and the
+    response carries it as `next`; a repeat of the call returns that same
+    `next` while it is still in flight under the token it was given.
     """
     context.set_code(grpc.StatusCode.UNIMPLEMENTED)
     context.set_details('Method not implemented!')
@@ -96,7 +131,8 @@ class StreamServiceServicer(object):
   def RejectStream(self, request, context):
     """RejectStream finishes the claimed sequence as a poison event: the mark
     moves past it and the rejection is recorded, so the stream goes on.
-    Repeating the same call is harmless.
+    Repeating the same call is harmless. Hands back the next parked event
+    as CompleteStream does.
     """
     context.set_code(grpc.StatusCode.UNIMPLEMENTED)
     context.set_details('Method not implemented!')
@@ -128,6 +164,27 @@ class StreamServiceServicer(object):
     """ListStreams pages through one consumer's live streams in stream order.
     With lease_expired it lists the reconciliation queue: streams whose
     claim in flight has run out of lease.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
+  def ClaimParked(self, request, context):
+    """ClaimParked acquires one ready parked event of the consumer (of one
+    stream when `stream` is set) for a worker that picks up after a crash:
+    a parked event is ready when the mark is right before it and no live
+    lease holds it, that is when nobody was handed it (after a skip) or
+    the one handed it let its lease run out (a lost reply, a crash). The
+    response has no event when none is ready. Among concurrent callers
+    each ready event goes to exactly one.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
+  def ListParked(self, request, context):
+    """ListParked pages through one stream's parked events in sequence order,
+    without their payloads.
     """
     context.set_code(grpc.StatusCode.UNIMPLEMENTED)
     context.set_details('Method not implemented!')
@@ -171,6 +228,16 @@ def add_StreamServiceServicer_to_server(servicer, server):
           request_deserializer=dedup_dot_v1_dot_stream__pb2.ListStreamsRequest.FromString,
           response_serializer=dedup_dot_v1_dot_stream__pb2.ListStreamsResponse.SerializeToString,
       ),
+      'ClaimParked': grpc.unary_unary_rpc_method_handler(
+          servicer.ClaimParked,
+          request_deserializer=dedup_dot_v1_dot_stream__pb2.ClaimParkedRequest.FromString,
+          response_serializer=dedup_dot_v1_dot_stream__pb2.ClaimParkedResponse.SerializeToString,
+      ),
+      'ListParked': grpc.unary_unary_rpc_method_handler(
+          servicer.ListParked,
+          request_deserializer=dedup_dot_v1_dot_stream__pb2.ListParkedRequest.FromString,
+          response_serializer=dedup_dot_v1_dot_stream__pb2.ListParkedResponse.SerializeToString,
+      ),
   }
   generic_handler = grpc.method_handlers_generic_handler(
       'dedup.v1.StreamService', rpc_method_handlers)
@@ -206,6 +273,16 @@ class StreamAdminServiceStub(object):
         '/dedup.v1.StreamAdminService/DeleteStreamPolicy',
         request_serializer=dedup_dot_v1_dot_stream__pb2.DeleteStreamPolicyRequest.SerializeToString,
         response_deserializer=dedup_dot_v1_dot_stream__pb2.DeleteStreamPolicyResponse.FromString,
+        )
+    self.DropParked = channel.unary_unary(
+        '/dedup.v1.StreamAdminService/DropParked',
+        request_serializer=dedup_dot_v1_dot_stream__pb2.DropParkedRequest.SerializeToString,
+        response_deserializer=dedup_dot_v1_dot_stream__pb2.DropParkedResponse.FromString,
+        )
+    self.SkipGap = channel.unary_unary(
+        '/dedup.v1.StreamAdminService/SkipGap',
+        request_serializer=dedup_dot_v1_dot_stream__pb2.SkipGapRequest.SerializeToString,
+        response_deserializer=dedup_dot_v1_dot_stream__pb2.SkipGapResponse.FromString,
         )
 
 
@@ -245,6 +322,30 @@ class StreamAdminServiceServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def DropParked(self, request, context):
+    """DropParked deletes a stream's parked events in a sequence range: their
+    payloads are gone and their sequences count as never delivered (a
+    redelivery is parked or claimed again). An event in flight (handed out
+    and not yet finished) is dropped too; its holder can still finish it.
+    With dry_run nothing is written and the response counts what would go.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
+  def SkipGap(self, request, context):
+    """SkipGap gives up on the missing sequences before a stream's lowest
+    parked event: the mark moves to that event's sequence - 1, the skipped
+    range is recorded on the stream, and the parked events become ready in
+    order (ClaimParked, or a claim of the next sequence, takes them). It is
+    what on_gap_timeout SKIP does, by hand. FAILED_PRECONDITION with reason
+    NO_GAP when the stream has no parked event past an open gap. With
+    dry_run nothing is written.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_StreamAdminServiceServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -267,6 +368,16 @@ def add_StreamAdminServiceServicer_to_server(servicer, server):
           servicer.DeleteStreamPolicy,
           request_deserializer=dedup_dot_v1_dot_stream__pb2.DeleteStreamPolicyRequest.FromString,
           response_serializer=dedup_dot_v1_dot_stream__pb2.DeleteStreamPolicyResponse.SerializeToString,
+      ),
+      'DropParked': grpc.unary_unary_rpc_method_handler(
+          servicer.DropParked,
+          request_deserializer=dedup_dot_v1_dot_stream__pb2.DropParkedRequest.FromString,
+          response_serializer=dedup_dot_v1_dot_stream__pb2.DropParkedResponse.SerializeToString,
+      ),
+      'SkipGap': grpc.unary_unary_rpc_method_handler(
+          servicer.SkipGap,
+          request_deserializer=dedup_dot_v1_dot_stream__pb2.SkipGapRequest.FromString,
+          response_serializer=dedup_dot_v1_dot_stream__pb2.SkipGapResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(

@@ -19,6 +19,17 @@ class StreamServiceStub:
     FAILED_PRECONDITION with reason SEQUENCE_GAP and the expected sequence in
     ErrorInfo metadata "expected_sequence"; errors about an existing stream
     carry the dedup.v1.Stream as a detail.
+
+    Park mode makes the server the resequencer of a dense stream: a claim
+    with park set of a sequence past the next one stores the event (its
+    payload) and answers STREAM_OUTCOME_PARKED, and the caller may then ack
+    its message. When the mark reaches the sequence before a parked one, the
+    call that moved it (CompleteStream or RejectStream) hands the parked
+    event back as `next`, already acquired for that caller; ClaimParked picks
+    up ready parked events whose holder went away. Parked events are bounded
+    per stream (StreamPolicy.max_parked) and per consumer (a server byte
+    budget): past the bounds a park is RESOURCE_EXHAUSTED with reason
+    PARK_FULL. A parked event lives as long as its stream.
     """
     def __init__(self, channel: grpc.Channel) -> None: ...
     ClaimStream: grpc.UnaryUnaryMultiCallable[
@@ -32,7 +43,10 @@ class StreamServiceStub:
         dedupd._proto.dedup.v1.stream_pb2.CompleteStreamRequest,
         dedupd._proto.dedup.v1.stream_pb2.CompleteStreamResponse]
     """CompleteStream finishes the claimed sequence and moves the high-water
-    mark to it. Repeating the same call is harmless.
+    mark to it. Repeating the same call is harmless. When the next sequence
+    is parked, the same atomic write acquires it for the caller and the
+    response carries it as `next`; a repeat of the call returns that same
+    `next` while it is still in flight under the token it was given.
     """
 
     RejectStream: grpc.UnaryUnaryMultiCallable[
@@ -40,7 +54,8 @@ class StreamServiceStub:
         dedupd._proto.dedup.v1.stream_pb2.RejectStreamResponse]
     """RejectStream finishes the claimed sequence as a poison event: the mark
     moves past it and the rejection is recorded, so the stream goes on.
-    Repeating the same call is harmless.
+    Repeating the same call is harmless. Hands back the next parked event
+    as CompleteStream does.
     """
 
     ReleaseStream: grpc.UnaryUnaryMultiCallable[
@@ -68,6 +83,25 @@ class StreamServiceStub:
     claim in flight has run out of lease.
     """
 
+    ClaimParked: grpc.UnaryUnaryMultiCallable[
+        dedupd._proto.dedup.v1.stream_pb2.ClaimParkedRequest,
+        dedupd._proto.dedup.v1.stream_pb2.ClaimParkedResponse]
+    """ClaimParked acquires one ready parked event of the consumer (of one
+    stream when `stream` is set) for a worker that picks up after a crash:
+    a parked event is ready when the mark is right before it and no live
+    lease holds it, that is when nobody was handed it (after a skip) or
+    the one handed it let its lease run out (a lost reply, a crash). The
+    response has no event when none is ready. Among concurrent callers
+    each ready event goes to exactly one.
+    """
+
+    ListParked: grpc.UnaryUnaryMultiCallable[
+        dedupd._proto.dedup.v1.stream_pb2.ListParkedRequest,
+        dedupd._proto.dedup.v1.stream_pb2.ListParkedResponse]
+    """ListParked pages through one stream's parked events in sequence order,
+    without their payloads.
+    """
+
 
 class StreamServiceServicer(metaclass=abc.ABCMeta):
     """StreamService handles events that carry a sequence number per entity
@@ -82,6 +116,17 @@ class StreamServiceServicer(metaclass=abc.ABCMeta):
     FAILED_PRECONDITION with reason SEQUENCE_GAP and the expected sequence in
     ErrorInfo metadata "expected_sequence"; errors about an existing stream
     carry the dedup.v1.Stream as a detail.
+
+    Park mode makes the server the resequencer of a dense stream: a claim
+    with park set of a sequence past the next one stores the event (its
+    payload) and answers STREAM_OUTCOME_PARKED, and the caller may then ack
+    its message. When the mark reaches the sequence before a parked one, the
+    call that moved it (CompleteStream or RejectStream) hands the parked
+    event back as `next`, already acquired for that caller; ClaimParked picks
+    up ready parked events whose holder went away. Parked events are bounded
+    per stream (StreamPolicy.max_parked) and per consumer (a server byte
+    budget): past the bounds a park is RESOURCE_EXHAUSTED with reason
+    PARK_FULL. A parked event lives as long as its stream.
     """
     @abc.abstractmethod
     def ClaimStream(self,
@@ -99,7 +144,10 @@ class StreamServiceServicer(metaclass=abc.ABCMeta):
         context: grpc.ServicerContext,
     ) -> dedupd._proto.dedup.v1.stream_pb2.CompleteStreamResponse:
         """CompleteStream finishes the claimed sequence and moves the high-water
-        mark to it. Repeating the same call is harmless.
+        mark to it. Repeating the same call is harmless. When the next sequence
+        is parked, the same atomic write acquires it for the caller and the
+        response carries it as `next`; a repeat of the call returns that same
+        `next` while it is still in flight under the token it was given.
         """
         pass
 
@@ -110,7 +158,8 @@ class StreamServiceServicer(metaclass=abc.ABCMeta):
     ) -> dedupd._proto.dedup.v1.stream_pb2.RejectStreamResponse:
         """RejectStream finishes the claimed sequence as a poison event: the mark
         moves past it and the rejection is recorded, so the stream goes on.
-        Repeating the same call is harmless.
+        Repeating the same call is harmless. Hands back the next parked event
+        as CompleteStream does.
         """
         pass
 
@@ -151,6 +200,31 @@ class StreamServiceServicer(metaclass=abc.ABCMeta):
         """
         pass
 
+    @abc.abstractmethod
+    def ClaimParked(self,
+        request: dedupd._proto.dedup.v1.stream_pb2.ClaimParkedRequest,
+        context: grpc.ServicerContext,
+    ) -> dedupd._proto.dedup.v1.stream_pb2.ClaimParkedResponse:
+        """ClaimParked acquires one ready parked event of the consumer (of one
+        stream when `stream` is set) for a worker that picks up after a crash:
+        a parked event is ready when the mark is right before it and no live
+        lease holds it, that is when nobody was handed it (after a skip) or
+        the one handed it let its lease run out (a lost reply, a crash). The
+        response has no event when none is ready. Among concurrent callers
+        each ready event goes to exactly one.
+        """
+        pass
+
+    @abc.abstractmethod
+    def ListParked(self,
+        request: dedupd._proto.dedup.v1.stream_pb2.ListParkedRequest,
+        context: grpc.ServicerContext,
+    ) -> dedupd._proto.dedup.v1.stream_pb2.ListParkedResponse:
+        """ListParked pages through one stream's parked events in sequence order,
+        without their payloads.
+        """
+        pass
+
 
 def add_StreamServiceServicer_to_server(servicer: StreamServiceServicer, server: grpc.Server) -> None: ...
 
@@ -182,6 +256,28 @@ class StreamAdminServiceStub:
         dedupd._proto.dedup.v1.stream_pb2.DeleteStreamPolicyRequest,
         dedupd._proto.dedup.v1.stream_pb2.DeleteStreamPolicyResponse]
     """DeleteStreamPolicy deletes a consumer's stream policy."""
+
+    DropParked: grpc.UnaryUnaryMultiCallable[
+        dedupd._proto.dedup.v1.stream_pb2.DropParkedRequest,
+        dedupd._proto.dedup.v1.stream_pb2.DropParkedResponse]
+    """DropParked deletes a stream's parked events in a sequence range: their
+    payloads are gone and their sequences count as never delivered (a
+    redelivery is parked or claimed again). An event in flight (handed out
+    and not yet finished) is dropped too; its holder can still finish it.
+    With dry_run nothing is written and the response counts what would go.
+    """
+
+    SkipGap: grpc.UnaryUnaryMultiCallable[
+        dedupd._proto.dedup.v1.stream_pb2.SkipGapRequest,
+        dedupd._proto.dedup.v1.stream_pb2.SkipGapResponse]
+    """SkipGap gives up on the missing sequences before a stream's lowest
+    parked event: the mark moves to that event's sequence - 1, the skipped
+    range is recorded on the stream, and the parked events become ready in
+    order (ClaimParked, or a claim of the next sequence, takes them). It is
+    what on_gap_timeout SKIP does, by hand. FAILED_PRECONDITION with reason
+    NO_GAP when the stream has no parked event past an open gap. With
+    dry_run nothing is written.
+    """
 
 
 class StreamAdminServiceServicer(metaclass=abc.ABCMeta):
@@ -222,6 +318,34 @@ class StreamAdminServiceServicer(metaclass=abc.ABCMeta):
         context: grpc.ServicerContext,
     ) -> dedupd._proto.dedup.v1.stream_pb2.DeleteStreamPolicyResponse:
         """DeleteStreamPolicy deletes a consumer's stream policy."""
+        pass
+
+    @abc.abstractmethod
+    def DropParked(self,
+        request: dedupd._proto.dedup.v1.stream_pb2.DropParkedRequest,
+        context: grpc.ServicerContext,
+    ) -> dedupd._proto.dedup.v1.stream_pb2.DropParkedResponse:
+        """DropParked deletes a stream's parked events in a sequence range: their
+        payloads are gone and their sequences count as never delivered (a
+        redelivery is parked or claimed again). An event in flight (handed out
+        and not yet finished) is dropped too; its holder can still finish it.
+        With dry_run nothing is written and the response counts what would go.
+        """
+        pass
+
+    @abc.abstractmethod
+    def SkipGap(self,
+        request: dedupd._proto.dedup.v1.stream_pb2.SkipGapRequest,
+        context: grpc.ServicerContext,
+    ) -> dedupd._proto.dedup.v1.stream_pb2.SkipGapResponse:
+        """SkipGap gives up on the missing sequences before a stream's lowest
+        parked event: the mark moves to that event's sequence - 1, the skipped
+        range is recorded on the stream, and the parked events become ready in
+        order (ClaimParked, or a claim of the next sequence, takes them). It is
+        what on_gap_timeout SKIP does, by hand. FAILED_PRECONDITION with reason
+        NO_GAP when the stream has no parked event past an open gap. With
+        dry_run nothing is written.
+        """
         pass
 
 
