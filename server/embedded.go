@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/internal/datadir"
+	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pebblestore"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )

@@ -169,6 +169,16 @@ func encodeStream(s *store.Stream) []byte {
 	e.time(s.CreatedAt)
 	e.time(s.UpdatedAt)
 	e.time(s.ExpiresAt)
+	e.int(s.Parked)
+	e.int(s.ParkedBytes)
+	e.int(s.Skipped)
+	e.bool(s.LastSkipped != nil)
+	if r := s.LastSkipped; r != nil {
+		e.int(r.From)
+		e.int(r.To)
+		e.str(string(r.Cause))
+		e.time(r.At)
+	}
 	return e
 }
 
@@ -187,6 +197,10 @@ func decodeStream(b []byte, consumer, stream string) (*store.Stream, error) {
 	s.Owner = d.str()
 	s.LeaseExpiresAt, s.CreatedAt = d.time(), d.time()
 	s.UpdatedAt, s.ExpiresAt = d.time(), d.time()
+	s.Parked, s.ParkedBytes, s.Skipped = d.int(), d.int(), d.int()
+	if d.bool() {
+		s.LastSkipped = &store.SkippedRange{From: d.int(), To: d.int(), Cause: store.SkipCause(d.str()), At: d.time()}
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -221,6 +235,9 @@ func encodeStreamPolicy(p *store.ConsumerStreamPolicy) []byte {
 	e.dur(p.StreamTTL)
 	e.str(string(p.Mode))
 	e.str(string(p.Start))
+	e.int(p.MaxParked)
+	e.dur(p.GapTimeout)
+	e.str(string(p.OnGapTimeout))
 	e.time(p.UpdatedAt)
 	return e
 }
@@ -231,6 +248,31 @@ func decodeStreamPolicy(b []byte, consumer string) (store.ConsumerStreamPolicy, 
 	p.StreamTTL = d.dur()
 	p.Mode = store.StreamMode(d.str())
 	p.Start = store.StreamStart(d.str())
+	p.MaxParked = d.int()
+	p.GapTimeout = d.dur()
+	p.OnGapTimeout = store.GapAction(d.str())
 	p.UpdatedAt = d.time()
 	return p, d.err
+}
+
+func encodeParked(ev *store.ParkedEvent) []byte {
+	e := encoder{valueVersion}
+	e.bytes(ev.Digest)
+	e.bytes(ev.Payload)
+	e.int(ev.PayloadBytes)
+	e.time(ev.ParkedAt)
+	return e
+}
+
+// decodeParked reads a parked event; its payload only when payload is set.
+func decodeParked(b []byte, consumer, stream string, seq int64, payload bool) (store.ParkedEvent, error) {
+	d := newDecoder(b)
+	ev := store.ParkedEvent{Consumer: consumer, Stream: stream, Sequence: seq}
+	ev.Digest = d.bytes()
+	if p := d.bytes(); payload {
+		ev.Payload = p
+	}
+	ev.PayloadBytes = d.int()
+	ev.ParkedAt = d.time()
+	return ev, d.err
 }

@@ -60,9 +60,12 @@ func TestIndexesMatchRows(t *testing.T) {
 				case 9:
 					st := fmt.Sprint("s", rng.IntN(3))
 					seq := int64(rng.IntN(3) + 1)
-					switch rng.IntN(3) {
+					switch rng.IntN(4) {
 					case 0:
 						_, _ = s.ClaimStream(ctx, store.ClaimStreamParams{Consumer: "c", Stream: st, Sequence: seq, Policy: sp})
+					case 3:
+						_, _ = s.ClaimStream(ctx, store.ClaimStreamParams{Consumer: "c", Stream: st, Sequence: seq + 1,
+							Park: true, Payload: []byte("p"), Policy: sp})
 					case 1:
 						_, _ = s.CompleteStream(ctx, store.CompleteStreamParams{Consumer: "c", Stream: st, Sequence: seq, FencingToken: tok, Policy: sp})
 					case 2:
@@ -82,7 +85,7 @@ func TestIndexesMatchRows(t *testing.T) {
 func checkIndexes(t *testing.T, s *Store) {
 	t.Helper()
 	want := map[string]string{} // index key -> value, derived from the rows
-	rows := 0
+	rows, parkedRows := 0, int64(0)
 	err := s.iterate(context.Background(), []byte{tableRecord}, []byte{tableRecord + 1}, func(k, v []byte) (bool, error) {
 		c, key, _ := splitTuple(k[1:])
 		r, err := decodeRecord(v, c, key)
@@ -110,13 +113,24 @@ func checkIndexes(t *testing.T, s *Store) {
 		if st.InFlight != 0 {
 			want[string(rowKey(tableStreamPending, c, name))] = string(appendTime(nil, st.LeaseExpiresAt))
 		}
+		if st.Parked > 0 {
+			want[string(rowKey(tableStreamParked, c, name))] = ""
+		}
+		var n int64
+		if err := s.eachParked(context.Background(), c, name, 1, false, func(store.ParkedEvent) bool { n++; return true }); err != nil {
+			return false, err
+		}
+		parkedRows += n
+		if n != st.Parked {
+			t.Errorf("stream %s counts %d parked events and holds %d", name, st.Parked, n)
+		}
 		return true, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, table := range []byte{tableRecordExpiry, tablePending, tableStreamExpiry, tableStreamPending} {
+	for _, table := range []byte{tableRecordExpiry, tablePending, tableStreamExpiry, tableStreamPending, tableStreamParked} {
 		err := s.iterate(context.Background(), []byte{table}, []byte{table + 1}, func(k, v []byte) (bool, error) {
 			got[string(k)] = string(v)
 			return true, nil
@@ -135,5 +149,15 @@ func checkIndexes(t *testing.T, s *Store) {
 			t.Errorf("index entry %q matches no row", k)
 		}
 	}
-	t.Logf("%d rows, %d index entries", rows, len(got))
+	var parkedKeys int64
+	if err := s.iterate(context.Background(), []byte{tableParked}, []byte{tableParked + 1}, func(k, v []byte) (bool, error) {
+		parkedKeys++
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if parkedKeys != parkedRows {
+		t.Errorf("%d parked events stored, %d belong to a stream", parkedKeys, parkedRows)
+	}
+	t.Logf("%d rows, %d index entries, %d parked events", rows, len(got), parkedKeys)
 }

@@ -18,6 +18,8 @@ import (
 //	's'   tuple(consumer, stream)                    stream
 //	'x'   time(expires_at) tuple(consumer, stream)   expiry index of streams
 //	'q'   tuple(consumer, stream) -> time(lease)     index of in-flight streams
+//	'w'   tuple(consumer, stream)                    index of streams with parked events
+//	'k'   esc(consumer) esc(stream) u64(sequence)    parked event
 //
 // tuple(consumer, name) is the consumer with each 0x00 written 0x00 0xff,
 // then the terminator 0x00 0x01, then the name as it is. It sorts as
@@ -41,20 +43,38 @@ const (
 	tableStream        = 's'
 	tableStreamExpiry  = 'x'
 	tableStreamPending = 'q'
+	tableStreamParked  = 'w'
+	tableParked        = 'k'
 )
 
 var tupleTerminator = []byte{0x00, 0x01}
 
 // appendTuple appends tuple(consumer, name) to b.
 func appendTuple(b []byte, consumer, name string) []byte {
-	for i := 0; i < len(consumer); i++ {
-		b = append(b, consumer[i])
-		if consumer[i] == 0x00 {
+	return append(appendEscaped(b, consumer), name...)
+}
+
+// appendEscaped appends esc(s): s with each 0x00 written 0x00 0xff, then
+// the terminator. It sorts as s does, and no esc(s) is a prefix of
+// another's.
+func appendEscaped(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		b = append(b, s[i])
+		if s[i] == 0x00 {
 			b = append(b, 0xff)
 		}
 	}
-	b = append(b, tupleTerminator...)
-	return append(b, name...)
+	return append(b, tupleTerminator...)
+}
+
+// parkedPrefix is the start of every parked event of one stream: 'k'
+// esc(consumer) esc(stream); the sequence follows, big-endian.
+func parkedPrefix(consumer, stream string) []byte {
+	return appendEscaped(appendEscaped([]byte{tableParked}, consumer), stream)
+}
+
+func parkedKey(consumer, stream string, seq int64) []byte {
+	return binary.BigEndian.AppendUint64(parkedPrefix(consumer, stream), uint64(seq))
 }
 
 // consumerPrefix is the start of every entry of consumer in table.

@@ -65,7 +65,7 @@ func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolic
 	if err := p.Validate(); err != nil {
 		return store.ConsumerStreamPolicy{}, err
 	}
-	truncate(&p.StreamTTL)
+	truncate(&p.StreamTTL, &p.GapTimeout)
 	p.UpdatedAt = now()
 	return p, s.putPolicy(ctx, policyKey(tableStreamPolicy, p.Consumer), encodeStreamPolicy(&p))
 }

@@ -29,8 +29,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/gofrs/flock"
 
-	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/internal/datadir"
+	"github.com/dedupd/dedupd/server/store"
 )
 
 // ErrLocked is returned by Open when another process, or another store in
@@ -58,6 +58,8 @@ type Store struct {
 
 	keys    stripes
 	streams stripes
+	// budgets serialises the parks of one consumer (see applyStream).
+	budgets stripes
 	// policyMu makes DeletePolicy's read and delete one step.
 	policyMu sync.Mutex
 }

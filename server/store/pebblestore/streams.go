@@ -17,15 +17,15 @@ func (s *Store) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (sto
 }
 
 // CompleteStream finishes the in-flight sequence.
-func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
 	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return d.Stream, err
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
 // RejectStream finishes the in-flight sequence as a poison event.
-func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
 	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return d.Stream, err
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
 // ReleaseStream gives up the in-flight claim.
@@ -61,7 +61,20 @@ func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd st
 	if err != nil {
 		return store.StreamDecision{}, dbError("reading stream", err)
 	}
-	d, err := store.ApplyStream(stored, cmd, time.Now())
+	at := time.Now()
+	var view store.ParkedView
+	if r, need := store.ParkedReadFor(stored, cmd, at); need {
+		if r.ConsumerBytes {
+			// A park weighs the consumer's parked bytes against its
+			// budget: parks of one consumer take turns from that read to
+			// their commit, so two cannot both fit in the last room.
+			defer s.budgets.lockOne(consumer, "")()
+		}
+		if view, err = s.readParked(consumer, stream, r); err != nil {
+			return store.StreamDecision{}, dbError("reading parked events", err)
+		}
+	}
+	d, err := store.ApplyStreamParked(stored, view, cmd, at)
 	if err != nil {
 		return store.StreamDecision{}, err
 	}
@@ -71,6 +84,7 @@ func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd st
 	b := s.db.NewBatch()
 	defer b.Close()
 	putStream(b, k, stored, &d.Stream)
+	writeParked(b, consumer, stream, d)
 	if err := b.Commit(pebble.Sync); err != nil {
 		return store.StreamDecision{}, dbError("writing stream", err)
 	}
@@ -99,6 +113,13 @@ func putStream(b *pebble.Batch, k []byte, old, next *store.Stream) {
 		}
 		_ = b.Set(expiryKey(tableStreamExpiry, next.ExpiresAt, next.Consumer, next.Stream), nil, nil)
 	}
+	wk := rowKey(tableStreamParked, next.Consumer, next.Stream)
+	switch {
+	case next.Parked > 0 && (old == nil || old.Parked == 0):
+		_ = b.Set(wk, nil, nil)
+	case next.Parked == 0 && old != nil && old.Parked > 0:
+		_ = b.Delete(wk, nil)
+	}
 	qk := rowKey(tableStreamPending, next.Consumer, next.Stream)
 	switch {
 	case next.InFlight != 0 && (old == nil || old.InFlight == 0 || !old.LeaseExpiresAt.Equal(next.LeaseExpiresAt)):
@@ -114,6 +135,11 @@ func deleteStream(b *pebble.Batch, old *store.Stream) {
 	_ = b.Delete(expiryKey(tableStreamExpiry, old.ExpiresAt, old.Consumer, old.Stream), nil)
 	if old.InFlight != 0 {
 		_ = b.Delete(rowKey(tableStreamPending, old.Consumer, old.Stream), nil)
+	}
+	if old.Parked > 0 { // parked events go with their stream
+		_ = b.Delete(rowKey(tableStreamParked, old.Consumer, old.Stream), nil)
+		prefix := parkedPrefix(old.Consumer, old.Stream)
+		_ = b.DeleteRange(prefix, prefixEnd(prefix), nil)
 	}
 }
 

@@ -23,9 +23,9 @@ import (
 	"github.com/gofrs/flock"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/dedupd/dedupd/internal/datadir"
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/internal/datadir"
 )
 
 // ErrLocked is returned by Open when another process, or another store in

@@ -71,14 +71,18 @@ func Copy(ctx context.Context, src Source, dst *pebblestore.Store, source string
 	if state.Phase == phaseRecords {
 		if err := copyRows(ctx, src.ExportRecords, &state, chunk, phaseStreams,
 			func(r store.Record) (string, string) { return r.Consumer, r.Key },
-			func(rs []store.Record, next pebblestore.CopyState) error { return dst.Import(ctx, rs, nil, nil, nil, next) }); err != nil {
+			func(rs []store.Record, next pebblestore.CopyState) error {
+				return dst.Import(ctx, rs, nil, nil, nil, next)
+			}); err != nil {
 			return Summary{}, err
 		}
 	}
 	if state.Phase == phaseStreams {
 		if err := copyRows(ctx, src.ExportStreams, &state, chunk, phasePolicies,
 			func(s store.Stream) (string, string) { return s.Consumer, s.Stream },
-			func(ss []store.Stream, next pebblestore.CopyState) error { return dst.Import(ctx, nil, ss, nil, nil, next) }); err != nil {
+			func(ss []store.Stream, next pebblestore.CopyState) error {
+				return dst.Import(ctx, nil, ss, nil, nil, next)
+			}); err != nil {
 			return Summary{}, err
 		}
 	}
