@@ -21,7 +21,7 @@ func newMigrateStoreCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate-store",
 		Short: "Copy an embedded SQLite store into a new Pebble store, verified",
-		Long: `Copy every record, stream and policy of the SQLite store in --from into a
+		Long: `Copy every record, stream, parked event and policy of the SQLite store in --from into a
 new Pebble store in --to, row for row (expired rows too: their fencing
 tokens still count), then read both back and compare their counts and a
 digest of every row. Only then is --to marked finished; until it is,
@@ -66,10 +66,10 @@ is verified, serve --to (docs/operations.md, "Moving to the Pebble engine").`,
 			if err != nil {
 				return err
 			}
-			log.Info("copy verified", "records", sum.Records, "streams", sum.Streams, "policies", sum.Policies,
-				"stream_policies", sum.StreamPolicies, "sha256", sum.Digest)
-			fmt.Fprintf(os.Stdout, "copied and verified %d records, %d streams, %d policies, %d stream policies (sha256 %s)\nserve it with: dedupd serve --data-dir %s\n",
-				sum.Records, sum.Streams, sum.Policies, sum.StreamPolicies, sum.Digest, to)
+			log.Info("copy verified", "records", sum.Records, "streams", sum.Streams, "parked_events", sum.Parked,
+				"policies", sum.Policies, "stream_policies", sum.StreamPolicies, "sha256", sum.Digest)
+			fmt.Fprintf(os.Stdout, "copied and verified %d records, %d streams, %d parked events, %d policies, %d stream policies (sha256 %s)\nserve it with: dedupd serve --data-dir %s\n",
+				sum.Records, sum.Streams, sum.Parked, sum.Policies, sum.StreamPolicies, sum.Digest, to)
 			return nil
 		},
 	}

@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ type CopyState struct {
 	Phase         string
 	AfterConsumer string
 	AfterName     string
+	AfterSequence int64 `json:",omitempty"`
 }
 
 // ErrCopyUnfinished is returned by Open for a directory that a copy has
@@ -67,10 +69,19 @@ func readCopyState(db *pebble.DB) (CopyState, bool, error) {
 	return st, true, nil
 }
 
+// Rows are rows of every kind, as Import writes them.
+type Rows struct {
+	Records        []store.Record
+	Streams        []store.Stream
+	Parked         []store.ParkedEvent
+	Policies       []store.ConsumerPolicy
+	StreamPolicies []store.ConsumerStreamPolicy
+}
+
 // Import writes rows exactly as given, over whatever an earlier attempt
 // wrote of them, and the copy's progress, in one synced batch.
-func (s *Store) Import(ctx context.Context, recs []store.Record, streams []store.Stream,
-	policies []store.ConsumerPolicy, streamPolicies []store.ConsumerStreamPolicy, progress CopyState) error {
+func (s *Store) Import(ctx context.Context, rows Rows, progress CopyState) error {
+	recs, streams, policies, streamPolicies := rows.Records, rows.Streams, rows.Policies, rows.StreamPolicies
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -97,6 +108,10 @@ func (s *Store) Import(ctx context.Context, recs []store.Record, streams []store
 			return dbError("import", err)
 		}
 		putStream(b, k, old, st)
+	}
+	for i := range rows.Parked {
+		ev := &rows.Parked[i]
+		_ = b.Set(parkedKey(ev.Consumer, ev.Stream, ev.Sequence), encodeParked(ev), nil)
 	}
 	for i := range policies {
 		_ = b.Set(policyKey(tablePolicy, policies[i].Consumer), encodePolicy(&policies[i]), nil)
@@ -194,4 +209,37 @@ func (s *Store) export(ctx context.Context, table byte, afterConsumer, afterName
 		return dbError("export", err)
 	}
 	return nil
+}
+
+// ExportParked returns at most limit parked events, payloads included,
+// after (afterConsumer, afterStream, afterSequence) in that order.
+func (s *Store) ExportParked(ctx context.Context, afterConsumer, afterStream string, afterSequence int64, limit int) ([]store.ParkedEvent, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	lower := []byte{tableParked}
+	if afterConsumer != "" || afterStream != "" || afterSequence != 0 {
+		lower = append(parkedKey(afterConsumer, afterStream, afterSequence), 0x00)
+	}
+	var out []store.ParkedEvent
+	err := s.iterate(ctx, lower, []byte{tableParked + 1}, func(k, v []byte) (bool, error) {
+		c, rest, ok := splitTuple(k[1:])
+		if !ok {
+			return false, errCorrupt
+		}
+		stream, seqBytes, ok := splitTuple([]byte(rest))
+		if !ok || len(seqBytes) != 8 {
+			return false, errCorrupt
+		}
+		ev, err := decodeParked(v, c, stream, int64(binary.BigEndian.Uint64([]byte(seqBytes))), true)
+		if err == nil {
+			out = append(out, ev)
+		}
+		return len(out) < limit, err
+	})
+	if err != nil {
+		return nil, dbError("export parked events", err)
+	}
+	return out, nil
 }

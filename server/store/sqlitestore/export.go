@@ -90,3 +90,38 @@ func (s *Store) ExportStreamPolicies(ctx context.Context) ([]store.ConsumerStrea
 	}
 	return out, nil
 }
+
+// ExportParked returns at most limit parked events, payloads included,
+// after (afterConsumer, afterStream, afterSequence) in that order.
+func (s *Store) ExportParked(ctx context.Context, afterConsumer, afterStream string, afterSequence int64, limit int) ([]store.ParkedEvent, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	rows, err := s.r.db.QueryContext(ctx, `SELECT consumer, stream, sequence, digest, payload, payload_bytes, parked_at
+FROM dedup_parked WHERE (consumer, stream, sequence) > ($1, $2, $3)
+ORDER BY consumer, stream, sequence LIMIT `+strconv.Itoa(limit), afterConsumer, afterStream, afterSequence)
+	if err != nil {
+		return nil, dbError("export parked events", err)
+	}
+	defer rows.Close()
+	var out []store.ParkedEvent
+	for rows.Next() {
+		var ev store.ParkedEvent
+		var at int64
+		if err := rows.Scan(&ev.Consumer, &ev.Stream, &ev.Sequence, &ev.Digest, &ev.Payload, &ev.PayloadBytes, &at); err != nil {
+			return nil, dbError("export parked events", err)
+		}
+		ev.ParkedAt = fromMicros(at)
+		if len(ev.Digest) == 0 {
+			ev.Digest = nil
+		}
+		if len(ev.Payload) == 0 {
+			ev.Payload = nil
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError("export parked events", err)
+	}
+	return out, nil
+}

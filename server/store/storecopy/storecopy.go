@@ -27,6 +27,7 @@ import (
 type Source interface {
 	ExportRecords(ctx context.Context, afterConsumer, afterKey string, limit int) ([]store.Record, error)
 	ExportStreams(ctx context.Context, afterConsumer, afterStream string, limit int) ([]store.Stream, error)
+	ExportParked(ctx context.Context, afterConsumer, afterStream string, afterSequence int64, limit int) ([]store.ParkedEvent, error)
 	ListPolicies(ctx context.Context) ([]store.ConsumerPolicy, error)
 	ExportStreamPolicies(ctx context.Context) ([]store.ConsumerStreamPolicy, error)
 }
@@ -35,6 +36,7 @@ type Source interface {
 const (
 	phaseRecords  = "records"
 	phaseStreams  = "streams"
+	phaseParked   = "parked"
 	phasePolicies = "policies"
 )
 
@@ -44,8 +46,8 @@ const DefaultChunk = 1000
 // Summary is what verification compares: the counts of each kind of row
 // and one digest of all of them, in order.
 type Summary struct {
-	Records, Streams, Policies, StreamPolicies int64
-	Digest                                     string
+	Records, Streams, Parked, Policies, StreamPolicies int64
+	Digest                                             string
 }
 
 // Copy copies src into dst, resuming the copy dst holds if there is one
@@ -72,17 +74,22 @@ func Copy(ctx context.Context, src Source, dst *pebblestore.Store, source string
 		if err := copyRows(ctx, src.ExportRecords, &state, chunk, phaseStreams,
 			func(r store.Record) (string, string) { return r.Consumer, r.Key },
 			func(rs []store.Record, next pebblestore.CopyState) error {
-				return dst.Import(ctx, rs, nil, nil, nil, next)
+				return dst.Import(ctx, pebblestore.Rows{Records: rs}, next)
 			}); err != nil {
 			return Summary{}, err
 		}
 	}
 	if state.Phase == phaseStreams {
-		if err := copyRows(ctx, src.ExportStreams, &state, chunk, phasePolicies,
+		if err := copyRows(ctx, src.ExportStreams, &state, chunk, phaseParked,
 			func(s store.Stream) (string, string) { return s.Consumer, s.Stream },
 			func(ss []store.Stream, next pebblestore.CopyState) error {
-				return dst.Import(ctx, nil, ss, nil, nil, next)
+				return dst.Import(ctx, pebblestore.Rows{Streams: ss}, next)
 			}); err != nil {
+			return Summary{}, err
+		}
+	}
+	if state.Phase == phaseParked {
+		if err := copyParked(ctx, src, dst, &state, chunk); err != nil {
 			return Summary{}, err
 		}
 	}
@@ -94,7 +101,7 @@ func Copy(ctx context.Context, src Source, dst *pebblestore.Store, source string
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := dst.Import(ctx, nil, nil, policies, streamPolicies, state); err != nil {
+	if err := dst.Import(ctx, pebblestore.Rows{Policies: policies, StreamPolicies: streamPolicies}, state); err != nil {
 		return Summary{}, err
 	}
 	want, err := Summarize(ctx, src, chunk)
@@ -138,6 +145,29 @@ func copyRows[R any](ctx context.Context, export func(context.Context, string, s
 	}
 }
 
+// copyParked copies the parked events as copyRows does the other rows.
+func copyParked(ctx context.Context, src Source, dst *pebblestore.Store, state *pebblestore.CopyState, chunk int) error {
+	for {
+		evs, err := src.ExportParked(ctx, state.AfterConsumer, state.AfterName, state.AfterSequence, chunk)
+		if err != nil {
+			return err
+		}
+		progress := pebblestore.CopyState{Source: state.Source, Phase: phasePolicies}
+		if len(evs) > 0 {
+			last := evs[len(evs)-1]
+			progress = pebblestore.CopyState{Source: state.Source, Phase: phaseParked,
+				AfterConsumer: last.Consumer, AfterName: last.Stream, AfterSequence: last.Sequence}
+		}
+		if err := dst.Import(ctx, pebblestore.Rows{Parked: evs}, progress); err != nil {
+			return err
+		}
+		*state = progress
+		if len(evs) == 0 {
+			return nil
+		}
+	}
+}
+
 // Summarize reads every row of s and returns its counts and digest. The
 // digest is over this package's own encoding of each field, so that it
 // does not depend on how either store encodes a row, and an empty byte
@@ -161,7 +191,14 @@ func Summarize(ctx context.Context, s Source, chunk int) (Summary, error) {
 			w.str(string(st.Mode)).int(st.HighWater).str(string(st.LastOutcome)).rejection(st.LastRejection)
 			w.int(st.FinishedToken).int(st.Rejected).int(st.InFlight).bytes(st.Digest).int(st.FencingToken).str(st.Owner)
 			w.time(st.LeaseExpiresAt).time(st.CreatedAt).time(st.UpdatedAt).time(st.ExpiresAt)
+			w.int(st.Parked).int(st.ParkedBytes).int(st.Skipped).bool(st.LastSkipped != nil)
+			if r := st.LastSkipped; r != nil {
+				w.int(r.From).int(r.To).str(string(r.Cause)).time(r.At)
+			}
 		}); err != nil {
+		return Summary{}, err
+	}
+	if sum.Parked, err = digestParked(ctx, s, chunk, h); err != nil {
 		return Summary{}, err
 	}
 	policies, err := s.ListPolicies(ctx)
@@ -178,7 +215,8 @@ func Summarize(ctx context.Context, s Source, chunk int) (Summary, error) {
 		return Summary{}, err
 	}
 	for _, p := range streamPolicies {
-		w.str("stream policy").str(p.Consumer).int(int64(p.StreamTTL)).str(string(p.Mode)).str(string(p.Start)).time(p.UpdatedAt)
+		w.str("stream policy").str(p.Consumer).int(int64(p.StreamTTL)).str(string(p.Mode)).str(string(p.Start))
+		w.int(p.MaxParked).int(int64(p.GapTimeout)).str(string(p.OnGapTimeout)).time(p.UpdatedAt)
 	}
 	sum.Policies, sum.StreamPolicies = int64(len(policies)), int64(len(streamPolicies))
 	sum.Digest = hex.EncodeToString(h.Sum(nil))
@@ -202,6 +240,25 @@ func digestRows[R any](ctx context.Context, export func(context.Context, string,
 		}
 		n += int64(len(rows))
 		afterC, afterN = name(rows[len(rows)-1])
+	}
+}
+
+func digestParked(ctx context.Context, s Source, chunk int, h hash.Hash) (int64, error) {
+	var n, afterSeq int64
+	var afterC, afterS string
+	w := &digester{h}
+	for {
+		evs, err := s.ExportParked(ctx, afterC, afterS, afterSeq, chunk)
+		if err != nil || len(evs) == 0 {
+			return n, err
+		}
+		for _, ev := range evs {
+			w.str("parked").str(ev.Consumer).str(ev.Stream).int(ev.Sequence).bytes(ev.Digest).bytes(ev.Payload)
+			w.int(ev.PayloadBytes).time(ev.ParkedAt)
+		}
+		n += int64(len(evs))
+		last := evs[len(evs)-1]
+		afterC, afterS, afterSeq = last.Consumer, last.Stream, last.Sequence
 	}
 }
 

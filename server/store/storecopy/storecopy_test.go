@@ -67,10 +67,16 @@ func fill(t *testing.T, s *sqlitestore.Store) []string {
 			}
 		}
 	}
+	for seq := int64(2); seq <= 4; seq++ { // parked behind stream-1's in-flight 1
+		if _, err := s.ClaimStream(ctx, store.ClaimStreamParams{Consumer: "orders", Stream: "stream-1", Sequence: seq,
+			Park: true, Payload: []byte(fmt.Sprint("payload-", seq)), Policy: sp}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := s.PutPolicy(ctx, store.ConsumerPolicy{Consumer: "orders", CompletedTTL: 72 * time.Hour, RequireDigest: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PutStreamPolicy(ctx, store.ConsumerStreamPolicy{Consumer: "orders", Mode: store.Versions}); err != nil {
+	if _, err := s.PutStreamPolicy(ctx, store.ConsumerStreamPolicy{Consumer: "orders", Mode: store.Versions, MaxParked: 7, GapTimeout: time.Minute, OnGapTimeout: store.GapSkip}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond) // "gone" expires
@@ -107,8 +113,8 @@ func TestCopyIsVerifiedAndServesTheSameAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Records != 18 || sum.Streams != 5 || sum.Policies != 1 || sum.StreamPolicies != 1 {
-		t.Fatalf("copied %+v, want 18 records (the expired one too), 5 streams, 1 policy, 1 stream policy", sum)
+	if sum.Records != 18 || sum.Streams != 5 || sum.Parked != 3 || sum.Policies != 1 || sum.StreamPolicies != 1 {
+		t.Fatalf("copied %+v, want 18 records (the expired one too), 5 streams, 3 parked events, 1 policy, 1 stream policy", sum)
 	}
 	dst.Close()
 	served, err := pebblestore.Open(ctx, dstDir, pebblestore.Options{})
@@ -133,6 +139,10 @@ func TestCopyIsVerifiedAndServesTheSameAnswers(t *testing.T) {
 		func(s store.Backend) (any, error) {
 			return s.ListStreams(ctx, store.ListStreamsParams{Consumer: "orders", Limit: 10})
 		},
+		func(s store.Backend) (any, error) {
+			return s.ListParked(ctx, store.ListParkedParams{Consumer: "orders", Stream: "stream-1", Limit: 10})
+		},
+		func(s store.Backend) (any, error) { return s.GetParkedSummary(ctx, "orders", "stream-1") },
 	} {
 		want, wErr := call(src)
 		got, gErr := call(served)
