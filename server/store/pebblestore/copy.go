@@ -40,7 +40,7 @@ var ErrCopyUnfinished = errors.New("a copy into this data directory (dedupd migr
 // one an earlier, unfinished copy left. It refuses a directory that holds
 // a store already in use.
 func OpenForCopy(ctx context.Context, dataDir string) (*Store, error) {
-	return open(ctx, dataDir, Options{}, true)
+	return open(dataDir, Options{}, true)
 }
 
 // CopyState returns the progress of the unfinished copy, or false when the

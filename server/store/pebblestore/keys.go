@@ -58,7 +58,7 @@ func appendTuple(b []byte, consumer, name string) []byte {
 // the terminator. It sorts as s does, and no esc(s) is a prefix of
 // another's.
 func appendEscaped(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		b = append(b, s[i])
 		if s[i] == 0x00 {
 			b = append(b, 0xff)

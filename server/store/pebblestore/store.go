@@ -68,14 +68,15 @@ var _ store.Backend = (*Store)(nil)
 
 // Open opens, creating it if needed, the store in dataDir. It fails at once
 // with an error matching ErrLocked when the directory is already open
-// elsewhere, and refuses a directory whose format it does not know.
+// elsewhere, and refuses a directory whose format it does not know. ctx is
+// sqlitestore.Open's too; opening Pebble takes none.
 func Open(ctx context.Context, dataDir string, opts Options) (*Store, error) {
-	return open(ctx, dataDir, opts, false)
+	return open(dataDir, opts, false)
 }
 
 // open opens the store; forCopy allows an unfinished copy's directory and
 // refuses a store not made by a copy.
-func open(ctx context.Context, dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
+func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: data directory %q: %w", dataDir, err)
