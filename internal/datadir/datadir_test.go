@@ -63,5 +63,7 @@ func TestLockIsExclusive(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Lock after Unlock: %v", err)
 	}
-	l.Unlock()
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
 }
