@@ -155,6 +155,18 @@ func TestCompleteSurvivesKill(t *testing.T) {
 				os.Exit(2)
 			}
 		}
+		sp := store.StreamPolicy{DefaultLeaseTTL: time.Hour}
+		if _, err := s.ClaimStream(context.Background(), store.ClaimStreamParams{Consumer: "c", Stream: "s", Sequence: 1, Policy: sp}); err != nil {
+			fmt.Println("claim stream failed:", err)
+			os.Exit(2)
+		}
+		for seq := int64(2); seq <= 4; seq++ {
+			if _, err := s.ClaimStream(context.Background(), store.ClaimStreamParams{Consumer: "c", Stream: "s", Sequence: seq,
+				Park: true, Payload: []byte(fmt.Sprint("p", seq)), Policy: sp}); err != nil {
+				fmt.Println("park failed:", err)
+				os.Exit(2)
+			}
+		}
 		fmt.Println("completed")
 		time.Sleep(time.Minute) // killed here, with the store open
 	}
@@ -187,6 +199,10 @@ func TestCompleteSurvivesKill(t *testing.T) {
 	res := claim(t, s, "k")
 	if res.Outcome != store.AlreadyCompleted || string(res.Record.Result) != "acknowledged" {
 		t.Fatalf("claim after kill -9 = %v %q, want COMPLETED \"acknowledged\"", res.Outcome, res.Record.Result)
+	}
+	parked, err := s.ListParked(context.Background(), store.ListParkedParams{Consumer: "c", Stream: "s", Limit: 10})
+	if err != nil || len(parked) != 3 || parked[0].Sequence != 2 || parked[2].Sequence != 4 {
+		t.Fatalf("parked events after kill -9 = %+v, %v; want the acknowledged 2, 3, 4", parked, err)
 	}
 	for i := range 50 {
 		if res := claim(t, s, fmt.Sprint("batch-", i)); res.Outcome != store.InProgress {
