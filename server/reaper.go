@@ -15,11 +15,13 @@ import (
 // records are already invisible to callers, so the reaper only reclaims
 // space and can fall behind without harm. Expired streams go in the same
 // passes. st is the decorated store, so the reaper's deletes are counted
-// in the store metrics like every other call.
+// in the store metrics like every other call. Each pass also runs park
+// mode's gap watch (gapWatch): the parked gauges and the gap timeouts.
 func runReaper(ctx context.Context, st store.Backend, cfg Config, m *metrics.Metrics, log *slog.Logger) {
 	switch {
 	case cfg.ReaperOff:
-		log.Info("reaper off (--reaper=off): expired records stay stored until something else deletes them, such as CockroachDB row-level TTL")
+		log.Info("reaper off (--reaper=off): expired records stay stored until something else deletes them, such as CockroachDB row-level TTL; the gap timeouts of parked streams still run every --reap-interval")
+		runGapWatch(ctx, st, cfg, m, log)
 		return
 	case cfg.ReapInterval <= 0:
 		log.Info("reaper off (--reap-interval=0)")
@@ -28,6 +30,7 @@ func runReaper(ctx context.Context, st store.Backend, cfg Config, m *metrics.Met
 	log.Info("reaper on", "interval", cfg.ReapInterval, "batch", cfg.ReapBatch)
 	ticker := time.NewTicker(cfg.ReapInterval)
 	defer ticker.Stop()
+	gaps := newGapWatch(st, cfg, m)
 	for {
 		select {
 		case <-ctx.Done():
@@ -39,6 +42,12 @@ func runReaper(ctx context.Context, st store.Backend, cfg Config, m *metrics.Met
 			var n int
 			n, err = reapOnce(ctx, st.DeleteExpiredStreams, cfg.ReapBatch)
 			deleted += n
+		}
+		if err == nil {
+			var skipped int
+			if skipped, err = gaps.pass(ctx); skipped > 0 {
+				log.Info("stream gaps skipped after their gap_timeout", "streams", skipped)
+			}
 		}
 		if ctx.Err() != nil {
 			return

@@ -12,11 +12,14 @@ import (
 )
 
 func newStreamsCommand(a *app) *cobra.Command {
-	return group("streams", "List, show and reset ordered streams",
+	return group("streams", "List, show and reset ordered streams; show and skip what they hold parked",
 		`  dedupctl streams list orders --lease-expired
   dedupctl streams get orders order-42
-  dedupctl streams reset orders order-42 --high-water 3 --dry-run`,
-		newStreamsListCommand(a), newStreamsGetCommand(a), newStreamsResetCommand(a))
+  dedupctl streams reset orders order-42 --high-water 3 --dry-run
+  dedupctl streams parked orders order-42
+  dedupctl streams skip orders order-42 --dry-run`,
+		newStreamsListCommand(a), newStreamsGetCommand(a), newStreamsResetCommand(a),
+		newStreamsParkedCommand(a), newStreamsSkipCommand(a))
 }
 
 func (a *app) streams() (dedupv1.StreamServiceClient, error) {

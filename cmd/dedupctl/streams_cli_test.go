@@ -91,3 +91,40 @@ func streamsOf(t *testing.T, out string) string {
 	delete(rows, "STREAM")
 	return keysOf(rows)
 }
+
+func TestCLIStreamsParkedAndSkip(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, s *server) {
+		conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		streams := dedupv1.NewStreamServiceClient(conn)
+		for _, seq := range []int64{5, 3} {
+			if r, err := streams.ClaimStream(context.Background(), &dedupv1.ClaimStreamRequest{Consumer: "shop", Stream: "order-1",
+				Sequence: seq, Park: true, Payload: []byte("event")}); err != nil || r.GetOutcome() != dedupv1.StreamOutcome_STREAM_OUTCOME_PARKED {
+				t.Fatalf("park %d: %v, %v", seq, r, err)
+			}
+		}
+		rows := tableRows(t, s.ok(t, "streams", "parked", "shop", "order-1").stdout)
+		for field, want := range map[string]string{"parked": "2 (10 bytes)", "lowest": "3", "highest": "5", "gap_open": "yes: on 1"} {
+			if got := strings.Join(rows[field][1:], " "); got != want {
+				t.Errorf("parked %s = %q, want %q", field, got, want)
+			}
+		}
+		if _, ok := rows["3"]; !ok {
+			t.Errorf("event 3 not listed:\n%v", rows)
+		}
+		if r := s.ok(t, "streams", "skip", "shop", "order-1", "--dry-run"); !strings.Contains(r.stdout, "would skip sequences 1 to 2") {
+			t.Errorf("dry run output:\n%s", r.stdout)
+		}
+		s.fails(t, exitUsage, "--yes", "streams", "skip", "shop", "order-1")
+		if r := s.ok(t, "streams", "skip", "shop", "order-1", "--yes"); !strings.Contains(r.stdout, "skipped sequences 1 to 2") {
+			t.Errorf("skip output:\n%s", r.stdout)
+		}
+		if got := strings.Join(tableRows(t, s.ok(t, "streams", "parked", "shop", "order-1").stdout)["gap_open"][1:], " "); got != "no: the next event is parked" {
+			t.Errorf("after the skip, gap_open = %q", got)
+		}
+		s.fails(t, exitFailure, "NO_GAP", "streams", "skip", "shop", "order-1", "--yes")
+	})
+}

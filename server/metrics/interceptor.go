@@ -72,7 +72,7 @@ func (m *Metrics) observeReason(ctx context.Context, method, reason string) {
 	switch reason {
 	case rpcerrors.ReasonDigestMismatch:
 		m.digestConflicts.WithLabelValues(m.consumerLabel(name)).Inc()
-	case rpcerrors.ReasonSequenceGap, rpcerrors.ReasonStreamModeMismatch:
+	case rpcerrors.ReasonSequenceGap, rpcerrors.ReasonStreamModeMismatch, rpcerrors.ReasonParkFull:
 		m.streamRefusals.WithLabelValues(m.consumerLabel(name), reason).Inc()
 	case rpcerrors.ReasonLeaseLost:
 		m.leasesLost.WithLabelValues(m.consumerLabel(name), path.Base(method)).Inc()

@@ -54,6 +54,7 @@ type Metrics struct {
 	serving         prometheus.Gauge
 	batchItems      *prometheus.HistogramVec
 	connRefused     prometheus.Counter
+	park            parkMetrics
 
 	mu        sync.Mutex
 	consumers sync.Map // name -> *consumerSeries, for the labelled consumers
@@ -71,8 +72,8 @@ func New() *Metrics {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
 	m.claims = counterVec("dedupd_claims_total", "Claims answered, by consumer and outcome (acquired, in_progress, completed, rejected).", "consumer", "outcome")
-	m.streamClaims = counterVec("dedupd_stream_claims_total", "Stream claims answered, by consumer and outcome (acquired, in_progress, duplicate); refusals such as SEQUENCE_GAP are counted by dedupd_stream_refusals_total.", "consumer", "outcome")
-	m.streamRefusals = counterVec("dedupd_stream_refusals_total", "Stream claims refused, by consumer and reason (SEQUENCE_GAP, STREAM_MODE_MISMATCH).", "consumer", "reason")
+	m.streamClaims = counterVec("dedupd_stream_claims_total", "Stream claims answered, by consumer and outcome (acquired, in_progress, duplicate, parked); refusals such as SEQUENCE_GAP are counted by dedupd_stream_refusals_total.", "consumer", "outcome")
+	m.streamRefusals = counterVec("dedupd_stream_refusals_total", "Stream claims refused, by consumer and reason (SEQUENCE_GAP, STREAM_MODE_MISMATCH, PARK_FULL).", "consumer", "reason")
 	m.reacquired = counterVec("dedupd_claims_reacquired_total", "Claims that acquired a key claimed before: a lease that ran out (takeover) or a retryable release.", "consumer")
 	m.digestConflicts = counterVec("dedupd_digest_conflicts_total", "Claims refused because the key is stored with another digest.", "consumer")
 	m.leasesLost = counterVec("dedupd_leases_lost_total", "Complete, Reject or ExtendLease refused because the caller's lease is no longer the key's current one.", "consumer", "method")
@@ -89,6 +90,8 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.batchItems, m.GRPC, m.claims, m.streamClaims, m.streamRefusals, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
 		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving, m.connRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.park = newParkMetrics()
+	m.Registry.MustRegister(m.park.collectors()...)
 	m.initializeSeries()
 	return m
 }
@@ -100,6 +103,7 @@ var (
 		"claim", "complete", "reject", "extend_lease", "lookup", "delete_expired", "ping",
 		"claim_stream", "complete_stream", "reject_stream", "release_stream", "extend_stream_lease",
 		"get_stream", "delete_expired_streams",
+		"claim_parked", "list_parked", "get_parked_summary", "list_open_gaps", "parked_totals", "drop_parked", "skip_gap",
 	}
 	errorClasses = []string{store.FailureUnavailable, store.FailureDeadline, store.FailureCanceled, store.FailureInternal}
 )
@@ -196,8 +200,8 @@ func (m *Metrics) consumer(name string) *consumerSeries {
 // Label values of the consumer-labelled counters, besides the consumer.
 var (
 	claimOutcomes       = []string{"acquired", "in_progress", "completed", "rejected"}
-	streamClaimOutcomes = []string{"acquired", "in_progress", "duplicate"}
-	streamRefusals      = []string{rpcerrors.ReasonSequenceGap, rpcerrors.ReasonStreamModeMismatch}
+	streamClaimOutcomes = []string{"acquired", "in_progress", "duplicate", "parked"}
+	streamRefusals      = []string{rpcerrors.ReasonSequenceGap, rpcerrors.ReasonStreamModeMismatch, rpcerrors.ReasonParkFull}
 	// leaseMethods are the calls that can lose a lease (LEASE_LOST).
 	leaseMethods = []string{"Complete", "Reject", "ExtendLease", "FinishBatch", "ExtendLeaseBatch",
 		"CompleteStream", "RejectStream", "ReleaseStream", "ExtendStreamLease"}

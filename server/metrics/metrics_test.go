@@ -100,9 +100,13 @@ func TestKnownSeriesStartAtZero(t *testing.T) {
 	m := New()
 	want := map[string]int{
 		"dedupd_refused_calls_total": 4,      // UNAUTHENTICATED, PERMISSION_DENIED, RATE_LIMITED, OVERLOADED
-		"dedupd_store_errors_total":  14 * 4, // ops (7 of keys, 7 of streams) x classes
-		"dedupd_store_retries_total": 14,     // ops
+		"dedupd_store_errors_total":  21 * 4, // ops (7 of keys, 7 of streams, 7 of park mode) x classes
+		"dedupd_store_retries_total": 21,     // ops
 		"dedupd_reaper_passes_total": 2,      // ok, error
+		// Park mode's counters: hold, skip; gap_timeout, admin.
+		"dedupd_stream_gap_timeouts_total":      2,
+		"dedupd_stream_skips_total":             2,
+		"dedupd_stream_skipped_sequences_total": 2,
 	}
 	families, err := m.Registry.Gather()
 	if err != nil {

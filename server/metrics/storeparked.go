@@ -48,5 +48,8 @@ func (o *observedStore) DropParked(ctx context.Context, p store.DropParkedParams
 func (o *observedStore) SkipGap(ctx context.Context, p store.SkipGapParams) (store.SkipGapResult, error) {
 	r, err := o.inner.SkipGap(ctx, p)
 	o.observe("skip_gap", err)
+	if err == nil && !p.DryRun {
+		o.m.skippedGap(r.Skipped)
+	}
 	return r, err
 }

@@ -218,7 +218,9 @@ type ParkStore interface {
 	// of p.Consumer when p.Stream is empty, as a ClaimStream of it would:
 	// a new fencing token, p.LeaseTTL, p.Owner. Among concurrent callers
 	// each ready event goes to exactly one. No event ready is not an error:
-	// the result's Event is nil.
+	// the result's Event is nil. Over all streams a store may look at a
+	// bounded set of candidates, so a call racing other pickups can find
+	// none while more are ready: pickup workers call again.
 	ClaimParked(ctx context.Context, p ClaimParkedParams) (ParkedClaimResult, error)
 
 	// ListParked returns at most p.Limit parked events of a live stream in

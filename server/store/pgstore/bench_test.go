@@ -131,3 +131,14 @@ func BenchmarkStreamCycle(b *testing.B) {
 	b.SetParallelism((32 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	storetest.BenchStreamCycle(b, s)
 }
+
+// BenchmarkParkCycle measures park mode (park, claim, complete with a
+// hand-off, complete) at 32 callers, each on its own stream: the writes of
+// a stream with parked events run as a transaction with them.
+//
+//	go test -run '^$' -bench ParkCycle -benchtime 5s ./server/store/pgstore/
+func BenchmarkParkCycle(b *testing.B) {
+	s := newStoreWith(b, pgstore.Options{})
+	b.SetParallelism((32 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	storetest.BenchParkCycle(b, s)
+}

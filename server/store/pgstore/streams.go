@@ -87,6 +87,11 @@ func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (sto
 // it concerns the stream's parked events, in a transaction with them
 // (applyStreamParked).
 func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
+	if c, ok := cmd.(store.ClaimStreamParams); ok && c.Park {
+		// A park claim always reads parked events (store.ParkedReadFor):
+		// skip the compare-and-set's read that would only find that out.
+		return s.applyStreamParked(ctx, op, consumer, stream, cmd)
+	}
 	d, err := compareAndSet(ctx, s, streamTable, op, consumer, stream, cmd)
 	if errors.Is(err, store.ErrNeedsParkedView) {
 		return s.applyStreamParked(ctx, op, consumer, stream, cmd)

@@ -106,3 +106,13 @@ func BenchmarkStreamCycle(b *testing.B) {
 	setCallers(b)
 	storetest.BenchStreamCycle(b, s)
 }
+
+// BenchmarkParkCycle measures park mode (park, claim, complete with a
+// hand-off, complete) at 32 callers, each on its own stream.
+//
+//	go test -run '^$' -bench ParkCycle -benchtime 3s ./server/store/sqlitestore/
+func BenchmarkParkCycle(b *testing.B) {
+	s := newStore(b)
+	setCallers(b)
+	storetest.BenchParkCycle(b, s)
+}

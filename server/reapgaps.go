@@ -1,0 +1,123 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// runGapWatch runs the gap watch alone every cfg.ReapInterval, for a
+// server whose reaper is off (--reaper=off: the database deletes expired
+// rows, but only dedupd can time a gap out).
+func runGapWatch(ctx context.Context, st store.Backend, cfg Config, m *metrics.Metrics, log *slog.Logger) {
+	if cfg.ReapInterval <= 0 {
+		return
+	}
+	ticker := time.NewTicker(cfg.ReapInterval)
+	defer ticker.Stop()
+	gaps := newGapWatch(st, cfg, m)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if _, err := gaps.pass(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("gap watch pass failed", "err", err)
+		}
+	}
+}
+
+// gapPageSize is how many open gaps one ListOpenGaps read returns.
+const gapPageSize = 500
+
+// gapWatch is park mode's part of every reaper pass: it sets the parked
+// gauges, and deals with each open gap whose oldest parked event has
+// waited its consumer's gap_timeout: SKIP skips it (the store checks again,
+// on its own clock, in the write), HOLD leaves it and counts it once.
+type gapWatch struct {
+	st       store.Backend
+	policies *api.StreamPolicies
+	m        *metrics.Metrics
+	// held remembers the gaps counted as held, by stream, with the lowest
+	// parked sequence then: a gap counts again only once it is another.
+	held map[[2]string]int64
+}
+
+func newGapWatch(st store.Backend, cfg Config, m *metrics.Metrics) *gapWatch {
+	keys := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
+	return &gapWatch{st: st, policies: api.NewStreamPolicies(st, keys, cfg.StreamTTL, cfg.PolicyCacheTTL), m: m,
+		held: map[[2]string]int64{}}
+}
+
+// pass returns how many gaps it skipped.
+func (g *gapWatch) pass(ctx context.Context) (int, error) {
+	totals, err := g.st.ParkedTotals(ctx)
+	if err != nil {
+		return 0, err
+	}
+	g.m.ParkedTotals(totals, time.Now())
+	gaps, err := g.openGaps(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	g.m.OpenGaps(gaps, now)
+	skipped, seen := 0, map[[2]string]bool{}
+	for _, gap := range gaps {
+		rp, err := g.policies.For(ctx, gap.Consumer)
+		if err != nil {
+			return skipped, err
+		}
+		p, k := rp.Policy, [2]string{gap.Consumer, gap.Stream}
+		if p.GapTimeout <= 0 || gap.LeaseLive || now.Sub(gap.OldestParkedAt) < p.GapTimeout {
+			continue
+		}
+		if p.OnGapTimeout == store.GapSkip {
+			_, err := g.st.SkipGap(ctx, store.SkipGapParams{Consumer: gap.Consumer, Stream: gap.Stream,
+				Cause: store.SkipByGapTimeout, Policy: p})
+			switch {
+			case err == nil:
+				skipped++
+				g.m.GapTimedOut("skip")
+			case !errors.Is(err, store.ErrNoGap): // ErrNoGap: the gap closed meanwhile
+				return skipped, err
+			}
+			continue
+		}
+		seen[k] = true
+		if g.held[k] != gap.Lowest {
+			g.held[k] = gap.Lowest
+			g.m.GapTimedOut("hold")
+		}
+	}
+	for k := range g.held {
+		if !seen[k] {
+			delete(g.held, k)
+		}
+	}
+	return skipped, nil
+}
+
+// openGaps reads every open gap, page by page.
+func (g *gapWatch) openGaps(ctx context.Context) ([]store.OpenGap, error) {
+	var all []store.OpenGap
+	p := store.ListOpenGapsParams{Limit: gapPageSize}
+	for {
+		page, err := g.st.ListOpenGaps(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < gapPageSize {
+			return all, nil
+		}
+		last := page[len(page)-1]
+		p.AfterConsumer, p.AfterStream = last.Consumer, last.Stream
+	}
+}
