@@ -23,18 +23,32 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
 		}
 		deleteRecord(b, rec)
 		return true, nil
-	})
+	}, nil)
 }
 
 // DeleteExpiredStreams deletes at most limit expired streams.
 func (s *Store) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
+	var freed map[string]int64 // parked bytes the chunk's deletions free, by consumer
 	return s.reap(ctx, limit, tableStreamExpiry, &s.streams, func(b *pebble.Batch, consumer, stream string, at time.Time) (bool, error) {
 		st, err := getStream(s.db, rowKey(tableStream, consumer, stream), consumer, stream)
 		if err != nil || st == nil || store.IsStreamLive(st, at) {
 			return false, err
 		}
 		deleteStream(b, st)
+		if st.ParkedBytes != 0 {
+			if freed == nil {
+				freed = map[string]int64{}
+			}
+			freed[consumer] += st.ParkedBytes
+		}
 		return true, nil
+	}, func(committed bool) {
+		for c, n := range freed {
+			if committed {
+				s.budgets.add(c, -n)
+			}
+		}
+		freed = nil
 	})
 }
 
@@ -46,7 +60,7 @@ type expiryEntry struct{ consumer, name string }
 // check each row again under its lock (a write may have renewed it since)
 // and add its deletion to the chunk's batch.
 func (s *Store) reap(ctx context.Context, limit int, table byte, locks *stripes,
-	del func(b *pebble.Batch, consumer, name string, at time.Time) (bool, error)) (int, error) {
+	del func(b *pebble.Batch, consumer, name string, at time.Time) (bool, error), after func(committed bool)) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
@@ -64,6 +78,9 @@ func (s *Store) reap(ctx context.Context, limit int, table byte, locks *stripes,
 			return deleted, err
 		}
 		n, err := s.reapChunk(entries, locks, at, del)
+		if after != nil {
+			after(err == nil && n > 0)
+		}
 		deleted += n
 		if err != nil || n == 0 {
 			return deleted, err

@@ -150,11 +150,21 @@ func checkIndexes(t *testing.T, s *Store) {
 		}
 	}
 	var parkedKeys int64
+	bytesOf := map[string]int64{}
 	if err := s.iterate(context.Background(), []byte{tableParked}, []byte{tableParked + 1}, func(k, v []byte) (bool, error) {
 		parkedKeys++
-		return true, nil
+		c, _, _ := splitTuple(k[1:])
+		ev, err := decodeParked(v, c, "", 0, false)
+		bytesOf[c] += ev.PayloadBytes
+		return err == nil, err
 	}); err != nil {
 		t.Fatal(err)
+	}
+	// The in-memory budgets agree with the parked events stored.
+	for c, b := range s.budgets.byConsumer {
+		if b.bytes != bytesOf[c] {
+			t.Errorf("consumer %s: budget counts %d parked bytes, %d are stored", c, b.bytes, bytesOf[c])
+		}
 	}
 	if parkedKeys != parkedRows {
 		t.Errorf("%d parked events stored, %d belong to a stream", parkedKeys, parkedRows)

@@ -17,21 +17,11 @@ import (
 // that ClaimParked of any stream, the open gaps and the totals read only
 // those.
 
-// readParked reads what r names of one stream's parked events.
+// readParked reads what r names of one stream's parked events, but for
+// the consumer's bytes, which parkBudgets keeps.
 func (s *Store) readParked(consumer, stream string, r store.ParkedRead) (store.ParkedView, error) {
 	var v store.ParkedView
 	bg := context.Background()
-	if r.ConsumerBytes {
-		prefix := appendEscaped([]byte{tableParked}, consumer)
-		err := s.iterate(bg, prefix, prefixEnd(prefix), func(k, val []byte) (bool, error) {
-			ev, err := decodeParked(val, consumer, "", 0, false)
-			v.ConsumerBytes += ev.PayloadBytes
-			return err == nil, err
-		})
-		if err != nil {
-			return v, err
-		}
-	}
 	if r.Oldest {
 		err := s.eachParked(bg, consumer, stream, 1, false, func(ev store.ParkedEvent) bool {
 			if v.OldestParkedAt.IsZero() || ev.ParkedAt.Before(v.OldestParkedAt) {

@@ -58,8 +58,8 @@ type Store struct {
 
 	keys    stripes
 	streams stripes
-	// budgets serialises the parks of one consumer (see applyStream).
-	budgets stripes
+	// budgets are the consumers' parked bytes (budgets.go).
+	budgets parkBudgets
 	// policyMu makes DeletePolicy's read and delete one step.
 	policyMu sync.Mutex
 }
@@ -108,7 +108,12 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}
-	return &Store{dir: dir, lock: lock, db: db}, nil
+	s := &Store{dir: dir, lock: lock, db: db}
+	if err := s.loadBudgets(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("pebblestore: %s: counting parked events: %w", dir, err)
+	}
+	return s, nil
 }
 
 func pebbleOptions(opts Options) *pebble.Options {

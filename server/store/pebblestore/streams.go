@@ -63,18 +63,28 @@ func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd st
 	}
 	at := time.Now()
 	var view store.ParkedView
-	if r, need := store.ParkedReadFor(stored, cmd, at); need {
-		if r.ConsumerBytes {
-			// A park weighs the consumer's parked bytes against its
-			// budget: parks of one consumer take turns from that read to
-			// their commit, so two cannot both fit in the last room.
-			defer s.budgets.lockOne(consumer, "")()
-		}
-		if view, err = s.readParked(consumer, stream, r); err != nil {
+	read, need := store.ParkedReadFor(stored, cmd, at)
+	if need {
+		if view, err = s.readParked(consumer, stream, read); err != nil {
 			return store.StreamDecision{}, dbError("reading parked events", err)
 		}
 	}
+	var budget *parkBudget
+	if need && read.ConsumerBytes {
+		budget = s.budgets.of(consumer)
+		budget.mu.Lock()
+		view.ConsumerBytes = budget.bytes
+	}
 	d, err := store.ApplyStreamParked(stored, view, cmd, at)
+	delta := parkedDelta(stored, d, err)
+	if budget != nil {
+		if delta > 0 {
+			budget.bytes += delta // reserved before the commit; see parkBudgets
+		}
+		budget.mu.Unlock()
+	} else if delta > 0 {
+		s.budgets.add(consumer, delta)
+	}
 	if err != nil {
 		return store.StreamDecision{}, err
 	}
@@ -86,9 +96,23 @@ func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd st
 	putStream(b, k, stored, &d.Stream)
 	writeParked(b, consumer, stream, d)
 	if err := b.Commit(pebble.Sync); err != nil {
+		s.budgets.add(consumer, -max(delta, 0))
 		return store.StreamDecision{}, dbError("writing stream", err)
 	}
+	s.budgets.add(consumer, min(delta, 0))
 	return d, nil
+}
+
+// parkedDelta is how a decision changes its consumer's parked bytes.
+func parkedDelta(stored *store.Stream, d store.StreamDecision, err error) int64 {
+	if err != nil || !d.Write {
+		return 0
+	}
+	var old int64
+	if stored != nil {
+		old = stored.ParkedBytes
+	}
+	return d.Stream.ParkedBytes - old
 }
 
 // getStream reads a stream; nil, nil when there is none.
