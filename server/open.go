@@ -8,7 +8,6 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/replaycache"
-	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
 // withReplayCache puts the replay cache in front of st when it is on.
@@ -26,16 +25,7 @@ func withReplayCache(st store.Backend, cfg Config) store.Backend {
 // is told of every retried attempt on a shared database (for metrics).
 func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, onRetry func(op string)) (store.Backend, error) {
 	if cfg.DatabaseURL == "" {
-		opts := cfg.Embedded
-		if !cfg.GroupCommit {
-			opts.MaxBatch = 1
-		}
-		st, err := sqlitestore.Open(ctx, cfg.DataDir, opts)
-		if err != nil {
-			return nil, fmt.Errorf("opening embedded store: %w", err)
-		}
-		log.Info("embedded store open", "data_dir", cfg.DataDir)
-		return st, nil
+		return openEmbedded(ctx, cfg, log)
 	}
 	opts := pgstore.Options{OnRetry: onRetry}
 	if !cfg.GroupCommit {

@@ -48,7 +48,12 @@ type Config struct {
 	// embedded store in DataDir.
 	DatabaseURL string
 	DataDir     string
-	// Embedded tunes the embedded store.
+	// EmbeddedEngine chooses the embedded store's engine: EngineAuto (or
+	// empty) serves the engine already in DataDir, and a new directory
+	// with DefaultEmbeddedEngine; EngineSQLite or EnginePebble insist on
+	// one (see OpenStore).
+	EmbeddedEngine string
+	// Embedded tunes the embedded store on SQLite.
 	Embedded sqlitestore.Options
 	// GroupCommit writes concurrent calls together: fresh claims in one
 	// multi-row INSERT on PostgreSQL, all writes in one transaction (one
@@ -327,5 +332,10 @@ func storeName(cfg Config) string {
 	if cfg.DatabaseURL != "" {
 		return "postgres"
 	}
-	return "sqlite"
+	// Asked after the store opened, so the directory says which it is.
+	engine, err := EmbeddedEngine(cfg)
+	if err != nil {
+		return "embedded"
+	}
+	return engine
 }

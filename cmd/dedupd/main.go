@@ -54,7 +54,7 @@ func newRootCommand() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return version.Print(cmd.OutOrStdout(), "dedupd", output) },
 	}
 	versionCmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	root.AddCommand(newServeCommand(), newMigrateCommand(), newProbeCommand(), newGatewayCommand(), versionCmd)
+	root.AddCommand(newServeCommand(), newMigrateCommand(), newMigrateStoreCommand(), newProbeCommand(), newGatewayCommand(), versionCmd)
 	return root
 }
 

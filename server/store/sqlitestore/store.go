@@ -23,26 +23,17 @@ import (
 	"github.com/gofrs/flock"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/dedupd/dedupd/internal/datadir"
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// ErrLocked is returned by Open when another process, or another Store in
-// this one, holds the data directory.
-var ErrLocked = errors.New("data directory is in use by another dedupd process")
-
-// lockedError names the directory in the message while matching ErrLocked.
-type lockedError struct{ dir string }
-
-func (e *lockedError) Error() string {
-	return "data directory " + e.dir + " is in use by another dedupd process"
-}
-
-func (e *lockedError) Unwrap() error { return ErrLocked }
+// ErrLocked is returned by Open when another process, or another store in
+// this one (of either embedded engine), holds the data directory.
+var ErrLocked = datadir.ErrLocked
 
 const (
-	lockFileName = "LOCK"
-	dbFileName   = "dedup.db"
+	dbFileName = datadir.SQLiteFile
 
 	// busyTimeout bounds how long a connection waits for a lock held by
 	// another connection (a reader during WAL recovery, a stray sqlite3
@@ -133,7 +124,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sqlitestore: creating data directory: %w", err)
 	}
-	lock, err := lockDir(dir)
+	lock, err := datadir.Lock(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -152,21 +143,6 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 		return nil, err
 	}
 	return s, nil
-}
-
-// lockDir takes the directory's lock without waiting: a second server on the
-// same data would break the single-writer and local-clock assumptions, so it
-// must fail loudly rather than queue.
-func lockDir(dir string) (*flock.Flock, error) {
-	lock := flock.New(filepath.Join(dir, lockFileName))
-	ok, err := lock.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: locking data directory %s: %w", dir, err)
-	}
-	if !ok {
-		return nil, &lockedError{dir: dir}
-	}
-	return lock, nil
 }
 
 // dsn builds the driver's connection string. The path is escaped as a URI

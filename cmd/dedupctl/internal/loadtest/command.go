@@ -79,11 +79,13 @@ figure on a server nobody else uses.`,
 			if scenarios != "" {
 				cfg.Scenarios = strings.Split(scenarios, ",")
 			}
-			conn, err := dial()
-			if err != nil {
-				return err
+			if cfg.InProcess == "" {
+				conn, err := dial()
+				if err != nil {
+					return err
+				}
+				cfg.Conn = conn
 			}
-			cfg.Conn = conn
 			if onTerminal(cmd.ErrOrStderr()) {
 				cfg.Progress = cmd.ErrOrStderr()
 			}
@@ -116,6 +118,8 @@ figure on a server nobody else uses.`,
 	f.IntVar(&cfg.MaxConsecutiveErrors, "max-consecutive-errors", 100, "stop when this many operations in a row have failed (each failed caller also backs off, 10ms doubling to 1s)")
 	f.StringVar(&cfg.Consumer, "consumer", BenchConsumer, "consumer to claim under; its records are purged at the end (give concurrent runs against one server their own)")
 	f.BoolVar(&cfg.KeepRecords, "keep-records", false, "leave the run's records on the server instead of purging the consumer's records at the end")
+	f.StringVar(&cfg.InProcess, "in-process", "", "drive this embedded engine ("+strings.Join(Engines, " or ")+") in this process instead of dedupd, without gRPC: the engine limit, with this process's CPU per operation (not the batch scenarios)")
+	f.StringVar(&cfg.InProcessDir, "in-process-dir", "", "directory for --in-process's fresh store (on the disk dedupd's data is on); empty uses a temporary one, removed at the end")
 	f.IntVar(&cfg.PostmasterPID, "postmaster-pid", 0, "pid of the local PostgreSQL postmaster whose CPU time to report; 0 finds it from --baseline-database-url")
 	return cmd
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -82,6 +83,12 @@ type Config struct {
 	// KeepRecords leaves the run's records on the server; by default the
 	// consumer's records are purged at the end (cleanup.go).
 	KeepRecords bool
+	// InProcess, when set, names an embedded engine (Engines) to drive in
+	// this process instead of dedupd: the engine limit (engine.go), in a
+	// fresh store in InProcessDir or, when that is empty, a temporary
+	// directory. The CPU per operation is then this process's.
+	InProcess    string
+	InProcessDir string
 	// Conn, when set, is the connection to dedupd (with whatever TLS and
 	// credentials it was made with) and Addr only names it in the report;
 	// otherwise Run dials Addr in plaintext.
@@ -101,11 +108,22 @@ func (c *Config) defaults() error {
 	if named, ok := c.Conn.(interface{ Target() string }); ok && c.Addr == "" {
 		c.Addr = named.Target()
 	}
-	if c.Addr == "" && c.Conn == nil {
+	if c.InProcess != "" && c.BaselineDatabaseURL != "" {
+		return errors.New("loadtest: --in-process runs no baseline")
+	}
+	if c.Addr == "" && c.Conn == nil && c.InProcess == "" {
 		return errors.New("loadtest: no dedupd address")
 	}
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = Scenarios()
+		if c.InProcess != "" {
+			c.Scenarios = slices.DeleteFunc(c.Scenarios, func(s string) bool { sc, _ := scenarioNamed(s); return sc.batch })
+		}
+	}
+	for _, s := range c.Scenarios {
+		if sc, _ := scenarioNamed(s); c.InProcess != "" && sc.batch {
+			return fmt.Errorf("loadtest: scenario %s has no in-process form (batches are the service's)", s)
+		}
 	}
 	for _, s := range c.Scenarios {
 		if !slices.Contains(Scenarios(), s) {
@@ -149,15 +167,30 @@ func Run(ctx context.Context, cfg Config) (report Report, err error) {
 		return Report{}, err
 	}
 	runID := newRunID()
-	svc, err := dialService(cfg, runID)
-	if err != nil {
-		return Report{}, err
-	}
-	defer svc.close()
 	report = Report{RunID: runID, Addr: cfg.Addr, Concurrency: cfg.Concurrency,
 		Duration: cfg.Duration, Count: cfg.Count, Rate: cfg.Rate, Consumer: cfg.Consumer}
-	if !cfg.KeepRecords {
-		defer svc.cleanup(&report)
+	var svc operator
+	if cfg.InProcess != "" {
+		eng, err := openEngine(ctx, cfg, cfg.InProcess, cfg.InProcessDir)
+		if err != nil {
+			return Report{}, err
+		}
+		defer eng.close()
+		svc, report.Addr, cfg.ServerPID = eng, "in-process "+cfg.InProcess+" engine", os.Getpid()
+		defer func() {
+			report.CPUNote = strings.TrimSpace(fmt.Sprintf("in-process %s engine: the dedupd rows are the store driven in this process, without gRPC; "+
+				"their CPU is this process's, the callers' loop included. %s", cfg.InProcess, report.CPUNote))
+		}()
+	} else {
+		dialed, err := dialService(cfg, runID)
+		if err != nil {
+			return Report{}, err
+		}
+		defer dialed.close()
+		if !cfg.KeepRecords {
+			defer dialed.cleanup(&report)
+		}
+		svc = dialed
 	}
 	var base *baseline
 	if cfg.BaselineDatabaseURL != "" {
@@ -185,7 +218,13 @@ func Run(ctx context.Context, cfg Config) (report Report, err error) {
 	return report, nil
 }
 
-func runScenario(ctx context.Context, cfg Config, name string, svc *service, base *baseline, cpu *cpuSampler) (ScenarioReport, error) {
+// operator sets up a scenario's operation on one side: dedupd, or the
+// in-process engine (engine.go).
+type operator interface {
+	operation(ctx context.Context, name string) (operation, error)
+}
+
+func runScenario(ctx context.Context, cfg Config, name string, svc operator, base *baseline, cpu *cpuSampler) (ScenarioReport, error) {
 	sr := ScenarioReport{Name: name, KeysPerOp: 1}
 	if sc, _ := scenarioNamed(name); sc.batch {
 		sr.KeysPerOp = cfg.BatchSize

@@ -1,0 +1,270 @@
+package pebblestore
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// The filters of the admin calls, as store.ListParams and store.PurgeParams
+// define them: what the SQL stores write as WHERE clauses
+// (internal/sqlfilter), this store tests on each decoded record. The key
+// prefix and paging are ranges of the scan, not tests.
+
+func listed(r *store.Record, p store.ListParams, at time.Time) bool {
+	return store.IsLive(r, at) &&
+		(len(p.States) == 0 || slices.Contains(p.States, r.State)) &&
+		strings.HasPrefix(r.Key, p.KeyPrefix) &&
+		inRange(r.CreatedAt, p.CreatedAfter, p.CreatedBefore) &&
+		inRange(r.UpdatedAt, p.UpdatedAfter, p.UpdatedBefore) &&
+		(!p.LeaseExpired || r.State == store.Pending && !at.Before(r.LeaseExpiresAt))
+}
+
+func inRange(t, after, before time.Time) bool {
+	return (after.IsZero() || !t.Before(store.Now(after))) && (before.IsZero() || t.Before(store.Now(before)))
+}
+
+func purged(r *store.Record, p store.PurgeParams, at time.Time) bool {
+	return (p.Consumer == "" || r.Consumer == p.Consumer) &&
+		(len(p.States) == 0 || slices.Contains(p.States, r.State)) &&
+		(p.UpdatedBefore.IsZero() || r.UpdatedAt.Before(store.Now(p.UpdatedBefore))) &&
+		(!p.ExpiredOnly || !store.IsLive(r, at))
+}
+
+// ListRecords lists live records in key order. A listing of expired leases
+// walks the index of Pending records, not the whole consumer.
+func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Record, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	at := now()
+	table := byte(tableRecord)
+	if p.LeaseExpired {
+		table = tablePending
+	}
+	var out []store.Record
+	err := s.scanPrefix(ctx, table, p.Consumer, p.AfterKey, p.KeyPrefix, func(key string, v []byte) (bool, error) {
+		var rec *store.Record
+		var err error
+		if p.LeaseExpired {
+			if readTime(v).After(at) {
+				return true, nil // a live lease: not in the queue
+			}
+			rec, err = getRecord(s.db, rowKey(tableRecord, p.Consumer, key), p.Consumer, key)
+		} else {
+			rec, err = decodeRecord(v, p.Consumer, key)
+		}
+		if err != nil {
+			return false, err
+		}
+		if rec != nil && listed(rec, p, at) {
+			out = append(out, *rec)
+		}
+		return len(out) < p.Limit, nil
+	})
+	if err != nil {
+		return nil, dbError("list records", err)
+	}
+	return out, nil
+}
+
+// DeleteRecord forgets a live record by making it expire now; see
+// store.Admin for why the row stays until reaped.
+func (s *Store) DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error) {
+	if err := s.enter(); err != nil {
+		return store.Record{}, err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return store.Record{}, err
+	}
+	defer s.keys.lockOne(consumer, key)()
+	k := rowKey(tableRecord, consumer, key)
+	stored, err := getRecord(s.db, k, consumer, key)
+	if err != nil {
+		return store.Record{}, dbError("reading record", err)
+	}
+	at := now()
+	if !store.IsLive(stored, at) {
+		return store.Record{}, store.ErrNotFound
+	}
+	next := *stored
+	next.ExpiresAt = at
+	b := s.db.NewBatch()
+	defer b.Close()
+	putRecord(b, k, stored, &next)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return store.Record{}, dbError("deleting record", err)
+	}
+	return next, nil
+}
+
+// purgeRetries bounds how often PurgeBatch reads candidates again when
+// every one it found changed under it before it could lock them.
+const purgeRetries = 5
+
+// PurgeBatch deletes at most p.Limit matching records in one synced batch:
+// it finds candidates, takes their stripes, and deletes those that still
+// match.
+func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
+	if err := p.Validate(true); err != nil {
+		return 0, err
+	}
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	for range purgeRetries {
+		at := now()
+		var names [][2]string
+		err := s.eachPurgeCandidate(ctx, p, at, func(r *store.Record) bool {
+			names = append(names, [2]string{r.Consumer, r.Key})
+			return len(names) < p.Limit
+		})
+		if err != nil || len(names) == 0 {
+			return 0, err
+		}
+		n, err := s.purgeNames(names, p, at)
+		if err != nil || n > 0 {
+			return n, err
+		}
+	}
+	return 0, nil
+}
+
+func (s *Store) purgeNames(names [][2]string, p store.PurgeParams, at time.Time) (int, error) {
+	defer s.keys.lockAll(names)()
+	b := s.db.NewBatch()
+	defer b.Close()
+	n := 0
+	for _, name := range names {
+		rec, err := getRecord(s.db, rowKey(tableRecord, name[0], name[1]), name[0], name[1])
+		if err != nil {
+			return 0, dbError("purging records", err)
+		}
+		if rec != nil && purged(rec, p, at) {
+			deleteRecord(b, rec)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, dbError("purging records", err)
+	}
+	return n, nil
+}
+
+// CountPurge counts what PurgeBatch would delete.
+func (s *Store) CountPurge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	if err := p.Validate(false); err != nil {
+		return 0, err
+	}
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	var n int64
+	err := s.eachPurgeCandidate(ctx, p, now(), func(*store.Record) bool { n++; return true })
+	return n, err
+}
+
+// eachPurgeCandidate calls fn with each record p selects, until fn says to
+// stop: a consumer's records from its range, or, across consumers (only
+// expired ones may be purged so), those the expiry index lists.
+func (s *Store) eachPurgeCandidate(ctx context.Context, p store.PurgeParams, at time.Time, fn func(*store.Record) bool) error {
+	var err error
+	if p.Consumer != "" {
+		err = s.scanConsumer(ctx, tableRecord, p.Consumer, "", func(key string, v []byte) (bool, error) {
+			rec, err := decodeRecord(v, p.Consumer, key)
+			if err != nil || !purged(rec, p, at) {
+				return err == nil, err
+			}
+			return fn(rec), nil
+		})
+	} else {
+		err = s.iterate(ctx, []byte{tableRecordExpiry}, expiredBound(tableRecordExpiry, at), func(k, _ []byte) (bool, error) {
+			c, key, ok := splitTuple(k[9:])
+			if !ok {
+				return true, nil
+			}
+			rec, err := getRecord(s.db, rowKey(tableRecord, c, key), c, key)
+			if err != nil || rec == nil || !purged(rec, p, at) {
+				return err == nil, err
+			}
+			return fn(rec), nil
+		})
+	}
+	if err != nil {
+		return dbError("selecting records to purge", err)
+	}
+	return nil
+}
+
+// Stats counts records per consumer in one pass over their rows.
+func (s *Store) Stats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	lower, upper := []byte{tableRecord}, []byte{tableRecord + 1}
+	if consumer != "" {
+		lower = consumerPrefix(tableRecord, consumer)
+		upper = prefixEnd(lower)
+	}
+	at := now()
+	var out []store.ConsumerStats
+	err := s.iterate(ctx, lower, upper, func(k, v []byte) (bool, error) {
+		c, key, ok := splitTuple(k[1:])
+		if !ok {
+			return false, errCorrupt
+		}
+		rec, err := decodeRecord(v, c, key)
+		if err != nil {
+			return false, err
+		}
+		if len(out) == 0 || out[len(out)-1].Consumer != c {
+			out = append(out, store.ConsumerStats{Consumer: c})
+		}
+		count(&out[len(out)-1], rec, at)
+		return true, nil
+	})
+	if err != nil {
+		return nil, dbError("stats", err)
+	}
+	return out, nil
+}
+
+// count adds one record to its consumer's counts.
+func count(c *store.ConsumerStats, r *store.Record, at time.Time) {
+	if !store.IsLive(r, at) {
+		c.Expired++
+		return
+	}
+	switch r.State {
+	case store.Pending:
+		c.Pending++
+		if !at.Before(r.LeaseExpiresAt) {
+			c.PendingLeaseExpired++
+		}
+		if c.OldestPendingAt.IsZero() || r.UpdatedAt.Before(c.OldestPendingAt) {
+			c.OldestPendingAt = r.UpdatedAt
+		}
+	case store.Completed:
+		c.Completed++
+	case store.Rejected:
+		c.Rejected++
+	case store.Released:
+		c.Released++
+	}
+}

@@ -1,0 +1,132 @@
+package pebblestore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// Claim applies a claim to the key.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
+	d, err := s.applyKey(ctx, p.Consumer, p.Key, p)
+	if err != nil {
+		return store.ClaimResult{}, err
+	}
+	return store.ClaimResult{Outcome: d.Outcome, Record: d.Record, RetryAfter: d.RetryAfter}, nil
+}
+
+// Complete stores a result under the current fencing token.
+func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
+	d, err := s.applyKey(ctx, p.Consumer, p.Key, p)
+	return d.Record, err
+}
+
+// Reject stores a rejection, or releases the key when it is retryable.
+func (s *Store) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
+	d, err := s.applyKey(ctx, p.Consumer, p.Key, p)
+	return d.Record, err
+}
+
+// ExtendLease renews the lease of a pending claim.
+func (s *Store) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
+	d, err := s.applyKey(ctx, p.Consumer, p.Key, p)
+	return d.Record, err
+}
+
+// applyKey is every write to one key: under the key's stripe, read the
+// record, let store.Apply decide, and commit what it decided with its index
+// entries in one synced batch.
+func (s *Store) applyKey(ctx context.Context, consumer, key string, cmd store.Command) (store.Decision, error) {
+	if err := s.enter(); err != nil {
+		return store.Decision{}, err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return store.Decision{}, err
+	}
+	defer s.keys.lockOne(consumer, key)()
+	k := rowKey(tableRecord, consumer, key)
+	stored, err := getRecord(s.db, k, consumer, key)
+	if err != nil {
+		return store.Decision{}, dbError("reading record", err)
+	}
+	d, err := store.Apply(stored, cmd, time.Now())
+	if err != nil || !d.Write {
+		return d, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	putRecord(b, k, stored, &d.Record)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return store.Decision{}, dbError("writing record", err)
+	}
+	return d, nil
+}
+
+// getRecord reads a record; nil, nil when there is none.
+func getRecord(r pebble.Reader, k []byte, consumer, key string) (*store.Record, error) {
+	v, closer, err := r.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decodeRecord(v, consumer, key)
+}
+
+// putRecord adds to b the write of next over old (nil when the key had no
+// row), and the changes of the indexes that follow from it.
+func putRecord(b *pebble.Batch, k []byte, old, next *store.Record) {
+	_ = b.Set(k, encodeRecord(next), nil) // a Batch's Set fails only on a committed batch
+	if old == nil || !old.ExpiresAt.Equal(next.ExpiresAt) {
+		if old != nil {
+			_ = b.Delete(expiryKey(tableRecordExpiry, old.ExpiresAt, old.Consumer, old.Key), nil)
+		}
+		_ = b.Set(expiryKey(tableRecordExpiry, next.ExpiresAt, next.Consumer, next.Key), nil, nil)
+	}
+	pk := rowKey(tablePending, next.Consumer, next.Key)
+	switch {
+	case next.State == store.Pending && (old == nil || old.State != store.Pending || !old.LeaseExpiresAt.Equal(next.LeaseExpiresAt)):
+		_ = b.Set(pk, appendTime(nil, next.LeaseExpiresAt), nil)
+	case next.State != store.Pending && old != nil && old.State == store.Pending:
+		_ = b.Delete(pk, nil)
+	}
+}
+
+// deleteRecord adds to b the deletion of a record's row and index entries.
+func deleteRecord(b *pebble.Batch, old *store.Record) {
+	_ = b.Delete(rowKey(tableRecord, old.Consumer, old.Key), nil)
+	_ = b.Delete(expiryKey(tableRecordExpiry, old.ExpiresAt, old.Consumer, old.Key), nil)
+	if old.State == store.Pending {
+		_ = b.Delete(rowKey(tablePending, old.Consumer, old.Key), nil)
+	}
+}
+
+// Lookup returns the live record of a key.
+func (s *Store) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
+	if err := s.enter(); err != nil {
+		return store.Record{}, err
+	}
+	defer s.leave()
+	return s.lookup(ctx, consumer, key, now())
+}
+
+func (s *Store) lookup(ctx context.Context, consumer, key string, at time.Time) (store.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Record{}, err
+	}
+	r, err := getRecord(s.db, rowKey(tableRecord, consumer, key), consumer, key)
+	if err != nil {
+		return store.Record{}, dbError("reading record", err)
+	}
+	if !store.IsLive(r, at) {
+		return store.Record{}, store.ErrNotFound
+	}
+	return *r, nil
+}

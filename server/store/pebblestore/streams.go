@@ -1,0 +1,228 @@
+package pebblestore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
+// ClaimStream claims one sequence of a stream.
+func (s *Store) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (store.StreamClaimResult, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return store.StreamClaimResult{Outcome: d.Outcome, Stream: d.Stream, RetryAfter: d.RetryAfter}, err
+}
+
+// CompleteStream finishes the in-flight sequence.
+func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
+}
+
+// RejectStream finishes the in-flight sequence as a poison event.
+func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
+}
+
+// ReleaseStream gives up the in-flight claim.
+func (s *Store) ReleaseStream(ctx context.Context, p store.ReleaseStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// ExtendStreamLease renews the in-flight lease.
+func (s *Store) ExtendStreamLease(ctx context.Context, p store.ExtendStreamLeaseParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// ResetStream sets the high-water mark.
+func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (store.Stream, error) {
+	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
+	return d.Stream, err
+}
+
+// applyStream is every write to one stream, as applyKey is for keys.
+func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
+	if err := s.enter(); err != nil {
+		return store.StreamDecision{}, err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return store.StreamDecision{}, err
+	}
+	defer s.streams.lockOne(consumer, stream)()
+	k := rowKey(tableStream, consumer, stream)
+	stored, err := getStream(s.db, k, consumer, stream)
+	if err != nil {
+		return store.StreamDecision{}, dbError("reading stream", err)
+	}
+	at := time.Now()
+	var view store.ParkedView
+	read, need := store.ParkedReadFor(stored, cmd, at)
+	if need {
+		if view, err = s.readParked(consumer, stream, read); err != nil {
+			return store.StreamDecision{}, dbError("reading parked events", err)
+		}
+	}
+	var budget *parkBudget
+	if need && read.ConsumerBytes {
+		budget = s.budgets.of(consumer)
+		budget.mu.Lock()
+		view.ConsumerBytes = budget.bytes
+	}
+	d, err := store.ApplyStreamParked(stored, view, cmd, at)
+	delta := parkedDelta(stored, d, err)
+	if budget != nil {
+		if delta > 0 {
+			budget.bytes += delta // reserved before the commit; see parkBudgets
+		}
+		budget.mu.Unlock()
+	} else if delta > 0 {
+		s.budgets.add(consumer, delta)
+	}
+	if err != nil {
+		return store.StreamDecision{}, err
+	}
+	if !d.Write {
+		return d, nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	putStream(b, k, stored, &d.Stream)
+	writeParked(b, consumer, stream, d)
+	if err := b.Commit(pebble.Sync); err != nil {
+		s.budgets.add(consumer, -max(delta, 0))
+		return store.StreamDecision{}, dbError("writing stream", err)
+	}
+	s.budgets.add(consumer, min(delta, 0))
+	return d, nil
+}
+
+// parkedDelta is how a decision changes its consumer's parked bytes.
+func parkedDelta(stored *store.Stream, d store.StreamDecision, err error) int64 {
+	if err != nil || !d.Write {
+		return 0
+	}
+	var old int64
+	if stored != nil {
+		old = stored.ParkedBytes
+	}
+	return d.Stream.ParkedBytes - old
+}
+
+// getStream reads a stream; nil, nil when there is none.
+func getStream(r pebble.Reader, k []byte, consumer, stream string) (*store.Stream, error) {
+	v, closer, err := r.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decodeStream(v, consumer, stream)
+}
+
+// putStream adds to b the write of next over old and its index changes.
+func putStream(b *pebble.Batch, k []byte, old, next *store.Stream) {
+	_ = b.Set(k, encodeStream(next), nil)
+	if old == nil || !old.ExpiresAt.Equal(next.ExpiresAt) {
+		if old != nil {
+			_ = b.Delete(expiryKey(tableStreamExpiry, old.ExpiresAt, old.Consumer, old.Stream), nil)
+		}
+		_ = b.Set(expiryKey(tableStreamExpiry, next.ExpiresAt, next.Consumer, next.Stream), nil, nil)
+	}
+	wk := rowKey(tableStreamParked, next.Consumer, next.Stream)
+	switch {
+	case next.Parked > 0 && (old == nil || old.Parked == 0):
+		_ = b.Set(wk, nil, nil)
+	case next.Parked == 0 && old != nil && old.Parked > 0:
+		_ = b.Delete(wk, nil)
+	}
+	qk := rowKey(tableStreamPending, next.Consumer, next.Stream)
+	switch {
+	case next.InFlight != 0 && (old == nil || old.InFlight == 0 || !old.LeaseExpiresAt.Equal(next.LeaseExpiresAt)):
+		_ = b.Set(qk, appendTime(nil, next.LeaseExpiresAt), nil)
+	case next.InFlight == 0 && old != nil && old.InFlight != 0:
+		_ = b.Delete(qk, nil)
+	}
+}
+
+// deleteStream adds to b the deletion of a stream's row and index entries.
+func deleteStream(b *pebble.Batch, old *store.Stream) {
+	_ = b.Delete(rowKey(tableStream, old.Consumer, old.Stream), nil)
+	_ = b.Delete(expiryKey(tableStreamExpiry, old.ExpiresAt, old.Consumer, old.Stream), nil)
+	if old.InFlight != 0 {
+		_ = b.Delete(rowKey(tableStreamPending, old.Consumer, old.Stream), nil)
+	}
+	if old.Parked > 0 { // parked events go with their stream
+		_ = b.Delete(rowKey(tableStreamParked, old.Consumer, old.Stream), nil)
+		prefix := parkedPrefix(old.Consumer, old.Stream)
+		_ = b.DeleteRange(prefix, prefixEnd(prefix), nil)
+	}
+}
+
+// GetStream returns a live stream.
+func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+	if err := s.enter(); err != nil {
+		return store.Stream{}, err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return store.Stream{}, err
+	}
+	st, err := getStream(s.db, rowKey(tableStream, consumer, stream), consumer, stream)
+	if err != nil {
+		return store.Stream{}, dbError("get stream", err)
+	}
+	if !store.IsStreamLive(st, time.Now()) {
+		return store.Stream{}, store.ErrNotFound
+	}
+	return *st, nil
+}
+
+// ListStreams lists live streams in stream order. With LeaseExpired it
+// walks the index of in-flight streams rather than every stream.
+func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]store.Stream, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	at := now()
+	table := byte(tableStream)
+	if p.LeaseExpired {
+		table = tableStreamPending
+	}
+	var out []store.Stream
+	err := s.scanConsumer(ctx, table, p.Consumer, p.AfterStream, func(name string, v []byte) (bool, error) {
+		var st *store.Stream
+		var err error
+		if p.LeaseExpired {
+			if readTime(v).After(at) {
+				return true, nil // its lease is live: not in the queue
+			}
+			st, err = getStream(s.db, rowKey(tableStream, p.Consumer, name), p.Consumer, name)
+		} else {
+			st, err = decodeStream(v, p.Consumer, name)
+		}
+		if err != nil {
+			return false, err
+		}
+		if store.IsStreamLive(st, at) && (!p.LeaseExpired || st.InFlight != 0 && !st.LeaseLive(at)) {
+			out = append(out, *st)
+		}
+		return len(out) < p.Limit, nil
+	})
+	if err != nil {
+		return nil, dbError("list streams", err)
+	}
+	return out, nil
+}
