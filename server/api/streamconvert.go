@@ -19,6 +19,7 @@ var streamOutcomeToProto = map[store.StreamOutcome]dedupv1.StreamOutcome{
 	store.StreamAcquired:   dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED,
 	store.StreamInProgress: dedupv1.StreamOutcome_STREAM_OUTCOME_IN_PROGRESS,
 	store.StreamDuplicate:  dedupv1.StreamOutcome_STREAM_OUTCOME_DUPLICATE,
+	store.StreamParked:     dedupv1.StreamOutcome_STREAM_OUTCOME_PARKED,
 }
 
 func streamClaimResponse(res store.StreamClaimResult) *dedupv1.ClaimStreamResponse {
@@ -38,3 +39,7 @@ func streamFilterHash(req *dedupv1.ListStreamsRequest) string {
 	sum := sha256.Sum256([]byte(req.GetConsumer() + "\x00streams\x00" + strconv.FormatBool(req.GetLeaseExpired())))
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
+
+// HandedOutToProto converts a parked event handed out to the caller; nil
+// stays nil.
+func HandedOutToProto(h *store.HandedOut) *dedupv1.ParkedEvent { return recordpb.HandedOutFromStore(h) }

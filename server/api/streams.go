@@ -125,35 +125,53 @@ func (s *StreamService) asHolder(ctx context.Context, consumer, stream string, s
 func noChecks(*validator) time.Duration { return 0 }
 
 func (s *StreamService) CompleteStream(ctx context.Context, req *dedupv1.CompleteStreamRequest) (*dedupv1.CompleteStreamResponse, error) {
-	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), noChecks,
+	var (
+		nextLease time.Duration
+		next      *store.HandedOut
+	)
+	checks := func(v *validator) time.Duration {
+		nextLease = v.leaseTTL(req.GetNextLeaseTtl(), MaxTTLCeiling)
+		return nextLease
+	}
+	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), checks,
 		func(p store.StreamPolicy) (store.Stream, error) {
-			return s.store.CompleteStream(ctx, store.CompleteStreamParams{Consumer: req.GetConsumer(),
-				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(), Policy: p})
+			r, err := s.store.CompleteStream(ctx, store.CompleteStreamParams{Consumer: req.GetConsumer(),
+				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(),
+				NextLeaseTTL: nextLease, Policy: p})
+			next = r.Next
+			return r.Stream, err
 		})
 	if err != nil {
 		return nil, err
 	}
-	return &dedupv1.CompleteStreamResponse{Stream: st}, nil
+	return &dedupv1.CompleteStreamResponse{Stream: st, Next: HandedOutToProto(next)}, nil
 }
 
 func (s *StreamService) RejectStream(ctx context.Context, req *dedupv1.RejectStreamRequest) (*dedupv1.RejectStreamResponse, error) {
+	var (
+		nextLease time.Duration
+		next      *store.HandedOut
+	)
 	checks := func(v *validator) time.Duration {
 		v.text("reason", req.GetReason(), MaxReasonBytes)
 		v.text("message", req.GetMessage(), MaxStreamMessageBytes)
 		v.bytes("detail", req.GetDetail(), MaxStreamDetailBytes)
-		return 0
+		nextLease = v.leaseTTL(req.GetNextLeaseTtl(), MaxTTLCeiling)
+		return nextLease
 	}
 	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), checks,
 		func(p store.StreamPolicy) (store.Stream, error) {
-			return s.store.RejectStream(ctx, store.RejectStreamParams{Consumer: req.GetConsumer(),
+			r, err := s.store.RejectStream(ctx, store.RejectStreamParams{Consumer: req.GetConsumer(),
 				Stream: req.GetStream(), Sequence: req.GetSequence(), FencingToken: req.GetFencingToken(),
-				Rejection: store.Rejection{Reason: req.GetReason(), Message: req.GetMessage(), Detail: req.GetDetail()},
-				Policy:    p})
+				Rejection:    store.Rejection{Reason: req.GetReason(), Message: req.GetMessage(), Detail: req.GetDetail()},
+				NextLeaseTTL: nextLease, Policy: p})
+			next = r.Next
+			return r.Stream, err
 		})
 	if err != nil {
 		return nil, err
 	}
-	return &dedupv1.RejectStreamResponse{Stream: st}, nil
+	return &dedupv1.RejectStreamResponse{Stream: st, Next: HandedOutToProto(next)}, nil
 }
 
 func (s *StreamService) ReleaseStream(ctx context.Context, req *dedupv1.ReleaseStreamRequest) (*dedupv1.ReleaseStreamResponse, error) {

@@ -17,13 +17,13 @@ func (o *observedStore) ClaimStream(ctx context.Context, p store.ClaimStreamPara
 	return r, err
 }
 
-func (o *observedStore) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+func (o *observedStore) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
 	r, err := o.inner.CompleteStream(ctx, p)
 	o.observe("complete_stream", err)
 	return r, err
 }
 
-func (o *observedStore) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+func (o *observedStore) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
 	r, err := o.inner.RejectStream(ctx, p)
 	o.observe("reject_stream", err)
 	return r, err

@@ -20,12 +20,38 @@ func (f streamFailing) ClaimStream(context.Context, store.ClaimStreamParams) (st
 	return store.StreamClaimResult{}, f.err
 }
 
-func (f streamFailing) CompleteStream(context.Context, store.CompleteStreamParams) (store.Stream, error) {
-	return store.Stream{}, f.err
+func (f streamFailing) CompleteStream(context.Context, store.CompleteStreamParams) (store.StreamFinishResult, error) {
+	return store.StreamFinishResult{}, f.err
 }
 
-func (f streamFailing) RejectStream(context.Context, store.RejectStreamParams) (store.Stream, error) {
-	return store.Stream{}, f.err
+func (f streamFailing) RejectStream(context.Context, store.RejectStreamParams) (store.StreamFinishResult, error) {
+	return store.StreamFinishResult{}, f.err
+}
+
+func (f streamFailing) ClaimParked(context.Context, store.ClaimParkedParams) (store.ParkedClaimResult, error) {
+	return store.ParkedClaimResult{}, f.err
+}
+
+func (f streamFailing) ListParked(context.Context, store.ListParkedParams) ([]store.ParkedEvent, error) {
+	return nil, f.err
+}
+
+func (f streamFailing) GetParkedSummary(context.Context, string, string) (store.ParkedSummary, error) {
+	return store.ParkedSummary{}, f.err
+}
+
+func (f streamFailing) ListOpenGaps(context.Context, store.ListOpenGapsParams) ([]store.OpenGap, error) {
+	return nil, f.err
+}
+
+func (f streamFailing) ParkedTotals(context.Context) ([]store.ConsumerParked, error) { return nil, f.err }
+
+func (f streamFailing) DropParked(context.Context, store.DropParkedParams) (store.DropParkedResult, error) {
+	return store.DropParkedResult{}, f.err
+}
+
+func (f streamFailing) SkipGap(context.Context, store.SkipGapParams) (store.SkipGapResult, error) {
+	return store.SkipGapResult{}, f.err
 }
 
 func (f streamFailing) ReleaseStream(context.Context, store.ReleaseStreamParams) (store.Stream, error) {
@@ -73,6 +99,34 @@ var streamCalls = map[string]func(ctx context.Context, s store.Backend) error{
 		_, err := s.DeleteExpiredStreams(ctx, 10)
 		return err
 	},
+	"claim_parked": func(ctx context.Context, s store.Backend) error {
+		_, err := s.ClaimParked(ctx, store.ClaimParkedParams{Consumer: "c"})
+		return err
+	},
+	"list_parked": func(ctx context.Context, s store.Backend) error {
+		_, err := s.ListParked(ctx, store.ListParkedParams{Consumer: "c", Stream: "s", Limit: 1})
+		return err
+	},
+	"get_parked_summary": func(ctx context.Context, s store.Backend) error {
+		_, err := s.GetParkedSummary(ctx, "c", "s")
+		return err
+	},
+	"list_open_gaps": func(ctx context.Context, s store.Backend) error {
+		_, err := s.ListOpenGaps(ctx, store.ListOpenGapsParams{Limit: 1})
+		return err
+	},
+	"parked_totals": func(ctx context.Context, s store.Backend) error {
+		_, err := s.ParkedTotals(ctx)
+		return err
+	},
+	"drop_parked": func(ctx context.Context, s store.Backend) error {
+		_, err := s.DropParked(ctx, store.DropParkedParams{Consumer: "c", Stream: "s"})
+		return err
+	},
+	"skip_gap": func(ctx context.Context, s store.Backend) error {
+		_, err := s.SkipGap(ctx, store.SkipGapParams{Consumer: "c", Stream: "s"})
+		return err
+	},
 }
 
 // TestObservedStreamCalls: every stream call of the hot path and the
@@ -80,8 +134,8 @@ var streamCalls = map[string]func(ctx context.Context, s store.Backend) error{
 // fails, and not at all when the store refuses it (a sequence gap, a mode
 // mismatch, a lost lease, an absent stream are answers).
 func TestObservedStreamCalls(t *testing.T) {
-	if len(streamCalls) != 7 {
-		t.Fatalf("%d stream calls, want the 7 of the hot path and the reaper", len(streamCalls))
+	if len(streamCalls) != 14 {
+		t.Fatalf("%d stream calls, want the 7 of the hot path and the reaper and park mode's 7", len(streamCalls))
 	}
 	failures := []struct {
 		err   error
@@ -97,6 +151,8 @@ func TestObservedStreamCalls(t *testing.T) {
 		store.ErrLeaseLost,
 		store.ErrAlreadyFinished,
 		store.ErrNotFound,
+		&store.StreamConflictError{Err: store.ErrParkFull},
+		&store.StreamConflictError{Err: store.ErrNoGap},
 	}
 	for op, call := range streamCalls {
 		for _, f := range failures {

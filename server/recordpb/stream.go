@@ -21,6 +21,8 @@ func StreamFromStore(st store.Stream) *dedupv1.Stream {
 		InFlight: st.InFlight, Digest: st.Digest, FencingToken: st.FencingToken, Owner: st.Owner,
 		LeaseExpiresAt: Timestamp(st.LeaseExpiresAt), CreatedAt: Timestamp(st.CreatedAt),
 		UpdatedAt: Timestamp(st.UpdatedAt), ExpiresAt: Timestamp(st.ExpiresAt),
+		Parked: st.Parked, ParkedBytes: st.ParkedBytes, Skipped: st.Skipped,
+		LastSkipped: SkippedRangeFromStore(st.LastSkipped),
 	}
 	if rj := st.LastRejection; rj != nil {
 		ps.LastRejection = &dedupv1.Rejection{Reason: rj.Reason, Message: rj.Message, Detail: rj.Detail}

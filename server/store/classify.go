@@ -25,6 +25,8 @@ var refusals = []Refusal{
 	{"stream_not_found", ErrStreamNotFound},
 	{"not_found", ErrNotFound},
 	{"sequence_gap", ErrSequenceGap},
+	{"park_full", ErrParkFull},
+	{"no_gap", ErrNoGap},
 	{"mode_mismatch", ErrModeMismatch},
 	{"no_policy", ErrNoPolicy},
 	{"digest_mismatch", ErrDigestMismatch},

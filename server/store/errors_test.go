@@ -62,7 +62,7 @@ func TestClassify(t *testing.T) {
 // exactly the contract's sentinels, each once.
 func TestRefusalsListEverySentinel(t *testing.T) {
 	want := []error{ErrNotFound, ErrStreamNotFound, ErrDigestMismatch, ErrLeaseLost, ErrAlreadyFinished,
-		ErrNoPolicy, ErrSequenceGap, ErrModeMismatch}
+		ErrNoPolicy, ErrSequenceGap, ErrModeMismatch, ErrParkFull, ErrNoGap}
 	got := map[error]int{}
 	for _, r := range Refusals() {
 		got[r.Err]++

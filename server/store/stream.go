@@ -36,6 +36,9 @@ const (
 	// StreamDuplicate: the sequence is at or below the high-water mark; the
 	// event was processed (or superseded, or rejected) already. Not an error.
 	StreamDuplicate
+	// StreamParked: a claim with Park of a sequence past the next one; the
+	// event is stored and comes back in order (see ApplyStreamParked).
+	StreamParked
 )
 
 func (o StreamOutcome) String() string {
@@ -46,6 +49,8 @@ func (o StreamOutcome) String() string {
 		return "IN_PROGRESS"
 	case StreamDuplicate:
 		return "DUPLICATE"
+	case StreamParked:
+		return "PARKED"
 	}
 	return "UNKNOWN"
 }
@@ -91,6 +96,15 @@ type Stream struct {
 	// counts as absent, as if never seen; see ApplyStream for what a late
 	// event then gets.
 	ExpiresAt time.Time
+
+	// Parked and ParkedBytes count the stream's parked events and their
+	// payloads' bytes; every write that parks or unparks keeps them exact.
+	Parked      int64
+	ParkedBytes int64
+	// Skipped counts the sequences the stream gave up waiting for;
+	// LastSkipped is the latest such run, nil when none.
+	Skipped     int64
+	LastSkipped *SkippedRange
 }
 
 // LeaseLive reports whether the stream has an in-flight claim whose lease is
@@ -129,6 +143,18 @@ type StreamPolicy struct {
 	// Start is the rule for a new stream's first sequence; empty means
 	// StartAtOne.
 	Start StreamStart
+	// MaxParked bounds one stream's parked events; zero means
+	// DefaultMaxParked.
+	MaxParked int64
+	// MaxParkedBytes bounds the consumer's parked payload bytes over all
+	// its streams; zero means no bound. A park is checked against the total
+	// read in its own write, so parks racing on different streams may pass
+	// it by one payload each.
+	MaxParkedBytes int64
+	// GapTimeout and OnGapTimeout: see SkipGapParams. Zero GapTimeout never
+	// times out; empty OnGapTimeout means GapHold.
+	GapTimeout   time.Duration
+	OnGapTimeout GapAction
 }
 
 // DefaultStreamTTL is the idle time after which a stream is forgotten
@@ -150,7 +176,11 @@ type ClaimStreamParams struct {
 	// LeaseTTL of zero means Policy.DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	Owner    string
-	Policy   StreamPolicy
+	// Park stores a dense stream's event past the next sequence with its
+	// Payload and answers StreamParked (see ApplyStreamParked).
+	Park    bool
+	Payload []byte
+	Policy  StreamPolicy
 }
 
 // CompleteStreamParams are the inputs of StreamStore.CompleteStream.
@@ -159,6 +189,9 @@ type CompleteStreamParams struct {
 	Stream       string
 	Sequence     int64
 	FencingToken int64
+	// NextLeaseTTL is the lease of a parked event handed back; zero means
+	// Policy.DefaultLeaseTTL.
+	NextLeaseTTL time.Duration
 	Policy       StreamPolicy
 }
 
@@ -170,6 +203,8 @@ type RejectStreamParams struct {
 	Sequence     int64
 	FencingToken int64
 	Rejection    Rejection
+	// NextLeaseTTL: as for CompleteStreamParams.
+	NextLeaseTTL time.Duration
 	Policy       StreamPolicy
 }
 

@@ -9,7 +9,9 @@ import (
 
 // StreamCommand is a write to one stream: a ClaimStreamParams,
 // CompleteStreamParams, RejectStreamParams, ReleaseStreamParams,
-// ExtendStreamLeaseParams or ResetStreamParams.
+// ExtendStreamLeaseParams, ResetStreamParams, or one of park mode's
+// ClaimParkedParams (of one named stream), DropParkedParams and
+// SkipGapParams.
 type StreamCommand interface{ isStreamCommand() }
 
 func (ClaimStreamParams) isStreamCommand()       {}
@@ -18,6 +20,9 @@ func (RejectStreamParams) isStreamCommand()      {}
 func (ReleaseStreamParams) isStreamCommand()     {}
 func (ExtendStreamLeaseParams) isStreamCommand() {}
 func (ResetStreamParams) isStreamCommand()       {}
+func (ClaimParkedParams) isStreamCommand()       {}
+func (DropParkedParams) isStreamCommand()        {}
+func (SkipGapParams) isStreamCommand()           {}
 
 // StreamDecision is what ApplyStream decides.
 type StreamDecision struct {
@@ -29,6 +34,20 @@ type StreamDecision struct {
 	// Outcome and RetryAfter are set for claims.
 	Outcome    StreamOutcome
 	RetryAfter time.Duration
+
+	// The writes to the stream's parked events, in the same atomic step as
+	// Stream (only with Write): first UnparkAll (every parked event of the
+	// stream: an expired stream's, which its new life must not inherit),
+	// then Unpark (these sequences), then Park (store this event).
+	UnparkAll bool
+	Unpark    []int64
+	Park      *ParkedEvent
+	// HandedOut is a parked event acquired for the caller: by a finish (its
+	// Next, also on a repeat), or by ClaimParked.
+	HandedOut *HandedOut
+	// Skipped is SkipGap's range; Dropped DropParked's count.
+	Skipped *SkippedRange
+	Dropped int64
 }
 
 // errBadSequence is a sequence no caller may send; the API refuses it first.
@@ -55,32 +74,18 @@ var errBadSequence = errors.New("store: stream sequence must be positive")
 // means for choosing StreamTTL.
 //
 // ApplyStream is pure: every backend calls it inside its own atomic step.
+// A command that concerns the stream's parked events (ParkedReadFor says
+// which) gets ErrNeedsParkedView: the backend then reads them in the same
+// step and asks ApplyStreamParked, which holds the park rules.
 func ApplyStream(stored *Stream, cmd StreamCommand, now time.Time) (StreamDecision, error) {
-	now = Now(now)
-	var tokenFloor int64
-	if stored != nil && !now.Before(stored.ExpiresAt) {
-		tokenFloor, stored = stored.FencingToken, nil
+	if _, need := ParkedReadFor(stored, cmd, now); need {
+		return StreamDecision{}, ErrNeedsParkedView
 	}
-	switch c := cmd.(type) {
-	case ClaimStreamParams:
-		return applyStreamClaim(stored, tokenFloor, c, now)
-	case CompleteStreamParams:
-		return applyStreamFinish(stored, finish{c.Sequence, c.FencingToken, Completed, nil, c.Policy}, now)
-	case RejectStreamParams:
-		rej := c.Rejection
-		rej.Retryable = false
-		if len(rej.Detail) == 0 {
-			rej.Detail = nil
-		}
-		return applyStreamFinish(stored, finish{c.Sequence, c.FencingToken, Rejected, &rej, c.Policy}, now)
-	case ReleaseStreamParams:
-		return applyStreamRelease(stored, c, now)
-	case ExtendStreamLeaseParams:
-		return applyStreamExtend(stored, c, now)
-	case ResetStreamParams:
-		return applyStreamReset(stored, tokenFloor, c, now)
-	}
-	return StreamDecision{}, fmt.Errorf("store: unknown stream command %T", cmd)
+	return ApplyStreamParked(stored, ParkedView{}, cmd, now)
+}
+
+func errUnknownStreamCommand(cmd StreamCommand) error {
+	return fmt.Errorf("store: unknown stream command %T", cmd)
 }
 
 // IsStreamLive reports whether a stored stream still counts at time now.
@@ -114,7 +119,7 @@ func claimMode(c ClaimStreamParams) (StreamMode, bool) {
 	return c.Policy.Mode, true
 }
 
-func applyStreamClaim(stored *Stream, tokenFloor int64, c ClaimStreamParams, now time.Time) (StreamDecision, error) {
+func applyStreamClaim(stored *Stream, tokenFloor int64, view ParkedView, c ClaimStreamParams, now time.Time) (StreamDecision, error) {
 	if c.Sequence < 1 {
 		return StreamDecision{}, errBadSequence
 	}
@@ -127,6 +132,8 @@ func applyStreamClaim(stored *Stream, tokenFloor int64, c ClaimStreamParams, now
 		switch {
 		case !ok:
 			return StreamDecision{}, &StreamConflictError{Err: ErrModeMismatch, Stream: fresh}
+		case isGap(&fresh, c) && c.Park:
+			return park(fresh, view, c, now)
 		case isGap(&fresh, c):
 			return StreamDecision{}, &StreamConflictError{Err: ErrSequenceGap, Stream: fresh, Expected: 1}
 		}
@@ -137,15 +144,25 @@ func applyStreamClaim(stored *Stream, tokenFloor int64, c ClaimStreamParams, now
 	if c.Mode != "" && c.Mode != stored.Mode {
 		return StreamDecision{}, &StreamConflictError{Err: ErrModeMismatch, Stream: *stored}
 	}
+	parked := view.at(c.Sequence)
 	switch {
 	case c.Sequence <= stored.HighWater:
 		return StreamDecision{Stream: *stored, Outcome: StreamDuplicate}, nil
+	case parked != nil && digestsDiffer(c.Digest, parked.Digest):
+		return StreamDecision{}, &StreamConflictError{Err: ErrDigestMismatch, Stream: *stored}
+	case c.Park && parked != nil && (isGap(stored, c) || stored.LeaseLive(now)):
+		return StreamDecision{Stream: *stored, Outcome: StreamParked}, nil
+	case c.Park && isGap(stored, c):
+		return park(*stored, view, c, now)
 	case c.Sequence == stored.InFlight && len(c.Digest) > 0 && len(stored.Digest) > 0 && !bytes.Equal(c.Digest, stored.Digest):
 		return StreamDecision{}, &StreamConflictError{Err: ErrDigestMismatch, Stream: *stored}
 	case stored.LeaseLive(now):
 		return StreamDecision{Stream: *stored, Outcome: StreamInProgress, RetryAfter: stored.LeaseExpiresAt.Sub(now)}, nil
 	case isGap(stored, c):
 		return StreamDecision{}, &StreamConflictError{Err: ErrSequenceGap, Stream: *stored, Expected: stored.HighWater + 1}
+	}
+	if parked != nil && len(c.Digest) == 0 {
+		c.Digest = parked.Digest
 	}
 	return acquireStream(*stored, c, now), nil
 }
@@ -196,6 +213,7 @@ type finish struct {
 	seq, token int64
 	outcome    State
 	rejection  *Rejection
+	nextTTL    time.Duration
 	policy     StreamPolicy
 }
 
@@ -209,7 +227,7 @@ func holds(s *Stream, seq, token int64) bool {
 	return s.InFlight != 0 && s.InFlight == seq && s.FencingToken == token
 }
 
-func applyStreamFinish(stored *Stream, f finish, now time.Time) (StreamDecision, error) {
+func applyStreamFinish(stored *Stream, view ParkedView, f finish, now time.Time) (StreamDecision, error) {
 	if stored == nil {
 		return StreamDecision{}, ErrLeaseLost
 	}
@@ -217,7 +235,7 @@ func applyStreamFinish(stored *Stream, f finish, now time.Time) (StreamDecision,
 		same := stored.LastOutcome == f.outcome &&
 			(f.rejection == nil || (stored.LastRejection != nil && sameRejection(*stored.LastRejection, *f.rejection)))
 		if same {
-			return StreamDecision{Stream: *stored}, nil
+			return StreamDecision{Stream: *stored, HandedOut: handedOutAgain(stored, view, f.seq, f.token)}, nil
 		}
 		return StreamDecision{}, &StreamConflictError{Err: ErrAlreadyFinished, Stream: *stored}
 	}
@@ -233,7 +251,15 @@ func applyStreamFinish(stored *Stream, f finish, now time.Time) (StreamDecision,
 		next.Rejected++
 	}
 	clearClaim(&next, f.policy, now)
-	return StreamDecision{Stream: next, Write: true}, nil
+	d := StreamDecision{Write: true}
+	if own := view.at(f.seq); own != nil {
+		unpark(&next, &d, *own)
+	}
+	if ev := view.at(f.seq + 1); ev != nil && next.Mode == Dense {
+		handOut(&next, &d, *ev, stored.Owner, f.policy.lease(f.nextTTL), f.policy, now)
+	}
+	d.Stream = next
+	return d, nil
 }
 
 func applyStreamRelease(stored *Stream, c ReleaseStreamParams, now time.Time) (StreamDecision, error) {
@@ -269,7 +295,7 @@ func applyStreamExtend(stored *Stream, c ExtendStreamLeaseParams, now time.Time)
 	return StreamDecision{Stream: next, Write: true}, nil
 }
 
-func applyStreamReset(stored *Stream, tokenFloor int64, c ResetStreamParams, now time.Time) (StreamDecision, error) {
+func applyStreamReset(stored *Stream, tokenFloor int64, view ParkedView, c ResetStreamParams, now time.Time) (StreamDecision, error) {
 	if c.HighWater < 0 {
 		return StreamDecision{}, errors.New("store: high-water mark must not be negative")
 	}
@@ -293,5 +319,13 @@ func applyStreamReset(stored *Stream, tokenFloor int64, c ResetStreamParams, now
 	next.LastRejection = nil
 	next.FinishedToken = 0
 	clearClaim(&next, c.Policy, now)
-	return StreamDecision{Stream: next, Write: !c.DryRun}, nil
+	d := StreamDecision{Write: !c.DryRun}
+	// Parked events at or below the new mark are duplicates now.
+	for _, ev := range view.Events {
+		if ev.Sequence <= c.HighWater {
+			unpark(&next, &d, ev)
+		}
+	}
+	d.Stream = next
+	return d, nil
 }

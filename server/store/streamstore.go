@@ -16,26 +16,35 @@ import (
 // safe to repeat.
 type StreamStore interface {
 	StreamAdmin
+	ParkStore
 
-	// ClaimStream applies a claim of one sequence (see ApplyStream). Among
-	// any number of concurrent claims of a stream's next sequence exactly
-	// one is StreamAcquired. Refusals: ErrSequenceGap (a
-	// *StreamConflictError carrying the expected sequence),
-	// ErrModeMismatch, ErrDigestMismatch.
+	// ClaimStream applies a claim of one sequence (see ApplyStream and
+	// ApplyStreamParked). Among any number of concurrent claims of a
+	// stream's next sequence exactly one is StreamAcquired. A claim with
+	// Park past the next sequence stores the event and its payload with
+	// the stream, durably before StreamParked is returned. Refusals:
+	// ErrSequenceGap (a *StreamConflictError carrying the expected
+	// sequence), ErrModeMismatch, ErrDigestMismatch, ErrParkFull.
 	ClaimStream(ctx context.Context, p ClaimStreamParams) (StreamClaimResult, error)
 
 	// CompleteStream finishes the in-flight sequence under its fencing
-	// token and moves the high-water mark to it. Repeating the call that
-	// finished the high-water mark returns the stream unchanged. Otherwise
+	// token and moves the high-water mark to it. When the next sequence is
+	// parked, the same atomic write acquires it for the caller (owner and
+	// fencing token as for a claim, lease p.NextLeaseTTL) and returns it as
+	// Next; the finished sequence's own parked copy, if it was one, is
+	// deleted. Repeating the call that finished the high-water mark returns
+	// the stream unchanged, and the same Next while it is still in flight
+	// under the token it was handed out with (a lost reply loses nothing;
+	// once its lease runs out it is ready for ClaimParked). Otherwise
 	// ErrLeaseLost when the token or sequence is not the in-flight claim's,
 	// or the stream is absent; ErrAlreadyFinished when the same token
 	// finished the sequence with the other outcome.
-	CompleteStream(ctx context.Context, p CompleteStreamParams) (Stream, error)
+	CompleteStream(ctx context.Context, p CompleteStreamParams) (StreamFinishResult, error)
 
 	// RejectStream finishes the in-flight sequence as a poison event: the
-	// high-water mark moves past it and the rejection is recorded. Errors
-	// and repeats as for CompleteStream.
-	RejectStream(ctx context.Context, p RejectStreamParams) (Stream, error)
+	// high-water mark moves past it and the rejection is recorded. Hand-off,
+	// errors and repeats as for CompleteStream.
+	RejectStream(ctx context.Context, p RejectStreamParams) (StreamFinishResult, error)
 
 	// ReleaseStream gives up the in-flight claim without moving the
 	// high-water mark, so the sequence can be claimed again at once.
@@ -51,7 +60,8 @@ type StreamStore interface {
 	GetStream(ctx context.Context, consumer, stream string) (Stream, error)
 
 	// DeleteExpiredStreams deletes at most limit streams whose ExpiresAt has
-	// passed and returns how many; it never deletes a live stream.
+	// passed, with their parked events, and returns how many streams; it
+	// never deletes a live stream.
 	DeleteExpiredStreams(ctx context.Context, limit int) (int, error)
 }
 
@@ -92,6 +102,12 @@ type ConsumerStreamPolicy struct {
 	StreamTTL time.Duration
 	Mode      StreamMode
 	Start     StreamStart
+	// MaxParked bounds each stream's parked events (0: DefaultMaxParked);
+	// GapTimeout (0: never) and OnGapTimeout (empty: GapHold) say when a
+	// stream gives up on a gap.
+	MaxParked    int64
+	GapTimeout   time.Duration
+	OnGapTimeout GapAction
 	// UpdatedAt is set by the store when the policy is written.
 	UpdatedAt time.Time
 }
@@ -107,6 +123,10 @@ func (p ConsumerStreamPolicy) Validate() error {
 		return fmt.Errorf("store: stream policy: unknown mode %q", p.Mode)
 	case p.Start != "" && p.Start != StartAtOne && p.Start != StartAtFirstClaim:
 		return fmt.Errorf("store: stream policy: unknown start rule %q", p.Start)
+	case p.MaxParked < 0 || p.GapTimeout < 0:
+		return errors.New("store: stream policy: max parked and gap timeout must not be negative")
+	case p.OnGapTimeout != "" && p.OnGapTimeout != GapHold && p.OnGapTimeout != GapSkip:
+		return fmt.Errorf("store: stream policy: unknown gap timeout action %q", p.OnGapTimeout)
 	}
 	return nil
 }

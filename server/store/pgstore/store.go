@@ -196,6 +196,11 @@ func isConcurrentDDL(err error) bool {
 	switch sqlState(err) {
 	case "23505", "42P07", "42710":
 		return true
+	case "40P01":
+		// Two migrators' DDL on tables joined by a foreign key (dedup_parked
+		// and dedup_streams) can lock them in opposite orders; PostgreSQL
+		// aborts one, and its rerun finds the other's work done.
+		return true
 	}
 	return false
 }

@@ -16,13 +16,15 @@ import (
 const (
 	streamColumns = `consumer, stream, mode, high_water, last_outcome,
     rejection_reason, rejection_message, rejection_detail, finished_token, rejected,
-    in_flight, digest, fencing_token, owner, lease_expires_at, created_at, updated_at, expires_at`
+    in_flight, digest, fencing_token, owner, lease_expires_at, created_at, updated_at, expires_at,
+    parked, parked_bytes, skipped, skip_from, skip_to, skip_cause, skipped_at`
 
 	selectStreamVersionedSQL = `SELECT ` + streamColumns + `, row_version, statement_timestamp()
 FROM dedup_streams WHERE consumer = $1 AND stream = $2`
 
 	insertStreamSQL = `INSERT INTO dedup_streams (` + streamColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+    $19, $20, $21, $22, $23, $24, $25)
 ON CONFLICT (consumer, stream) DO NOTHING
 RETURNING ` + streamColumns
 
@@ -30,8 +32,9 @@ RETURNING ` + streamColumns
     mode = $3, high_water = $4, last_outcome = $5, rejection_reason = $6, rejection_message = $7,
     rejection_detail = $8, finished_token = $9, rejected = $10, in_flight = $11, digest = $12,
     fencing_token = $13, owner = $14, lease_expires_at = $15, created_at = $16, updated_at = $17,
-    expires_at = $18, row_version = row_version + 1
-WHERE consumer = $1 AND stream = $2 AND row_version = $19
+    expires_at = $18, parked = $19, parked_bytes = $20, skipped = $21, skip_from = $22, skip_to = $23,
+    skip_cause = $24, skipped_at = $25, row_version = row_version + 1
+WHERE consumer = $1 AND stream = $2 AND row_version = $26
 RETURNING ` + streamColumns
 
 	// listStreamsSQL pages on the primary key; %s is the lease filter.
@@ -51,15 +54,15 @@ func (s *Store) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (sto
 }
 
 // CompleteStream finishes the in-flight sequence.
-func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
 	d, err := s.applyStream(ctx, "complete stream", p.Consumer, p.Stream, p)
-	return d.Stream, err
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
 // RejectStream finishes the in-flight sequence as a poison event.
-func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
 	d, err := s.applyStream(ctx, "reject stream", p.Consumer, p.Stream, p)
-	return d.Stream, err
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
 // ReleaseStream gives up the in-flight claim.
@@ -80,9 +83,15 @@ func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (sto
 	return d.Stream, err
 }
 
-// applyStream applies cmd to the stream's row with compareAndSet.
+// applyStream applies cmd to the stream's row with compareAndSet, or, when
+// it concerns the stream's parked events, in a transaction with them
+// (applyStreamParked).
 func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
-	return compareAndSet(ctx, s, streamTable, op, consumer, stream, cmd)
+	d, err := compareAndSet(ctx, s, streamTable, op, consumer, stream, cmd)
+	if errors.Is(err, store.ErrNeedsParkedView) {
+		return s.applyStreamParked(ctx, op, consumer, stream, cmd)
+	}
+	return d, err
 }
 
 // GetStream returns a live stream, judged on the database's clock.
@@ -149,13 +158,16 @@ func scanStream(row pgx.Row, extra ...any) (store.Stream, error) {
 		reason, message                  *string
 		detail                           []byte
 		lease, created, updated, expires time.Time
+		skip                             skipColumns
 	)
 	dest := append([]any{&st.Consumer, &st.Stream, &mode, &st.HighWater, &outcome,
 		&reason, &message, &detail, &st.FinishedToken, &st.Rejected,
-		&st.InFlight, &st.Digest, &st.FencingToken, &st.Owner, &lease, &created, &updated, &expires}, extra...)
+		&st.InFlight, &st.Digest, &st.FencingToken, &st.Owner, &lease, &created, &updated, &expires,
+		&st.Parked, &st.ParkedBytes, &st.Skipped, &skip.from, &skip.to, &skip.cause, &skip.at}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return store.Stream{}, err
 	}
+	st.LastSkipped = skip.decode()
 	st.Mode, st.LastOutcome = store.StreamMode(mode), store.State(outcome)
 	if st.LastOutcome == store.Rejected {
 		st.LastRejection = &store.Rejection{Reason: deref(reason), Message: deref(message)}
@@ -180,8 +192,10 @@ func streamArgs(st store.Stream) []any {
 	if j := st.LastRejection; j != nil {
 		reason, message, detail = &j.Reason, &j.Message, j.Detail
 	}
+	skip := encodeSkip(st.LastSkipped)
 	return []any{st.Consumer, st.Stream, string(st.Mode), st.HighWater, string(st.LastOutcome),
 		reason, message, detail, st.FinishedToken, st.Rejected,
 		st.InFlight, notNull(st.Digest), st.FencingToken, st.Owner,
-		st.LeaseExpiresAt, st.CreatedAt, st.UpdatedAt, st.ExpiresAt}
+		st.LeaseExpiresAt, st.CreatedAt, st.UpdatedAt, st.ExpiresAt,
+		st.Parked, st.ParkedBytes, st.Skipped, skip.from, skip.to, skip.cause, skip.at}
 }

@@ -70,11 +70,11 @@ func (s *Store) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (sto
 	return s.inner.ClaimStream(ctx, p)
 }
 
-func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
 	return s.inner.CompleteStream(ctx, p)
 }
 
-func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
 	return s.inner.RejectStream(ctx, p)
 }
 

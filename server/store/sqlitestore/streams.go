@@ -16,12 +16,14 @@ import (
 const (
 	streamFields = `mode, high_water, last_outcome, rejection_reason, rejection_message, rejection_detail,
        finished_token, rejected, in_flight, digest, fencing_token, owner,
-       lease_expires_at, created_at, updated_at, expires_at`
+       lease_expires_at, created_at, updated_at, expires_at,
+       parked, parked_bytes, skipped, skip_from, skip_to, skip_cause, skipped_at`
 
 	selectStreamSQL = `SELECT ` + streamFields + ` FROM dedup_streams WHERE consumer = $1 AND stream = $2`
 
 	upsertStreamSQL = `INSERT INTO dedup_streams (consumer, stream, ` + streamFields + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+       $19, $20, $21, $22, $23, $24, $25)
 ON CONFLICT (consumer, stream) DO UPDATE SET
        mode = excluded.mode, high_water = excluded.high_water, last_outcome = excluded.last_outcome,
        rejection_reason = excluded.rejection_reason, rejection_message = excluded.rejection_message,
@@ -29,7 +31,10 @@ ON CONFLICT (consumer, stream) DO UPDATE SET
        rejected = excluded.rejected, in_flight = excluded.in_flight, digest = excluded.digest,
        fencing_token = excluded.fencing_token, owner = excluded.owner,
        lease_expires_at = excluded.lease_expires_at, created_at = excluded.created_at,
-       updated_at = excluded.updated_at, expires_at = excluded.expires_at`
+       updated_at = excluded.updated_at, expires_at = excluded.expires_at,
+       parked = excluded.parked, parked_bytes = excluded.parked_bytes, skipped = excluded.skipped,
+       skip_from = excluded.skip_from, skip_to = excluded.skip_to, skip_cause = excluded.skip_cause,
+       skipped_at = excluded.skipped_at`
 
 	deleteExpiredStreamsSQL = `DELETE FROM dedup_streams
 WHERE expires_at <= $1 AND (consumer, stream) IN (
@@ -43,15 +48,15 @@ func (s *Store) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (sto
 }
 
 // CompleteStream finishes the in-flight sequence.
-func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
 	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return d.Stream, err
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
 // RejectStream finishes the in-flight sequence as a poison event.
-func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
 	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return d.Stream, err
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
 // ReleaseStream gives up the in-flight claim.
@@ -104,12 +109,22 @@ func (w *writer) decideStream(consumer, stream string, cmd store.StreamCommand) 
 	if err != nil {
 		return store.StreamDecision{}, dbError("reading stream", err)
 	}
-	d, err := store.ApplyStream(stored, cmd, time.Now())
+	now := time.Now()
+	var view store.ParkedView
+	if r, need := store.ParkedReadFor(stored, cmd, now); need {
+		if view, err = w.readParked(consumer, stream, r); err != nil {
+			return store.StreamDecision{}, dbError("reading parked events", err)
+		}
+	}
+	d, err := store.ApplyStreamParked(stored, view, cmd, now)
 	if err != nil || !d.Write {
 		return d, err
 	}
 	if _, err := w.conn.ExecContext(bg, upsertStreamSQL, streamArgs(&d.Stream)...); err != nil {
 		return store.StreamDecision{}, dbError("writing stream", err)
+	}
+	if err := w.writeParked(consumer, stream, d); err != nil {
+		return store.StreamDecision{}, dbError("writing parked events", err)
 	}
 	return d, nil
 }
@@ -169,7 +184,13 @@ func (s *Store) DeleteExpiredStreams(ctx context.Context, limit int) (int, error
 	}
 	var deleted int64
 	err := s.w.write(ctx, func() error {
-		res, err := s.w.conn.ExecContext(ctx, deleteExpiredStreamsSQL, store.Now(time.Now()).UnixMicro(), limit)
+		now := store.Now(time.Now()).UnixMicro()
+		// Parked events go with their stream (SQLite enforces no foreign
+		// keys here): those of every expired stream, then the streams.
+		if _, err := s.w.conn.ExecContext(ctx, deleteExpiredParkedSQL, now); err != nil {
+			return dbError("deleting expired parked events", err)
+		}
+		res, err := s.w.conn.ExecContext(ctx, deleteExpiredStreamsSQL, now, limit)
 		if err == nil {
 			deleted, err = res.RowsAffected()
 		}
@@ -205,13 +226,16 @@ func scanStreamFields(row rowScanner, st *store.Stream, lead ...any) error {
 		reason, message                  sql.NullString
 		detail                           []byte
 		lease, created, updated, expires int64
+		skip                             skipColumns
 	)
 	err := row.Scan(append(lead, &mode, &st.HighWater, &outcome, &reason, &message, &detail,
 		&st.FinishedToken, &st.Rejected, &st.InFlight, &st.Digest, &st.FencingToken, &st.Owner,
-		&lease, &created, &updated, &expires)...)
+		&lease, &created, &updated, &expires,
+		&st.Parked, &st.ParkedBytes, &st.Skipped, &skip.from, &skip.to, &skip.cause, &skip.at)...)
 	if err != nil {
 		return err
 	}
+	st.LastSkipped = skip.decode()
 	st.Mode, st.LastOutcome = store.StreamMode(mode), store.State(outcome)
 	if st.LastOutcome == store.Rejected {
 		st.LastRejection = &store.Rejection{Reason: reason.String, Message: message.String}
@@ -237,7 +261,9 @@ func streamArgs(st *store.Stream) []any {
 	if digest == nil {
 		digest = []byte{}
 	}
+	skip := encodeSkip(st.LastSkipped)
 	return []any{st.Consumer, st.Stream, string(st.Mode), st.HighWater, string(st.LastOutcome),
 		reason, message, detail, st.FinishedToken, st.Rejected, st.InFlight, digest, st.FencingToken, st.Owner,
-		st.LeaseExpiresAt.UnixMicro(), st.CreatedAt.UnixMicro(), st.UpdatedAt.UnixMicro(), st.ExpiresAt.UnixMicro()}
+		st.LeaseExpiresAt.UnixMicro(), st.CreatedAt.UnixMicro(), st.UpdatedAt.UnixMicro(), st.ExpiresAt.UnixMicro(),
+		st.Parked, st.ParkedBytes, st.Skipped, skip.from, skip.to, skip.cause, skip.at}
 }

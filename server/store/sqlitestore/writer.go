@@ -279,7 +279,16 @@ type migrationConn struct{ conn *sql.Conn }
 
 func (m migrationConn) Exec(ctx context.Context, sql string, args ...any) error {
 	_, err := m.conn.ExecContext(ctx, sql, args...)
+	if err != nil && addsColumn(sql) && strings.Contains(err.Error(), "duplicate column name") {
+		// SQLite's ADD COLUMN has no IF NOT EXISTS: a column already there
+		// is a step an interrupted run did already (see migrations.Up).
+		return nil
+	}
 	return err
+}
+
+func addsColumn(sql string) bool {
+	return strings.HasPrefix(sql, "ALTER TABLE ") && strings.Contains(sql, " ADD COLUMN ")
 }
 
 func (m migrationConn) QueryVersions(ctx context.Context, sql string) ([]int64, error) {

@@ -17,10 +17,13 @@ type memStreams struct {
 	mu       sync.Mutex
 	streams  map[[2]string]store.Stream
 	policies map[string]store.ConsumerStreamPolicy
+	// parked holds each stream's parked events by sequence.
+	parked map[[2]string]map[int64]store.ParkedEvent
 }
 
 func newMemStreams() *memStreams {
-	return &memStreams{streams: map[[2]string]store.Stream{}, policies: map[string]store.ConsumerStreamPolicy{}}
+	return &memStreams{streams: map[[2]string]store.Stream{}, policies: map[string]store.ConsumerStreamPolicy{},
+		parked: map[[2]string]map[int64]store.ParkedEvent{}}
 }
 
 func (m *memStreams) apply(ctx context.Context, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
@@ -30,9 +33,15 @@ func (m *memStreams) apply(ctx context.Context, consumer, stream string, cmd sto
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := [2]string{consumer, stream}
-	d, err := store.ApplyStream(m.load(k), cmd, time.Now())
+	now, stored := time.Now(), m.load(k)
+	var view store.ParkedView
+	if r, need := store.ParkedReadFor(stored, cmd, now); need {
+		view = m.readParked(k, r)
+	}
+	d, err := store.ApplyStreamParked(stored, view, cmd, now)
 	if err == nil && d.Write {
 		m.streams[k] = cloneStream(d.Stream)
+		m.writeParked(k, d)
 	}
 	d.Stream = cloneStream(d.Stream)
 	return d, err
@@ -53,14 +62,14 @@ func (m *memStreams) ClaimStream(ctx context.Context, p store.ClaimStreamParams)
 	return store.StreamClaimResult{Outcome: d.Outcome, Stream: d.Stream, RetryAfter: d.RetryAfter}, err
 }
 
-func (m *memStreams) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+func (m *memStreams) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
 	d, err := m.apply(ctx, p.Consumer, p.Stream, p)
-	return d.Stream, err
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
-func (m *memStreams) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+func (m *memStreams) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
 	d, err := m.apply(ctx, p.Consumer, p.Stream, p)
-	return d.Stream, err
+	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
 func (m *memStreams) ReleaseStream(ctx context.Context, p store.ReleaseStreamParams) (store.Stream, error) {
@@ -113,6 +122,7 @@ func (m *memStreams) DeleteExpiredStreams(ctx context.Context, limit int) (int, 
 	for k, st := range m.streams {
 		if n < limit && !store.IsStreamLive(&st, time.Now()) {
 			delete(m.streams, k)
+			delete(m.parked, k)
 			n++
 		}
 	}

@@ -63,10 +63,11 @@ func sacquire(t *testing.T, s store.StreamStore, p store.ClaimStreamParams) stor
 
 func scomplete(t *testing.T, s store.StreamStore, held store.Stream) store.Stream {
 	t.Helper()
-	st, err := s.CompleteStream(t.Context(), scompleteP(held))
+	r, err := s.CompleteStream(t.Context(), scompleteP(held))
 	if err != nil {
 		t.Fatalf("CompleteStream(%q, %d): %v", held.Stream, held.InFlight, err)
 	}
+	st := r.Stream
 	if st.HighWater != held.InFlight || st.InFlight != 0 {
 		t.Fatalf("after completing %d: mark %d, in flight %d", held.InFlight, st.HighWater, st.InFlight)
 	}

@@ -27,7 +27,7 @@ func testStreamCompleteRepeated(t *testing.T, s store.StreamStore) {
 	// A retry of the first Complete, say after a lost reply, is harmless
 	// even once the next event is in flight.
 	again, err := s.CompleteStream(t.Context(), scompleteP(held))
-	if err != nil || again.HighWater != 1 {
+	if err != nil || again.Stream.HighWater != 1 {
 		t.Fatalf("repeated Complete: %+v, %v", again, err)
 	}
 	wantStreamUnchanged(t, s, next)
@@ -60,15 +60,16 @@ func testStreamPoison(t *testing.T, s store.StreamStore) {
 	rej := store.Rejection{Reason: "UNPARSEABLE", Message: "bad payload", Detail: binary(40)}
 	p := store.RejectStreamParams{Consumer: consumer, Stream: "order-1", Sequence: 1,
 		FencingToken: held.FencingToken, Rejection: rej, Policy: streamPolicy()}
-	st, err := s.RejectStream(t.Context(), p)
+	r, err := s.RejectStream(t.Context(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := r.Stream
 	if st.HighWater != 1 || st.LastOutcome != store.Rejected || st.Rejected != 1 ||
 		!sameRejection(st.LastRejection, &rej) {
 		t.Fatalf("after the poison event: %+v", st)
 	}
-	if again, err := s.RejectStream(t.Context(), p); err != nil || again.Rejected != 1 {
+	if again, err := s.RejectStream(t.Context(), p); err != nil || again.Stream.Rejected != 1 {
 		t.Fatalf("repeated Reject: %+v, %v", again, err)
 	}
 	_, err = s.CompleteStream(t.Context(), scompleteP(held))

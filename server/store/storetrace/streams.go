@@ -19,14 +19,14 @@ func (t *tracedStore) ClaimStream(ctx context.Context, p store.ClaimStreamParams
 	return r, err
 }
 
-func (t *tracedStore) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.Stream, error) {
+func (t *tracedStore) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
 	ctx, span := t.start(ctx, "CompleteStream", p.Consumer)
 	r, err := t.inner.CompleteStream(ctx, p)
 	end(span, "", err)
 	return r, err
 }
 
-func (t *tracedStore) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.Stream, error) {
+func (t *tracedStore) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
 	ctx, span := t.start(ctx, "RejectStream", p.Consumer)
 	r, err := t.inner.RejectStream(ctx, p)
 	end(span, "", err)
