@@ -18,6 +18,7 @@ from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc, stream_pb2, stream_pb2_g
 # Re-exported under their old names (dedupd.client.seconds, ...).
 from ._durations import Seconds as Seconds, duration as duration, seconds as seconds
 from ._loopback import is_loopback_target
+from ._parkcalls import ParkCalls
 from .batch import (ClaimItem, ExtendItem, FinishItem, ItemResult, claim_batch_request,
                     claim_results, extend_lease_batch_request, finish_batch_request,
                     record_results)
@@ -51,7 +52,7 @@ Reply = TypeVar("Reply")
 TOKEN_ENV = "DEDUPD_TOKEN"
 
 
-class Client:
+class Client(ParkCalls):
     """A connection to one dedupd.
 
     Client("127.0.0.1:7070") connects without TLS. TLS is on with tls=True
@@ -189,14 +190,18 @@ class Client:
     def claim_stream(self, consumer: str, stream: str, sequence: int, *,
                      lease_ttl: Optional[Seconds] = None, owner: str = "",
                      mode: "stream_pb2.StreamMode.ValueType" = stream_pb2.STREAM_MODE_UNSPECIFIED,
-                     digest: bytes = b"") -> stream_pb2.ClaimStreamResponse:
+                     digest: bytes = b"", park: bool = False,
+                     payload: bytes = b"") -> stream_pb2.ClaimStreamResponse:
         """Claims one sequence of a stream; returns the ClaimStreamResponse
         (outcome ACQUIRED, IN_PROGRESS or DUPLICATE, stream, fencing_token,
         retry_after). Raises SequenceGap (with .expected) for an early
-        event of a dense stream."""
+        event of a dense stream; with park=True the server stores it with
+        payload instead and answers PARKED (the park-mode calls are in
+        dedupd._parkcalls)."""
         return self._call(self._streams.ClaimStream, stream_pb2.ClaimStreamRequest(
             consumer=consumer, stream=stream, sequence=sequence, mode=mode, digest=digest,
-            lease_ttl=duration(lease_ttl), owner=owner), stream_pb2.ClaimStreamResponse)
+            lease_ttl=duration(lease_ttl), owner=owner, park=park, payload=payload),
+            stream_pb2.ClaimStreamResponse)
 
     def complete_stream(self, consumer: str, stream: str, sequence: int,
                         fencing_token: int) -> stream_pb2.Stream:
