@@ -171,11 +171,14 @@ class Client {
   /**
    * Claims one sequence of a stream; resolves to the ClaimStreamResponse
    * {outcome, stream, fencingToken, retryAfter}. Rejects with SequenceGap
-   * (err.expected) for an early event of a dense stream.
+   * (err.expected) for an early event of a dense stream; with park: true
+   * the server stores it with payload instead and answers
+   * STREAM_OUTCOME_PARKED (the park-mode calls are in park.js).
    */
-  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0), ...callOptions } = {}) {
+  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0),
+    park = false, payload = Buffer.alloc(0), ...callOptions } = {}) {
     return this.call('ClaimStream', { consumer, stream, sequence: int64(sequence, 'sequence'), mode, digest,
-      leaseTtl: duration(leaseTtl), owner }, this.streamStub, callOptions);
+      leaseTtl: duration(leaseTtl), owner, park, payload: toBuffer(payload) }, this.streamStub, callOptions);
   }
 
   /** Finishes the sequence and moves the high-water mark to it; resolves to the stream. */
