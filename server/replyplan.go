@@ -19,8 +19,11 @@ import (
 //     reply (a replay of a large result) may be refused as a read's;
 //   - every other call may have written by the time its reply exists, so
 //     it is never refused after its handler ran; its reply is Floor or
-//     less except when it echoes a stored result, and whatever it takes
-//     past Floor goes over the budget (docs/operations.md, Memory).
+//     less except when it echoes a stored result or hands out a parked
+//     event's payload (CompleteStream's and RejectStream's next,
+//     ClaimParked; at most --max-park-payload-bytes), and whatever it
+//     takes past Floor goes over the budget (docs/operations.md, Memory).
+//     A hand-out must not be refused: it acquired the event.
 func replyPlan(fullMethod string) replybudget.Plan {
 	method := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
 	switch {

@@ -22,6 +22,7 @@ func TestReplyPlanOfEveryMethod(t *testing.T) {
 		"ClaimStream": write, "CompleteStream": write, "RejectStream": write, "ReleaseStream": write,
 		"ExtendStreamLease": write, "GetStream": read, "ListStreams": read, "ResetStream": write,
 		"SetStreamPolicy": write, "GetStreamPolicy": read, "DeleteStreamPolicy": write,
+		"ClaimParked": write, "ListParked": read, "DropParked": write, "SkipGap": write,
 	}
 	for _, desc := range []grpc.ServiceDesc{dedupv1.DedupService_ServiceDesc, dedupv1.AdminService_ServiceDesc,
 		dedupv1.StreamService_ServiceDesc, dedupv1.StreamAdminService_ServiceDesc} {

@@ -98,6 +98,10 @@ see docs/operations.md).`,
 	f.DurationVar(&cfg.Policy.RejectedTTL, "rejected-ttl", 24*time.Hour, "how long a terminal rejection is kept")
 	f.DurationVar(&cfg.Policy.ReleasedTTL, "released-ttl", 24*time.Hour, "how long a released claim, or a pending one whose lease ran out, is kept")
 	f.IntVar(&cfg.Limits.MaxResultBytes, "max-result-bytes", 64<<10, "largest result (or rejection detail) a caller may store, in bytes")
+	f.IntVar(&cfg.Limits.MaxParkPayloadBytes, "max-park-payload-bytes", api.DefaultMaxParkPayloadBytes,
+		fmt.Sprintf("largest payload a stream claim with park may store, in bytes, at most %d", api.MaxParkPayloadCeiling))
+	f.Int64Var(&cfg.Limits.MaxParkedBytesPerConsumer, "max-parked-bytes-per-consumer", 256<<20,
+		"payload bytes one consumer may hold parked over all its streams; past it a park is PARK_FULL (0: no bound)")
 	f.DurationVar(&cfg.StreamTTL, "stream-ttl", store.DefaultStreamTTL, "how long an idle stream (StreamService) is kept, unless its consumer's stream policy says otherwise; longer than the latest redelivery you expect")
 	f.IntVar(&cfg.Limits.MaxBatchItems, "max-batch-items", api.DefaultMaxBatchItems,
 		fmt.Sprintf("most items in one batch call (ClaimBatch, FinishBatch, ExtendLeaseBatch, LookupBatch), at most %d", api.MaxBatchItemsCeiling))

@@ -25,3 +25,8 @@ CREATE TABLE IF NOT EXISTS dedup_parked (
 -- The streams that hold parked events, for ClaimParked, the gap timeout
 -- and the metrics: partial, so streams that never park stay out of it.
 CREATE INDEX IF NOT EXISTS dedup_streams_parked ON dedup_streams (consumer, stream) WHERE parked > 0;
+
+-- A consumer's park rules; zero or empty means the server default.
+ALTER TABLE dedup_stream_policies ADD COLUMN max_parked INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE dedup_stream_policies ADD COLUMN gap_timeout_us INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE dedup_stream_policies ADD COLUMN on_gap_timeout TEXT NOT NULL DEFAULT '' CHECK (on_gap_timeout IN ('', 'HOLD', 'SKIP'));

@@ -23,6 +23,11 @@ type Limits struct {
 	// means PageBytesCeiling. A record larger than it comes alone on a
 	// page.
 	MaxPageBytes int
+	// MaxParkPayloadBytes caps a park claim's payload; zero means
+	// DefaultMaxParkPayloadBytes. MaxParkedBytesPerConsumer bounds the
+	// payload bytes one consumer holds parked; zero means no bound.
+	MaxParkPayloadBytes       int
+	MaxParkedBytesPerConsumer int64
 }
 
 // PageBytesCeiling is the most MaxPageBytes may be: MaxReplyBytes less

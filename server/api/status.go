@@ -33,6 +33,8 @@ var refusalClasses = map[error]wireClass{
 	store.ErrNotFound:        {codes.NotFound, rpcerrors.ReasonNotFound},
 	store.ErrSequenceGap:     {codes.FailedPrecondition, rpcerrors.ReasonSequenceGap},
 	store.ErrModeMismatch:    {codes.FailedPrecondition, rpcerrors.ReasonStreamModeMismatch},
+	store.ErrParkFull:        {codes.ResourceExhausted, rpcerrors.ReasonParkFull},
+	store.ErrNoGap:           {codes.FailedPrecondition, rpcerrors.ReasonNoGap},
 	store.ErrNoPolicy:        {codes.NotFound, rpcerrors.ReasonPolicyNotFound},
 	store.ErrDigestMismatch:  {codes.FailedPrecondition, rpcerrors.ReasonDigestMismatch},
 	store.ErrAlreadyFinished: {codes.FailedPrecondition, rpcerrors.ReasonAlreadyFinished},

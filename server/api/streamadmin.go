@@ -77,6 +77,7 @@ func (s *StreamAdminService) SetStreamPolicy(ctx context.Context, req *dedupv1.S
 	p := store.ConsumerStreamPolicy{Consumer: pp.GetConsumer(),
 		Mode: v.streamMode("policy.mode", pp.GetMode()), Start: v.streamStart("policy.start", pp.GetStart())}
 	p.StreamTTL = v.policyTTL("policy.stream_ttl", pp.GetStreamTtl())
+	v.parkPolicy(pp, &p)
 	if err := v.result(); err != nil {
 		return nil, s.fail(ctx, err, pp.GetConsumer(), "")
 	}
@@ -121,5 +122,6 @@ func streamPolicyToProto(p store.ConsumerStreamPolicy) *dedupv1.StreamPolicy {
 	if p.StreamTTL > 0 {
 		pp.StreamTtl = durationpb.New(p.StreamTTL)
 	}
+	parkPolicyToProto(p, pp)
 	return pp
 }

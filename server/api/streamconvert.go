@@ -43,3 +43,9 @@ func streamFilterHash(req *dedupv1.ListStreamsRequest) string {
 // HandedOutToProto converts a parked event handed out to the caller; nil
 // stays nil.
 func HandedOutToProto(h *store.HandedOut) *dedupv1.ParkedEvent { return recordpb.HandedOutFromStore(h) }
+
+// parkedFilterHash ties a ListParked page token to its stream.
+func parkedFilterHash(req *dedupv1.ListParkedRequest) string {
+	sum := sha256.Sum256([]byte(req.GetConsumer() + "\x00parked\x00" + req.GetStream()))
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}

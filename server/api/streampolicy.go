@@ -65,6 +65,10 @@ func (p *StreamPolicies) For(ctx context.Context, consumer string) (resolvedStre
 			StreamTTL:       orDefault(stored.StreamTTL, p.defaultTTL),
 			Mode:            stored.Mode,
 			Start:           stored.Start,
+			MaxParked:       stored.MaxParked,
+			MaxParkedBytes:  p.parkLimits().MaxParkedBytesPerConsumer,
+			GapTimeout:      stored.GapTimeout,
+			OnGapTimeout:    stored.OnGapTimeout,
 		},
 		maxLease: keys.MaxLeaseTTL,
 	}, nil

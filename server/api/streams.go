@@ -89,13 +89,15 @@ func (s *StreamService) ClaimStream(ctx context.Context, req *dedupv1.ClaimStrea
 	v.bytes("digest", req.GetDigest(), MaxDigestBytes)
 	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
 	v.text("owner", req.GetOwner(), MaxOwnerBytes)
+	v.parkPayload(req, s.streams.parkLimits())
 	policy, err := s.policy(ctx, &v, req.GetConsumer(), lease)
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
 	res, err := s.store.ClaimStream(ctx, store.ClaimStreamParams{
 		Consumer: req.GetConsumer(), Stream: req.GetStream(), Sequence: req.GetSequence(),
-		Mode: mode, Digest: req.GetDigest(), LeaseTTL: lease, Owner: req.GetOwner(), Policy: policy,
+		Mode: mode, Digest: req.GetDigest(), LeaseTTL: lease, Owner: req.GetOwner(),
+		Park: req.GetPark(), Payload: req.GetPayload(), Policy: policy,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
@@ -130,7 +132,7 @@ func (s *StreamService) CompleteStream(ctx context.Context, req *dedupv1.Complet
 		next      *store.HandedOut
 	)
 	checks := func(v *validator) time.Duration {
-		nextLease = v.leaseTTL(req.GetNextLeaseTtl(), MaxTTLCeiling)
+		nextLease = v.leaseTTLOf("next_lease_ttl", req.GetNextLeaseTtl(), MaxTTLCeiling)
 		return nextLease
 	}
 	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), checks,
@@ -156,7 +158,7 @@ func (s *StreamService) RejectStream(ctx context.Context, req *dedupv1.RejectStr
 		v.text("reason", req.GetReason(), MaxReasonBytes)
 		v.text("message", req.GetMessage(), MaxStreamMessageBytes)
 		v.bytes("detail", req.GetDetail(), MaxStreamDetailBytes)
-		nextLease = v.leaseTTL(req.GetNextLeaseTtl(), MaxTTLCeiling)
+		nextLease = v.leaseTTLOf("next_lease_ttl", req.GetNextLeaseTtl(), MaxTTLCeiling)
 		return nextLease
 	}
 	st, err := s.asHolder(ctx, req.GetConsumer(), req.GetStream(), req.GetSequence(), req.GetFencingToken(), checks,
@@ -214,7 +216,11 @@ func (s *StreamService) GetStream(ctx context.Context, req *dedupv1.GetStreamReq
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
 	}
-	return &dedupv1.GetStreamResponse{Stream: StreamToProto(st)}, nil
+	resp := &dedupv1.GetStreamResponse{Stream: StreamToProto(st)}
+	if resp.Parked, err = s.parkedSummary(ctx, st); err != nil {
+		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())
+	}
+	return resp, nil
 }
 
 // ListStreams pages through a consumer's streams, one keyset query per page.

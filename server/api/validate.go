@@ -127,16 +127,21 @@ func (v *validator) duration(field string, d *durationpb.Duration) (time.Duratio
 // leaseTTL returns the requested lease, zero when unset (the policy default
 // then applies).
 func (v *validator) leaseTTL(d *durationpb.Duration, limit time.Duration) time.Duration {
+	return v.leaseTTLOf("lease_ttl", d, limit)
+}
+
+// leaseTTLOf is leaseTTL for a lease field of another name.
+func (v *validator) leaseTTLOf(field string, d *durationpb.Duration, limit time.Duration) time.Duration {
 	if d == nil {
 		return 0
 	}
-	ttl, ok := v.duration("lease_ttl", d)
+	ttl, ok := v.duration(field, d)
 	switch {
 	case !ok:
 	case ttl <= 0:
-		v.fail("lease_ttl", "must be positive, got %s", ttl)
+		v.fail(field, "must be positive, got %s", ttl)
 	case ttl > limit:
-		v.fail("lease_ttl", "is %s, more than the maximum of %s", ttl, limit)
+		v.fail(field, "is %s, more than the maximum of %s", ttl, limit)
 	}
 	return ttl
 }

@@ -44,7 +44,9 @@ func (f streamFailing) ListOpenGaps(context.Context, store.ListOpenGapsParams) (
 	return nil, f.err
 }
 
-func (f streamFailing) ParkedTotals(context.Context) ([]store.ConsumerParked, error) { return nil, f.err }
+func (f streamFailing) ParkedTotals(context.Context) ([]store.ConsumerParked, error) {
+	return nil, f.err
+}
 
 func (f streamFailing) DropParked(context.Context, store.DropParkedParams) (store.DropParkedResult, error) {
 	return store.DropParkedResult{}, f.err

@@ -59,6 +59,9 @@ const (
 	ReasonSequenceGap        = "SEQUENCE_GAP"
 	ReasonStreamModeMismatch = "STREAM_MODE_MISMATCH"
 	ReasonStreamNotFound     = "STREAM_NOT_FOUND"
+	// ReasonParkFull and ReasonNoGap are park mode's refusals.
+	ReasonParkFull = "PARK_FULL"
+	ReasonNoGap    = "NO_GAP"
 )
 
 // Reasons lists every reason above: the set the server can send, which a
@@ -69,6 +72,7 @@ var Reasons = []string{
 	ReasonDeadlineExceeded, ReasonCanceled, ReasonInternal,
 	ReasonUnauthenticated, ReasonPermissionDenied, ReasonRateLimited, ReasonOverloaded,
 	ReasonSequenceGap, ReasonStreamModeMismatch, ReasonStreamNotFound,
+	ReasonParkFull, ReasonNoGap,
 }
 
 // ErrMalformedRequest is a request whose bytes do not decode as its message,

@@ -218,6 +218,9 @@ func park(base Stream, view ParkedView, c ClaimStreamParams, now time.Time) (Str
 	next.Parked++
 	next.ParkedBytes += size
 	next.UpdatedAt = now
+	if next.LeaseExpiresAt.IsZero() { // a stream new with this park: no lease, as after a finish
+		next.LeaseExpiresAt = now
+	}
 	if keep := Now(now.Add(c.Policy.streamTTL())); keep.After(next.ExpiresAt) {
 		next.ExpiresAt = keep
 	}

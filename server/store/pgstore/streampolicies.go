@@ -11,14 +11,15 @@ import (
 )
 
 const (
-	streamPolicyColumns = `consumer, stream_ttl_us, mode, start, updated_at`
+	streamPolicyColumns = `consumer, stream_ttl_us, mode, start, updated_at, max_parked, gap_timeout_us, on_gap_timeout`
 
 	// putStreamPolicySQL: INSERT ... ON CONFLICT DO UPDATE, as putPolicySQL.
 	putStreamPolicySQL = `INSERT INTO dedup_stream_policies (` + streamPolicyColumns + `)
-VALUES ($1, $2, $3, $4, statement_timestamp())
+VALUES ($1, $2, $3, $4, statement_timestamp(), $5, $6, $7)
 ON CONFLICT (consumer) DO UPDATE SET
     stream_ttl_us = excluded.stream_ttl_us, mode = excluded.mode, start = excluded.start,
-    updated_at = excluded.updated_at
+    updated_at = excluded.updated_at, max_parked = excluded.max_parked,
+    gap_timeout_us = excluded.gap_timeout_us, on_gap_timeout = excluded.on_gap_timeout
 RETURNING ` + streamPolicyColumns
 
 	getStreamPolicySQL    = `SELECT ` + streamPolicyColumns + ` FROM dedup_stream_policies WHERE consumer = $1`
@@ -31,7 +32,8 @@ func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolic
 		return store.ConsumerStreamPolicy{}, err
 	}
 	return s.oneStreamPolicy(ctx, "put stream policy", putStreamPolicySQL,
-		p.Consumer, p.StreamTTL.Microseconds(), string(p.Mode), string(p.Start))
+		p.Consumer, p.StreamTTL.Microseconds(), string(p.Mode), string(p.Start),
+		p.MaxParked, p.GapTimeout.Microseconds(), string(p.OnGapTimeout))
 }
 
 // GetStreamPolicy returns a consumer's stream policy, or store.ErrNoPolicy.
@@ -48,11 +50,13 @@ func (s *Store) oneStreamPolicy(ctx context.Context, op, sql string, args ...any
 	var p store.ConsumerStreamPolicy
 	err := s.withRetry(ctx, op, func(ctx context.Context) error {
 		var (
-			mode, start string
-			ttl         int64
-			updated     time.Time
+			mode, start, onGap string
+			ttl, gap           int64
+			updated            time.Time
 		)
-		err := s.pool.QueryRow(ctx, sql, args...).Scan(&p.Consumer, &ttl, &mode, &start, &updated)
+		err := s.pool.QueryRow(ctx, sql, args...).Scan(&p.Consumer, &ttl, &mode, &start, &updated,
+			&p.MaxParked, &gap, &onGap)
+		p.GapTimeout, p.OnGapTimeout = time.Duration(gap)*time.Microsecond, store.GapAction(onGap)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNoPolicy
 		}

@@ -8,13 +8,14 @@ import (
 )
 
 const (
-	streamPolicyColumns = `consumer, stream_ttl_us, mode, start, updated_at`
+	streamPolicyColumns = `consumer, stream_ttl_us, mode, start, updated_at, max_parked, gap_timeout_us, on_gap_timeout`
 
 	putStreamPolicySQL = `INSERT INTO dedup_stream_policies (` + streamPolicyColumns + `)
-VALUES ($1, $2, $3, $4, $5)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (consumer) DO UPDATE SET
     stream_ttl_us = excluded.stream_ttl_us, mode = excluded.mode, start = excluded.start,
-    updated_at = excluded.updated_at
+    updated_at = excluded.updated_at, max_parked = excluded.max_parked,
+    gap_timeout_us = excluded.gap_timeout_us, on_gap_timeout = excluded.on_gap_timeout
 RETURNING ` + streamPolicyColumns
 
 	getStreamPolicySQL    = `SELECT ` + streamPolicyColumns + ` FROM dedup_stream_policies WHERE consumer = $1`
@@ -30,7 +31,8 @@ func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolic
 	err := s.w.write(ctx, func() error {
 		var err error
 		stored, err = scanStreamPolicy(s.w.conn.QueryRowContext(context.Background(), putStreamPolicySQL,
-			p.Consumer, p.StreamTTL.Microseconds(), string(p.Mode), string(p.Start), store.Now(time.Now()).UnixMicro()))
+			p.Consumer, p.StreamTTL.Microseconds(), string(p.Mode), string(p.Start), store.Now(time.Now()).UnixMicro(),
+			p.MaxParked, p.GapTimeout.Microseconds(), string(p.OnGapTimeout)))
 		return policyError("put stream policy", err)
 	})
 	return stored, err
@@ -58,11 +60,12 @@ func (s *Store) DeleteStreamPolicy(ctx context.Context, consumer string) (store.
 
 func scanStreamPolicy(row rowScanner) (store.ConsumerStreamPolicy, error) {
 	var (
-		p           store.ConsumerStreamPolicy
-		mode, start string
-		ttl, upd    int64
+		p                  store.ConsumerStreamPolicy
+		mode, start, onGap string
+		ttl, upd, gap      int64
 	)
-	err := row.Scan(&p.Consumer, &ttl, &mode, &start, &upd)
+	err := row.Scan(&p.Consumer, &ttl, &mode, &start, &upd, &p.MaxParked, &gap, &onGap)
+	p.GapTimeout, p.OnGapTimeout = time.Duration(gap)*time.Microsecond, store.GapAction(onGap)
 	p.StreamTTL = time.Duration(ttl) * time.Microsecond
 	p.Mode, p.Start, p.UpdatedAt = store.StreamMode(mode), store.StreamStart(start), fromMicros(upd)
 	return p, err

@@ -230,7 +230,8 @@ func testStreamPolicies(t *testing.T, s store.StreamStore) {
 		t.Fatalf("no policy yet: %v", err)
 	}
 	want := store.ConsumerStreamPolicy{Consumer: consumer, StreamTTL: 90 * 24 * time.Hour,
-		Mode: store.Versions, Start: store.StartAtFirstClaim}
+		Mode: store.Versions, Start: store.StartAtFirstClaim,
+		MaxParked: 50, GapTimeout: 90 * time.Second, OnGapTimeout: store.GapSkip}
 	put, err := s.PutStreamPolicy(t.Context(), want)
 	if err != nil || put.UpdatedAt.IsZero() {
 		t.Fatalf("put: %+v, %v", put, err)

@@ -80,6 +80,8 @@ func streamGroups() []group[store.StreamStore] {
 		{"StreamFinish", streamFinishTests()},
 		{"StreamAdmin", streamAdminTests()},
 		{"StreamRace", streamRaceTests()},
+		{"Park", parkTests()},
+		{"ParkRace", parkRaceTests()},
 	}
 }
 
