@@ -161,14 +161,13 @@ func TestParkedCrashes(t *testing.T) {
 		t.Run(crash, func(t *testing.T) {
 			l := ledger(filepath.Join(t.TempDir(), "ledger"))
 			stream := "order-" + crash
-			deliver := func(seq int64) client.InOrderResult {
+			deliver := func(seq int64) {
 				t.Helper()
 				res, err := c.DoInOrder(ctx, crashConsumer, stream, seq, inOrder(l, seq, lease, l.released),
 					func(context.Context, int64) error { return l.apply(seq) })
 				if err != nil || res.UnfinishedErr != nil {
 					t.Fatalf("deliver %d: %+v, %v", seq, res, err)
 				}
-				return res
 			}
 			// The child gets 3 to park, or 1 once 2..4 are parked; it dies
 			// without acking, so its message is delivered again here.

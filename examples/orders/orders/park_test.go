@@ -3,6 +3,8 @@ package orders_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -75,10 +77,11 @@ func (c *crashes) afterCompletion(ctx context.Context, method string, req, reply
 // came back can only be finished by the pickup worker.
 func reversed() []orders.Event {
 	var perOrder [][]orders.Event
-	for order, statuses := range lifecycles {
+	for _, order := range slices.Sorted(maps.Keys(lifecycles)) {
+		statuses := lifecycles[order]
 		var evs []orders.Event
-		for i := len(statuses) - 1; i >= 0; i-- {
-			ev := orders.Event{Order: order, Seq: int64(i + 1), Status: statuses[i]}
+		for i, status := range slices.Backward(statuses) {
+			ev := orders.Event{Order: order, Seq: int64(i + 1), Status: status}
 			evs = append(evs, ev)
 			if i%2 == 0 {
 				evs = append(evs, ev) // a redelivery, as in deliveries
