@@ -47,13 +47,13 @@ func testConfig() Config {
 // startGuarded serves DedupService on st (an embedded store in a temp dir
 // when nil), plus an AdminService whose every method is unimplemented: the
 // interceptors decide before any handler, which is what these tests check.
-func startGuarded(t *testing.T, cfg Config, st store.Store) *guardedServer {
+func startGuarded(t *testing.T, cfg Config, st store.Backend) *guardedServer {
 	t.Helper()
 	return startGuardedWithLog(t, cfg, st, slog.New(slog.DiscardHandler))
 }
 
 // startGuardedWithLog is startGuarded logging to log.
-func startGuardedWithLog(t *testing.T, cfg Config, st store.Store, log *slog.Logger) *guardedServer {
+func startGuardedWithLog(t *testing.T, cfg Config, st store.Backend, log *slog.Logger) *guardedServer {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

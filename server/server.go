@@ -72,6 +72,10 @@ type Config struct {
 	// many at most per statement. An interval of zero turns the reaper off.
 	ReapInterval time.Duration
 	ReapBatch    int
+	// LeaseSampleInterval is how often the claims in flight are summed up
+	// for the lease metrics (dedupd_claims_in_flight, ...); zero turns the
+	// sampling off.
+	LeaseSampleInterval time.Duration
 	// ShutdownTimeout bounds how long in-flight calls may take to finish.
 	ShutdownTimeout time.Duration
 
@@ -158,6 +162,7 @@ func (c Config) Validate() error {
 		{c.Limits.MaxParkedBytesPerConsumer >= 0, "--max-parked-bytes-per-consumer must not be negative"},
 		{c.ReapInterval >= 0, "--reap-interval must not be negative"},
 		{c.ReapBatch > 0, "--reap-batch must be positive"},
+		{c.LeaseSampleInterval >= 0, "--lease-sample-interval must not be negative"},
 		{c.AuthTokens != "" || c.InsecureNoAuth || loopback.Target(c.Listen),
 			"refusing to serve without authentication on " + c.Listen + ": give --auth-tokens, listen on a loopback address, or pass --insecure-no-auth"},
 		{(c.TLSCert == "") == (c.TLSKey == ""), "--tls-cert and --tls-key go together"},
@@ -242,6 +247,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { runReaper(bgCtx, observed, cfg, m, log) })
+	bg.Go(func() { runLeaseSampler(bgCtx, observed, cfg.LeaseSampleInterval, m, log) })
 	bg.Go(func() { watcher.run(bgCtx) })
 	bg.Go(func() { handleReloads(bgCtx, cfg.Reload, reload, log) })
 

@@ -68,7 +68,7 @@ func TestRateLimitIsPerConsumerWithRetryHint(t *testing.T) {
 
 // blockingStore holds every Lookup until released.
 type blockingStore struct {
-	store.Store
+	store.Backend
 	entered chan struct{}
 	release chan struct{}
 }
@@ -76,7 +76,7 @@ type blockingStore struct {
 func (b *blockingStore) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
 	b.entered <- struct{}{}
 	<-b.release
-	return b.Store.Lookup(ctx, consumer, key)
+	return b.Backend.Lookup(ctx, consumer, key)
 }
 
 // TestInFlightBoundShedsAtOnce: with --max-inflight 2 and two calls held
@@ -89,7 +89,7 @@ func TestInFlightBoundShedsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	st := &blockingStore{Store: sq, entered: make(chan struct{}, 2), release: make(chan struct{})}
+	st := &blockingStore{Backend: sq, entered: make(chan struct{}, 2), release: make(chan struct{})}
 	cfg := testConfig()
 	cfg.MaxInFlight = 2
 	srv := startGuarded(t, cfg, st)
@@ -283,7 +283,7 @@ func TestCallsWaitingBehindTheBoundAreCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	st := &blockingStore{Store: sq, entered: make(chan struct{}, 2), release: make(chan struct{})}
+	st := &blockingStore{Backend: sq, entered: make(chan struct{}, 2), release: make(chan struct{})}
 	cfg := testConfig()
 	cfg.MaxInFlight, cfg.MaxWaiting = 2, 3
 	srv := startGuarded(t, cfg, st)

@@ -77,6 +77,18 @@ func TestCLIStreams(t *testing.T) {
 		if c := claim("order-1", 2, time.Minute); c.GetOutcome() != dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED {
 			t.Errorf("after the reset, event 2 is %v, want it acquired again", c.GetOutcome())
 		}
+
+		// A consumer with streams and no records is in stats, counted.
+		row := tableRows(t, s.ok(t, "stats").stdout)["shop"]
+		if want := "shop 0 0 0 0 0 0 2 -"; strings.Join(row, " ") != want {
+			t.Errorf("stats row = %q, want %q", row, want)
+		}
+		var stats dedupv1.StatsResponse
+		parseJSON(t, s.ok(t, "stats", "shop", "-o", "json").stdout, &stats)
+		if c := stats.GetConsumers(); len(c) != 1 || c[0].GetStreams() != 2 || c[0].GetStreamsInFlight() != 2 ||
+			c[0].GetOldestStreamClaimAt() == nil {
+			t.Errorf("stats JSON = %v, want 2 streams, both in flight", &stats)
+		}
 	})
 }
 

@@ -108,6 +108,7 @@ see docs/operations.md).`,
 	f.DurationVar(&cfg.PolicyCacheTTL, "policy-cache-ttl", 5*time.Second, "how long a consumer's policy is cached; a change made through another replica applies within it (0 reads it on every call)")
 	f.StringVar(&reaper, "reaper", "on", "on: delete expired records every --reap-interval; off: leave them to the database (CockroachDB row-level TTL, see docs/cockroachdb.md)")
 	f.DurationVar(&cfg.ReapInterval, "reap-interval", 30*time.Second, "how often expired records are deleted; 0 turns the reaper off")
+	f.DurationVar(&cfg.LeaseSampleInterval, "lease-sample-interval", 30*time.Second, "how often the claims in flight are summed up for the lease metrics (dedupd_claims_in_flight, dedupd_oldest_claim_idle_seconds); it reads only their index; 0 turns it off")
 	f.IntVar(&cfg.ReapBatch, "reap-batch", 1000, "most records the reaper deletes per statement")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight calls may run after SIGTERM")
 	f.StringVar(&cfg.AuthTokens, "auth-tokens", "", "YAML/JSON file of token hashes and client certificates with the consumers each may use (see docs/operations.md); reloaded on SIGHUP")

@@ -14,7 +14,7 @@ import (
 // records one by one or in bulk, and counts.
 type AdminService struct {
 	dedupv1.UnimplementedAdminServiceServer
-	store    store.Store
+	store    store.Backend
 	policies *Policies
 	log      *slog.Logger
 }
@@ -22,7 +22,7 @@ type AdminService struct {
 // NewAdminService returns the service. policies must be the resolver the
 // DedupService of this server uses, so that a policy change made here is
 // seen by the next call at once.
-func NewAdminService(s store.Store, policies *Policies, log *slog.Logger) *AdminService {
+func NewAdminService(s store.Backend, policies *Policies, log *slog.Logger) *AdminService {
 	return &AdminService{store: s, policies: policies, log: log}
 }
 
@@ -163,18 +163,9 @@ func (s *AdminService) Stats(ctx context.Context, req *dedupv1.StatsRequest) (*d
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
-	resp := &dedupv1.StatsResponse{Consumers: make([]*dedupv1.ConsumerStats, len(stats))}
-	for i, c := range stats {
-		resp.Consumers[i] = &dedupv1.ConsumerStats{
-			Consumer:            c.Consumer,
-			Pending:             c.Pending,
-			Completed:           c.Completed,
-			Rejected:            c.Rejected,
-			Released:            c.Released,
-			PendingLeaseExpired: c.PendingLeaseExpired,
-			OldestPendingAt:     recordpb.Timestamp(c.OldestPendingAt),
-			Expired:             c.Expired,
-		}
+	streams, err := s.store.StreamStats(ctx, req.GetConsumer())
+	if err != nil {
+		return nil, s.fail(ctx, err, req.GetConsumer(), "")
 	}
-	return resp, nil
+	return &dedupv1.StatsResponse{Consumers: joinStats(stats, streams)}, nil
 }

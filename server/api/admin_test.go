@@ -315,7 +315,7 @@ func recvAll(t *testing.T, stream grpc.ServerStreamingClient[dedupv1.PurgeRespon
 // commitThenFailStore stores each policy change, then reports the error a
 // connection lost at COMMIT gives: the caller cannot tell that it landed.
 type commitThenFailStore struct {
-	store.Store
+	store.Backend
 	policies *policyCountingStore
 }
 

@@ -111,7 +111,7 @@ func TestPurgeRefusesBadRequests(t *testing.T) {
 // gatedPurgeStore lets the first purge batch through, then holds the second
 // until release is closed.
 type gatedPurgeStore struct {
-	store.Store
+	store.Backend
 	batches atomic.Int64
 	second  chan struct{}
 	release chan struct{}
@@ -122,7 +122,7 @@ func (s *gatedPurgeStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (
 		close(s.second)
 		<-s.release
 	}
-	return s.Store.PurgeBatch(ctx, p)
+	return s.Backend.PurgeBatch(ctx, p)
 }
 
 // TestPurgeCancelledStopsBetweenBatches: the caller cancels while the second
@@ -134,7 +134,7 @@ func TestPurgeCancelledStopsBetweenBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { inner.Close() })
-	gated := &gatedPurgeStore{Store: inner, second: make(chan struct{}), release: make(chan struct{})}
+	gated := &gatedPurgeStore{Backend: inner, second: make(chan struct{}), release: make(chan struct{})}
 	conn := serve(t, gated, 0)
 	c := clients{dedupv1.NewDedupServiceClient(conn), dedupv1.NewAdminServiceClient(conn)}
 	for i := range 10 {

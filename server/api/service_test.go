@@ -55,14 +55,14 @@ func newServer(t *testing.T, policyCacheTTL time.Duration) *grpc.ClientConn {
 }
 
 // serve serves both services on st.
-func serve(t *testing.T, st store.Store, policyCacheTTL time.Duration) *grpc.ClientConn {
+func serve(t *testing.T, st store.Backend, policyCacheTTL time.Duration) *grpc.ClientConn {
 	t.Helper()
 	return serveWith(t, st, policyCacheTTL, testDefaults)
 }
 
 // serveWith serves both services on st with the given server defaults, to
 // a client left at grpc-go's defaults (a 4 MiB receive limit).
-func serveWith(t *testing.T, st store.Store, policyCacheTTL time.Duration, defaults Defaults) *grpc.ClientConn {
+func serveWith(t *testing.T, st store.Backend, policyCacheTTL time.Duration, defaults Defaults) *grpc.ClientConn {
 	t.Helper()
 	srv := grpc.NewServer()
 	log := slog.New(slog.DiscardHandler)

@@ -54,6 +54,7 @@ type Metrics struct {
 	serving         prometheus.Gauge
 	batchItems      *prometheus.HistogramVec
 	connRefused     prometheus.Counter
+	leases          *leaseCollector
 
 	mu        sync.Mutex
 	consumers sync.Map // name -> *consumerSeries, for the labelled consumers
@@ -85,9 +86,10 @@ func New() *Metrics {
 	m.storeErrors = counterVec("dedupd_store_errors_total", "Store operations that failed, by operation and class (unavailable, deadline, canceled, internal). Refusals such as LEASE_LOST are not errors.", "op", "class")
 	m.serving = prometheus.NewGauge(prometheus.GaugeOpts{Name: "dedupd_serving", Help: "1 while the health status is SERVING (the store answers), else 0."})
 	m.batchItems = newBatchItems()
+	m.leases = newLeaseCollector(m)
 	m.connRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "dedupd_connections_refused_total", Help: "Connections closed as soon as accepted because their address (IPv6: /64) held its share of --max-connections (--max-connections-per-peer)."})
 	m.Registry.MustRegister(m.batchItems, m.GRPC, m.claims, m.streamClaims, m.streamRefusals, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
-		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving, m.connRefused,
+		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving, m.connRefused, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.initializeSeries()
 	return m

@@ -34,6 +34,18 @@ func (o *observedStore) Stats(ctx context.Context, consumer string) ([]store.Con
 	return o.inner.Stats(ctx, consumer)
 }
 
+func (o *observedStore) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+	return o.inner.StreamStats(ctx, consumer)
+}
+
+func (o *observedStore) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return o.inner.PendingLeases(ctx)
+}
+
+func (o *observedStore) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return o.inner.InFlightLeases(ctx)
+}
+
 func (o *observedStore) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
 	return o.inner.PutPolicy(ctx, p)
 }

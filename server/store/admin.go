@@ -64,10 +64,25 @@ type ConsumerStats struct {
 	Rejected            int64
 	Released            int64
 	PendingLeaseExpired int64
-	// OldestPendingAt is the UpdatedAt of the oldest live Pending record;
-	// zero when there is none.
+	// OldestPendingAt is the least recent UpdatedAt of the live Pending
+	// records: the last claim or lease extension of the claim left alone
+	// longest; zero when there is none.
 	OldestPendingAt time.Time
 	Expired         int64
+}
+
+// LeaseStats sums up one consumer's claims in flight: how many there are,
+// how many of their leases have run out (the reconciliation queue), and how
+// long the one left alone longest has been (a claim is renewed by each
+// lease extension, so a heartbeating holder stays recent and an abandoned
+// claim ages).
+type LeaseStats struct {
+	Consumer string
+	Held     int64
+	Expired  int64
+	// OldestUpdatedAt is the least recent UpdatedAt of the claims in
+	// flight; zero when Held is 0.
+	OldestUpdatedAt time.Time
 }
 
 // Admin is what operators need beyond the hot path: reading many records,
@@ -112,6 +127,15 @@ type Admin interface {
 	// records when consumer is empty, ordered by consumer. A consumer with
 	// no records is absent from the result.
 	Stats(ctx context.Context, consumer string) ([]ConsumerStats, error)
+
+	// PendingLeases returns the live Pending records of every consumer that
+	// has any, summed up per consumer in bytewise consumer order: Held,
+	// Expired and OldestUpdatedAt agree with Stats' Pending,
+	// PendingLeaseExpired and OldestPendingAt. Unlike Stats it reads only
+	// the pending claims (the reconciliation queue's index), never every
+	// record, so a server can sample it for its metrics however many
+	// records are stored.
+	PendingLeases(ctx context.Context) ([]LeaseStats, error)
 
 	// PutPolicy creates or replaces a consumer's policy and returns it as
 	// stored, with UpdatedAt set.

@@ -81,6 +81,19 @@ type StreamAdmin interface {
 	// that stays live throughout exactly once.
 	ListStreams(ctx context.Context, p ListStreamsParams) ([]Stream, error)
 
+	// StreamStats returns the stream counts of one consumer, or of every
+	// consumer with live streams when consumer is empty, ordered bytewise by
+	// consumer. A consumer with no live stream is absent from the result.
+	// Expired streams count as absent, as everywhere.
+	StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error)
+
+	// InFlightLeases returns the live streams with a claim in flight of
+	// every consumer that has any, summed up per consumer in bytewise
+	// consumer order: Held, Expired and OldestUpdatedAt agree with
+	// StreamStats' InFlight, LeaseExpired and OldestInFlightAt. It reads
+	// only the streams in flight (their index), as PendingLeases does.
+	InFlightLeases(ctx context.Context) ([]LeaseStats, error)
+
 	// PutStreamPolicy creates or replaces a consumer's stream policy and
 	// returns it as stored, with UpdatedAt set.
 	PutStreamPolicy(ctx context.Context, p ConsumerStreamPolicy) (ConsumerStreamPolicy, error)
@@ -91,6 +104,23 @@ type StreamAdmin interface {
 	// DeleteStreamPolicy deletes a consumer's stream policy and returns it,
 	// or ErrNoPolicy.
 	DeleteStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
+}
+
+// ConsumerStreamStats counts one consumer's live streams. Stats of keys
+// and of streams are apart because they are apart in every store; the API
+// joins them by consumer.
+type ConsumerStreamStats struct {
+	Consumer string
+	// Streams counts live streams.
+	Streams int64
+	// InFlight counts live streams with a claim in flight, its lease live or
+	// not; LeaseExpired those whose lease has run out: the streams'
+	// reconciliation queue.
+	InFlight     int64
+	LeaseExpired int64
+	// OldestInFlightAt is the least recent UpdatedAt of the streams in
+	// flight (their last claim or lease extension); zero when none is.
+	OldestInFlightAt time.Time
 }
 
 // ConsumerStreamPolicy is the stored stream policy of one consumer. Zero

@@ -50,9 +50,10 @@ describe('npm pack, then install into a scratch project', () => {
   it('packs only the sources, their declarations, the protos and the README', () => {
     const files = packed.files.map((f) => f.path).sort();
     const protos = PROTO_FILES.map((f) => `proto/${f}`);
-    const extra = files.filter((f) => !/^(src\/[a-z]+\.(js|mjs|d\.ts)|package\.json|README\.md)$/.test(f) && !protos.includes(f));
+    const extra = files.filter((f) => !/^(src\/[a-z]+\.(js|mjs|d\.ts|d\.mts)|package\.json|README\.md)$/.test(f) && !protos.includes(f));
     assert.deepEqual(extra, [], 'the tarball should not carry these');
-    for (const need of ['src/index.js', 'src/index.mjs', 'src/index.d.ts', ...protos]) {
+    for (const need of ['src/index.js', 'src/index.mjs', 'src/index.d.ts', 'src/powertools.js', 'src/powertools.mjs',
+      'src/powertools.d.ts', 'src/powertools.d.mts', ...protos]) {
       assert.ok(files.includes(need), `the tarball lacks ${need}`);
     }
     assert.ok(!fs.existsSync(path.join(PACKAGE_DIR, 'proto')), 'postpack left client/node/proto behind');
@@ -108,5 +109,26 @@ describe('npm pack, then install into a scratch project', () => {
     run(path.join(PACKAGE_DIR, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: project });
     const out = run('node', [path.join('out', 'typed.js')], { cwd: project, env: { ...process.env, DEDUPD_ADDR: server.addr } });
     assert.match(out, /typed example: ok/);
+  });
+
+  it('runs a Powertools handler on the installed layer, from CommonJS and an ES module, typed', () => {
+    // Powertools is an optional peer: installed here as a user would, at
+    // the versions of the lockfile.
+    const lock = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, 'package-lock.json'), 'utf8')).packages;
+    const pinned = (name) => `${name}@${lock[`node_modules/${name}`].version}`;
+    run('npm', ['install', ...NPM_QUIET, pinned('@aws-lambda-powertools/idempotency'), pinned('@types/aws-lambda')], { cwd: project });
+    const env = { ...process.env, DEDUPD_ADDR: server.addr };
+    const tsconfig = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, 'tsconfig.json'), 'utf8'));
+    const { paths, noEmit, ...compilerOptions } = tsconfig.compilerOptions; // resolve the installed package instead
+    for (const file of ['powertools.ts', 'powertools.mts']) {
+      fs.copyFileSync(path.join(PACKAGE_DIR, 'examples', file), path.join(project, file));
+    }
+    fs.writeFileSync(path.join(project, 'tsconfig.powertools.json'), JSON.stringify({
+      compilerOptions: { ...compilerOptions, outDir: 'out-powertools', typeRoots: [path.join(PACKAGE_DIR, 'node_modules', '@types')] },
+      files: ['powertools.ts', 'powertools.mts'],
+    }));
+    run(path.join(PACKAGE_DIR, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.powertools.json'], { cwd: project });
+    assert.match(run('node', [path.join('out-powertools', 'powertools.js')], { cwd: project, env }), /typed powertools example: ok/);
+    assert.match(run('node', [path.join('out-powertools', 'powertools.mjs')], { cwd: project, env }), /typed powertools example \(ESM\): ok/);
   });
 });

@@ -22,6 +22,8 @@ import uuid
 
 import dedupd
 
+from .clients import SYNC
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 _server = None
@@ -99,12 +101,15 @@ def server():
 
 
 class ClientTestCase(unittest.TestCase):
-    """Test cases whose tests share cls.client, a dedupd.Client on the run's
-    server, closed after the last of them."""
+    """Test cases whose tests share cls.client, a client of cls.api (SYNC,
+    dedupd itself, unless an aio_twin) on the run's server, closed after the
+    last of them."""
+
+    api = SYNC
 
     @classmethod
     def setUpClass(cls):
-        cls.client = dedupd.Client(server().addr)
+        cls.client = cls.api.Client(server().addr)
 
     @classmethod
     def tearDownClass(cls):

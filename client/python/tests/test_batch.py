@@ -6,6 +6,7 @@ import time
 import dedupd
 from dedupd import ClaimItem, ExtendItem, FinishItem
 
+from .clients import aio_twin
 from .server import ClientTestCase, unique_key
 
 CONSUMER = "py-batch"
@@ -72,7 +73,7 @@ class DoBatchTest(ClientTestCase):
         m1, m2, refuse, flaky = (unique_key() for _ in range(4))
         fn = Counting(refuse=[refuse], flaky=[flaky])
         poll = [m1, (m2, b"d"), refuse, flaky, m1]
-        first = dedupd.do_batch(self.client, CONSUMER, poll, fn, parallelism=2)
+        first = self.api.do_batch(self.client, CONSUMER, poll, fn, parallelism=2)
         self.assertEqual(first[0].outcome.result, f"done {m1}/1".encode())
         self.assertFalse(first[0].outcome.replayed)
         self.assertEqual(first[4].outcome.result, first[0].outcome.result)
@@ -80,7 +81,7 @@ class DoBatchTest(ClientTestCase):
         self.assertIsInstance(first[2].error, dedupd.Rejected)
         self.assertIsInstance(first[3].error, RuntimeError)
 
-        again = dedupd.do_batch(self.client, CONSUMER, poll, fn)
+        again = self.api.do_batch(self.client, CONSUMER, poll, fn)
         self.assertTrue(again[0].outcome.replayed)
         self.assertTrue(again[2].error.replayed)
         self.assertIsInstance(again[3].error, RuntimeError)
@@ -102,7 +103,7 @@ class DoBatchTest(ClientTestCase):
                 deadline = time.monotonic() + 10
                 while len(beats) < 2 and time.monotonic() < deadline:
                     time.sleep(0.02)
-            out = dedupd.do_batch(self.client, CONSUMER, keys, Counting(wait=slow),
+            out = self.api.do_batch(self.client, CONSUMER, keys, Counting(wait=slow),
                                   lease_ttl=0.3, heartbeat_every=0.1)
         finally:
             del self.client.extend_lease_batch
@@ -111,3 +112,7 @@ class DoBatchTest(ClientTestCase):
         self.assertIsNone(out[0].error)
         self.assertIsNone(out[1].error)
         self.assertIsInstance(out[2].error, dedupd.InProgressTimeout)
+
+
+BatchCallsTestAio = aio_twin(BatchCallsTest)
+DoBatchTestAio = aio_twin(DoBatchTest)

@@ -8,6 +8,7 @@ import grpc
 import dedupd
 from dedupd.client import seconds
 
+from .clients import aio_twin
 from .server import ClientTestCase, unique_key
 
 CONSUMER = "py-client"
@@ -141,7 +142,7 @@ class ClientTest(ClientTestCase):
 
     def test_unreachable_server_is_unavailable(self):
         # Port 1 on loopback has no listener: the call fails fast, untouched.
-        with dedupd.Client("127.0.0.1:1", timeout=10) as c:
+        with self.api.Client("127.0.0.1:1", timeout=10) as c:
             with self.assertRaises(dedupd.Unavailable) as cm:
                 c.lookup(CONSUMER, "k")
         self.assertEqual(cm.exception.code, grpc.StatusCode.UNAVAILABLE)
@@ -156,6 +157,9 @@ class ClientTest(ClientTestCase):
         self.assertTrue(first.next_page_token)
         listed = [r.key for r in c.iter_records(CONSUMER, key_prefix=prefix, page_size=2)]
         self.assertEqual(listed, keys)
+
+
+ClientTestAio = aio_twin(ClientTest)
 
 
 if __name__ == "__main__":

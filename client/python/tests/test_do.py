@@ -7,6 +7,7 @@ import unittest
 
 import dedupd
 
+from .clients import aio_twin
 from .server import ClientTestCase, unique_key
 from .test_client import take_over
 
@@ -45,11 +46,11 @@ class SeesInProgress:
 class DoTest(ClientTestCase):
     def test_runs_once_then_replays(self):
         key, fn = unique_key(), Calls(result="stored")
-        first = dedupd.do(self.client, CONSUMER, key, fn, digest=dedupd.digest_bytes(b"a"))
+        first = self.api.do(self.client, CONSUMER, key, fn, digest=dedupd.digest_bytes(b"a"))
         self.assertFalse(first.replayed)
         self.assertEqual(first.result, b"stored")
         self.assertEqual(fn.calls, [(1, 1)])
-        again = dedupd.do(self.client, CONSUMER, key, fn, digest=dedupd.digest_bytes(b"a"))
+        again = self.api.do(self.client, CONSUMER, key, fn, digest=dedupd.digest_bytes(b"a"))
         self.assertTrue(again.replayed)
         self.assertEqual(again.result, b"stored")
         self.assertEqual(len(fn.calls), 1)
@@ -58,12 +59,12 @@ class DoTest(ClientTestCase):
         key = unique_key()
         fn = Calls(raises=dedupd.Terminal("OUT_OF_STOCK", "stock 2 < 3", b"2"))
         with self.assertRaises(dedupd.Rejected) as cm:
-            dedupd.do(self.client, CONSUMER, key, fn)
+            self.api.do(self.client, CONSUMER, key, fn)
         self.assertFalse(cm.exception.replayed)
         self.assertEqual(cm.exception.rejection.reason, "OUT_OF_STOCK")
         self.assertIsInstance(cm.exception.__cause__, dedupd.Terminal)
         with self.assertRaises(dedupd.Rejected) as cm:
-            dedupd.do(self.client, CONSUMER, key, fn)
+            self.api.do(self.client, CONSUMER, key, fn)
         self.assertTrue(cm.exception.replayed)
         self.assertEqual(cm.exception.rejection.detail, b"2")
         self.assertEqual(len(fn.calls), 1)
@@ -71,14 +72,14 @@ class DoTest(ClientTestCase):
     def test_other_exception_releases_for_a_retry(self):
         key = unique_key()
         with self.assertRaises(ConnectionError):
-            dedupd.do(self.client, CONSUMER, key, Calls(raises=ConnectionError("db down")))
+            self.api.do(self.client, CONSUMER, key, Calls(raises=ConnectionError("db down")))
         released = self.client.lookup(CONSUMER, key)
         self.assertEqual(released.state, dedupd.STATE_RELEASED)
         self.assertEqual(released.rejection.reason, "RETRYABLE_ERROR")
         self.assertEqual(released.rejection.message, "ConnectionError: db down")
         self.assertTrue(released.rejection.retryable)
         fn = Calls()
-        out = dedupd.do(self.client, CONSUMER, key, fn)
+        out = self.api.do(self.client, CONSUMER, key, fn)
         self.assertFalse(out.replayed)
         self.assertEqual(fn.calls, [(2, 2)])
 
@@ -87,7 +88,7 @@ class DoTest(ClientTestCase):
         holder = self.client.claim(CONSUMER, key, lease_ttl=60, owner="holder")
         watching, fn, outcome = SeesInProgress(self.client), Calls(), []
         waiter = threading.Thread(target=lambda: outcome.append(
-            dedupd.do(watching, CONSUMER, key, fn, max_wait=60)))
+            self.api.do(watching, CONSUMER, key, fn, max_wait=60)))
         waiter.start()
         self.assertTrue(watching.seen.wait(30), "do() never saw IN_PROGRESS")
         self.client.complete(CONSUMER, key, holder.fencing_token, b"holder's")
@@ -101,7 +102,7 @@ class DoTest(ClientTestCase):
         key = unique_key()
         self.client.claim(CONSUMER, key, lease_ttl=60, owner="holder")
         with self.assertRaises(dedupd.InProgressTimeout) as cm:
-            dedupd.do(self.client, CONSUMER, key, Calls(), max_wait=0.3)
+            self.api.do(self.client, CONSUMER, key, Calls(), max_wait=0.3)
         self.assertEqual(cm.exception.record.owner, "holder")
 
     def test_own_claim_with_lost_reply_is_carried_on(self):
@@ -123,16 +124,16 @@ class DoTest(ClientTestCase):
                 return self.client.claim(*args, **kwargs)
 
         fn = Calls()
-        out = dedupd.do(LosesFirstReply(self.client), CONSUMER, key, fn, owner="w", max_wait=0)
+        out = self.api.do(LosesFirstReply(self.client), CONSUMER, key, fn, owner="w", max_wait=0)
         self.assertFalse(out.replayed)
         self.assertEqual(fn.calls, [(1, 1)])
         self.assertTrue(out.record.owner.startswith("w#"))
 
     def test_digest_mismatch(self):
         key = unique_key()
-        dedupd.do(self.client, CONSUMER, key, Calls(), digest=dedupd.digest_json({"n": 1}))
+        self.api.do(self.client, CONSUMER, key, Calls(), digest=dedupd.digest_json({"n": 1}))
         with self.assertRaises(dedupd.DigestMismatch) as cm:
-            dedupd.do(self.client, CONSUMER, key, Calls(), digest=dedupd.digest_json({"n": 2}))
+            self.api.do(self.client, CONSUMER, key, Calls(), digest=dedupd.digest_json({"n": 2}))
         self.assertEqual(cm.exception.record.result, b"done")
 
     def test_heartbeat_keeps_the_lease_past_its_ttl(self):
@@ -150,7 +151,7 @@ class DoTest(ClientTestCase):
             self.assertEqual(busy.outcome, dedupd.OUTCOME_IN_PROGRESS)
             return b"long"
 
-        out = dedupd.do(c, CONSUMER, key, long_work, lease_ttl=1.0, heartbeat_every=0.2)
+        out = self.api.do(c, CONSUMER, key, long_work, lease_ttl=1.0, heartbeat_every=0.2)
         self.assertEqual(out.result, b"long")
         self.assertEqual(out.record.fencing_token, 1)
 
@@ -163,9 +164,12 @@ class DoTest(ClientTestCase):
 
         # No heartbeat within the work: the lease runs out.
         with self.assertRaises(dedupd.LeaseLost) as cm:
-            dedupd.do(c, CONSUMER, key, overrun, lease_ttl=0.2, heartbeat_every=3600)
+            self.api.do(c, CONSUMER, key, overrun, lease_ttl=0.2, heartbeat_every=3600)
         self.assertEqual(cm.exception.record.fencing_token, 2)
         self.assertEqual(cm.exception.record.owner, "taker")
+
+
+DoTestAio = aio_twin(DoTest)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import dedupd
 from dedupd import error_reason_pb2
 from dedupd.errors import class_for_reason
 
+from .clients import SYNC, aio_twin
 from .server import Server, unique_key
 
 
@@ -34,6 +35,8 @@ class RateLimitedTest(unittest.TestCase):
     """A dedupd allowing one call per consumer per ~17 minutes: the second
     call is refused with RATE_LIMITED and a google.rpc.RetryInfo."""
 
+    api = SYNC
+
     @classmethod
     def setUpClass(cls):
         cls.server = Server(["--rate-limit", "0.001", "--rate-burst", "1"])
@@ -43,7 +46,7 @@ class RateLimitedTest(unittest.TestCase):
         cls.server.stop()
 
     def test_rate_limited_carries_reason_and_retry_after(self):
-        with dedupd.Client(self.server.addr, timeout=10) as c:
+        with self.api.Client(self.server.addr, timeout=10) as c:
             consumer = unique_key("rl")
             c.claim(consumer, "k1")
             with self.assertRaises(dedupd.ResourceExhausted) as cm:
@@ -57,3 +60,6 @@ class RateLimitedTest(unittest.TestCase):
         self.assertGreater(err.retry_after, 0)
         self.assertLessEqual(err.retry_after, 1000)
         self.assertIsNone(err.record)
+
+
+RateLimitedTestAio = aio_twin(RateLimitedTest)

@@ -8,6 +8,7 @@ import unittest
 import dedupd
 from dedupd._loopback import is_loopback_target
 
+from .clients import SYNC, aio_twin
 from .server import server, unique_key
 
 LOOPBACK = [
@@ -38,6 +39,8 @@ NOT_LOOPBACK = [
 
 
 class LoopbackRuleTest(unittest.TestCase):
+    api = SYNC
+
     def test_table(self):
         for target in LOOPBACK:
             with self.subTest(target=target):
@@ -50,7 +53,7 @@ class LoopbackRuleTest(unittest.TestCase):
         for target in ("ipv4:127.0.0.1:7070,10.0.0.1:7070", "ipv6:[::1]:1,[2001:db8::1]:7070"):
             with self.subTest(target=target):
                 with self.assertRaisesRegex(ValueError, "plaintext"):
-                    dedupd.Client(target, token="tok-secret")
+                    self.api.Client(target, token="tok-secret")
 
     def test_token_reaches_the_server_through_a_loopback_list(self):
         # Port 1 refuses the connection; gRPC moves on to the real server.
@@ -58,6 +61,9 @@ class LoopbackRuleTest(unittest.TestCase):
         # the call proves the list is accepted and usable.
         host, port = server().addr.rsplit(":", 1)
         target = f"ipv4:{host}:1,{host}:{port}"
-        with dedupd.Client(target, token="tok-secret", timeout=10) as c:
+        with self.api.Client(target, token="tok-secret", timeout=10) as c:
             resp = c.claim("py-loopback", unique_key())
         self.assertEqual(resp.outcome, dedupd.OUTCOME_ACQUIRED)
+
+
+LoopbackRuleTestAio = aio_twin(LoopbackRuleTest)

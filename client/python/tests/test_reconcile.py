@@ -6,6 +6,7 @@ import unittest
 
 import dedupd
 
+from .clients import aio_twin
 from .server import ClientTestCase, unique_key
 
 CONSUMER = "py-reconcile"
@@ -45,7 +46,7 @@ class ReconcileTest(ClientTestCase):
             seen.append((record.key, record.owner, token))
             return truth[record.key]
 
-        settled = dedupd.reconcile(c, consumer, decide, page_size=2)
+        settled = self.api.reconcile(c, consumer, decide, page_size=2)
         self.assertEqual(sorted(s.key for s in settled), sorted(crashed))
         self.assertEqual(sorted(k for k, _, _ in seen), sorted(crashed))
         for key, owner, token in seen:
@@ -63,7 +64,7 @@ class ReconcileTest(ClientTestCase):
         with self.assertRaises(dedupd.LeaseLost):
             c.complete(consumer, "effect-done", crashed["effect-done"].fencing_token, b"x")
         # Nothing is left to reconcile; the live claim was never touched.
-        self.assertEqual(dedupd.reconcile(c, consumer, decide), [])
+        self.assertEqual(self.api.reconcile(c, consumer, decide), [])
         self.assertEqual(c.lookup(consumer, "still-working").fencing_token, live.fencing_token)
         # The released key runs again on redelivery.
         redelivered = c.claim(consumer, "effect-missing",
@@ -80,10 +81,13 @@ class ReconcileTest(ClientTestCase):
             raise RuntimeError("orders database down")
 
         with self.assertRaises(RuntimeError):
-            dedupd.reconcile(c, consumer, decide)
+            self.api.reconcile(c, consumer, decide)
         rec = c.lookup(consumer, "k")
         self.assertEqual(rec.state, dedupd.STATE_RELEASED)
         self.assertEqual(rec.fencing_token, first.fencing_token + 1)
+
+
+ReconcileTestAio = aio_twin(ReconcileTest)
 
 
 if __name__ == "__main__":

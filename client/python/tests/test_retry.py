@@ -14,6 +14,7 @@ import grpc
 import dedupd
 from dedupd._proto.dedup.v1 import dedup_pb2_grpc, stream_pb2_grpc
 
+from .clients import SYNC, aio_twin
 from .server import server, unique_key
 
 CONSUMER = "py-retry"
@@ -56,6 +57,8 @@ class Keys(dedup_pb2_grpc.DedupServiceServicer):
 
 
 class RetryPolicyTest(unittest.TestCase):
+    api = SYNC
+
     def setUp(self):
         self.upstream = grpc.insecure_channel(server().addr)
         self.gate = FailsFirst()
@@ -66,7 +69,7 @@ class RetryPolicyTest(unittest.TestCase):
             Keys(self.gate, dedup_pb2_grpc.DedupServiceStub(self.upstream)), self.front)
         port = self.front.add_insecure_port("127.0.0.1:0")
         self.front.start()
-        self.client = dedupd.Client(f"127.0.0.1:{port}")
+        self.client = self.api.Client(f"127.0.0.1:{port}")
 
     def tearDown(self):
         self.client.close()
@@ -84,6 +87,9 @@ class RetryPolicyTest(unittest.TestCase):
         claim = self.client.claim(CONSUMER, unique_key())
         self.assertEqual(claim.outcome, dedupd.OUTCOME_ACQUIRED)
         self.assertEqual(self.gate.attempts, {"Claim": 2})
+
+
+RetryPolicyTestAio = aio_twin(RetryPolicyTest)
 
 
 if __name__ == "__main__":

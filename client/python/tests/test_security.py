@@ -2,6 +2,7 @@
 tokens from the argument or DEDUPD_TOKEN, the typed refusals, and the TLS
 options. The certificates are made afresh for the run (make_pki)."""
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -10,6 +11,7 @@ from unittest import mock
 
 import dedupd
 
+from .clients import SYNC, aio_twin
 from .server import Server, auth_file, make_pki, unique_key
 
 SHOP_TOKEN = "tok-py-shop-3e8c1d57"
@@ -43,18 +45,29 @@ class SecureServers:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+_servers = None
+
+
+def secure_servers():
+    """The run's SecureServers, started on first use (both clients' tests
+    share them) and stopped at exit."""
+    global _servers
+    if _servers is None:
+        _servers = SecureServers()
+        atexit.register(_servers.stop)
+    return _servers
+
+
 class SecurityTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.servers = SecureServers()
+    api = SYNC
 
     @classmethod
-    def tearDownClass(cls):
-        cls.servers.stop()
+    def setUpClass(cls):
+        cls.servers = secure_servers()
 
     def client(self, server, **kwargs):
         kwargs.setdefault("timeout", 10)
-        c = dedupd.Client(server.addr, **kwargs)
+        c = self.api.Client(server.addr, **kwargs)
         self.addCleanup(c.close)
         return c
 
@@ -90,14 +103,14 @@ class SecurityTest(unittest.TestCase):
 
     def test_plaintext_token_only_to_loopback(self):
         with self.assertRaisesRegex(ValueError, "plaintext"):
-            dedupd.Client("dedupd.example:7070", token=SHOP_TOKEN)
-        self.assertNotIn(SHOP_TOKEN, repr(dedupd.Client("127.0.0.1:1", token=SHOP_TOKEN)))
+            self.api.Client("dedupd.example:7070", token=SHOP_TOKEN)
+        self.assertNotIn(SHOP_TOKEN, repr(self.api.Client("127.0.0.1:1", token=SHOP_TOKEN)))
 
     def test_tls_with_root_certificates_and_token(self):
         c = self.client(self.servers.tls, root_certificates=self.servers.ca, token=SHOP_TOKEN)
-        runs = []
+        runs, key = [], unique_key("tls-do")  # the servers are shared by both clients' tests
         for _ in range(2):
-            out = dedupd.do(c, "shop", "tls-do", lambda token, attempt: runs.append(1) or b"done",
+            out = self.api.do(c, "shop", key, lambda token, attempt: runs.append(1) or b"done",
                             digest=dedupd.digest_bytes(b"req"))
             self.assertEqual(out.result, b"done")
         self.assertEqual(len(runs), 1, "do ran fn again over TLS")
@@ -121,4 +134,7 @@ class SecurityTest(unittest.TestCase):
 
     def test_client_certificate_needs_its_key(self):
         with self.assertRaisesRegex(ValueError, "both"):
-            dedupd.Client("127.0.0.1:1", certificate_chain=b"pem")
+            self.api.Client("127.0.0.1:1", certificate_chain=b"pem")
+
+
+SecurityTestAio = aio_twin(SecurityTest)

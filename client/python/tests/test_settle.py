@@ -10,6 +10,7 @@ import unittest
 
 import dedupd
 
+from .clients import aio_twin
 from .server import ClientTestCase, unique_key
 from .test_client import take_over
 
@@ -43,7 +44,7 @@ class SettleTest(ClientTestCase):
         key = unique_key()
         crashed(self.client, key)
         settle, fn = Recorder(answer=b"charge ch_1"), Recorder(answer=b"charged again")
-        out = dedupd.do(self.client, CONSUMER, key, fn, settle=settle)
+        out = self.api.do(self.client, CONSUMER, key, fn, settle=settle)
         self.assertEqual(settle.calls, [(2, 2, 2, 2)])
         self.assertEqual(fn.calls, [])
         self.assertTrue(out.settled)
@@ -57,7 +58,7 @@ class SettleTest(ClientTestCase):
         key = unique_key()
         crashed(self.client, key)
         settle, fn = Recorder(answer=None), Recorder(answer="fresh")
-        out = dedupd.do(self.client, CONSUMER, key, fn, settle=settle)
+        out = self.api.do(self.client, CONSUMER, key, fn, settle=settle)
         self.assertEqual(settle.calls, [(2, 2, 2, 2)])
         self.assertEqual(fn.calls, [(2, 2, 2, 2)])
         self.assertFalse(out.settled)
@@ -67,7 +68,7 @@ class SettleTest(ClientTestCase):
         key = unique_key()
         crashed(self.client, key)
         fn = Recorder(answer=b"x")
-        out = dedupd.do(self.client, CONSUMER, key, fn, settle=Recorder(answer=b""))
+        out = self.api.do(self.client, CONSUMER, key, fn, settle=Recorder(answer=b""))
         self.assertTrue(out.settled)
         self.assertEqual(fn.calls, [])
         self.assertEqual(self.client.lookup(CONSUMER, key).state, dedupd.STATE_COMPLETED)
@@ -75,7 +76,7 @@ class SettleTest(ClientTestCase):
     def test_not_called_on_the_first_acquisition(self):
         key = unique_key()
         settle, fn = Recorder(answer=b"never"), Recorder(answer=b"first")
-        out = dedupd.do(self.client, CONSUMER, key, fn, settle=settle)
+        out = self.api.do(self.client, CONSUMER, key, fn, settle=settle)
         self.assertEqual(settle.calls, [])
         self.assertEqual(fn.calls, [(1, 1, 1, 1)])
         self.assertEqual(out.result, b"first")
@@ -85,7 +86,7 @@ class SettleTest(ClientTestCase):
         crashed(self.client, key)
         fn = Recorder(answer=b"x")
         with self.assertRaises(ConnectionError):
-            dedupd.do(self.client, CONSUMER, key, fn, lease_ttl=0.3,
+            self.api.do(self.client, CONSUMER, key, fn, lease_ttl=0.3,
                       settle=Recorder(raises=ConnectionError("gateway down")))
         pending = self.client.lookup(CONSUMER, key)
         self.assertEqual(pending.state, dedupd.STATE_PENDING)
@@ -93,7 +94,7 @@ class SettleTest(ClientTestCase):
         self.assertEqual(fn.calls, [])
         # Once that lease runs out, the next delivery settles it.
         settle = Recorder(answer=b"found later")
-        out = dedupd.do(self.client, CONSUMER, key, fn, settle=settle)
+        out = self.api.do(self.client, CONSUMER, key, fn, settle=settle)
         self.assertEqual(settle.calls, [(3, 3, 3, 3)])
         self.assertEqual(out.result, b"found later")
         self.assertEqual(fn.calls, [])
@@ -104,7 +105,7 @@ class SettleTest(ClientTestCase):
         fn = Recorder(answer=b"x")
         settle = Recorder(raises=dedupd.Terminal("CARD_DECLINED", "the gateway refused it"))
         with self.assertRaises(dedupd.Rejected) as cm:
-            dedupd.do(self.client, CONSUMER, key, fn, settle=settle)
+            self.api.do(self.client, CONSUMER, key, fn, settle=settle)
         self.assertFalse(cm.exception.replayed)
         self.assertEqual(fn.calls, [])
         stored = self.client.lookup(CONSUMER, key)
@@ -121,13 +122,13 @@ class AmbiguousFailureTest(ClientTestCase):
             raise raised
 
         with self.assertRaises(type(raised)):
-            dedupd.do(self.client, CONSUMER, key, fn, lease_ttl=0.3)
+            self.api.do(self.client, CONSUMER, key, fn, lease_ttl=0.3)
         stored = self.client.lookup(CONSUMER, key)
         self.assertEqual(stored.state, dedupd.STATE_PENDING)
         self.assertEqual((stored.fencing_token, stored.attempts), (1, 1))
         # As after a crash: the next holder takes over and settles.
         settle = Recorder(answer=b"it did happen")
-        out = dedupd.do(self.client, CONSUMER, key, Recorder(answer=b"again"), settle=settle)
+        out = self.api.do(self.client, CONSUMER, key, Recorder(answer=b"again"), settle=settle)
         self.assertEqual([c[:2] for c in settle.calls], [(2, 2)])
         self.assertTrue(out.settled)
 
@@ -152,7 +153,7 @@ class AmbiguousFailureTest(ClientTestCase):
             raise ConnectionRefusedError("gateway down")
 
         with self.assertRaises(ConnectionRefusedError):
-            dedupd.do(self.client, CONSUMER, key, fn)
+            self.api.do(self.client, CONSUMER, key, fn)
         self.assertEqual(self.client.lookup(CONSUMER, key).state, dedupd.STATE_RELEASED)
 
 
@@ -165,7 +166,7 @@ class WhatFnGetsTest(ClientTestCase):
                          lease.lost, lease.remaining(), lease.error))
             return b"ok"
 
-        dedupd.do(self.client, CONSUMER, key, fn, lease_ttl=30)
+        self.api.do(self.client, CONSUMER, key, fn, lease_ttl=30)
         token, attempt, rkey, rattempts, rtoken, lost, remaining, error = seen[0]
         self.assertEqual((token, attempt, rkey, rattempts, rtoken), (1, 1, key, 1, 1))
         self.assertFalse(lost)
@@ -183,7 +184,7 @@ class WhatFnGetsTest(ClientTestCase):
         def fn(token, attempt, **kw):
             got["fn"] = sorted(kw)
 
-        dedupd.do(self.client, CONSUMER, key, fn, settle=settle)
+        self.api.do(self.client, CONSUMER, key, fn, settle=settle)
         self.assertEqual(got, {"settle": ["lease", "record"], "fn": ["lease", "record"]})
 
     def test_lease_lost_signal(self):
@@ -206,10 +207,15 @@ class WhatFnGetsTest(ClientTestCase):
             return b"too late"
 
         with self.assertRaises(dedupd.LeaseLost):
-            dedupd.do(c, CONSUMER, key, fn, lease_ttl=0.3, heartbeat_every=1.0)
+            self.api.do(c, CONSUMER, key, fn, lease_ttl=0.3, heartbeat_every=1.0)
         self.assertEqual(seen["remaining"], 0)
         self.assertIsInstance(seen["error"], dedupd.LeaseLost)
         self.assertEqual(c.lookup(CONSUMER, key).owner, "taker")
+
+
+SettleTestAio = aio_twin(SettleTest)
+AmbiguousFailureTestAio = aio_twin(AmbiguousFailureTest)
+WhatFnGetsTestAio = aio_twin(WhatFnGetsTest)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import unittest
 
 import dedupd
 
+from .clients import aio_twin
 from .server import ClientTestCase, unique_key
 from .test_reconcile import wait_expired
 
@@ -44,7 +45,7 @@ class DoBatchSettleTest(ClientTestCase):
             c.claim(consumer, key, lease_ttl=0.2, owner="crashed")
         wait_expired(c, consumer, ["found", "missing", "unknown"])
         gw = Gateway(done={"found": b"ch_found"}, failing={"unknown"})
-        out = {o.key: o for o in dedupd.do_batch(c, consumer, ["found", "missing", "unknown", "new"],
+        out = {o.key: o for o in self.api.do_batch(c, consumer, ["found", "missing", "unknown", "new"],
                                                  gw.fn, settle=gw.settle)}
         self.assertEqual(sorted(gw.lookups), [("found", 2, 2), ("missing", 2, 2), ("unknown", 2, 2)])
         self.assertEqual(sorted(gw.effects), ["missing", "new"])
@@ -62,7 +63,7 @@ class DoBatchSettleTest(ClientTestCase):
         consumer = f"{CONSUMER}-{unique_key('x')[-12:]}"
         gw = Gateway()
         with self.assertRaises(SystemExit):
-            dedupd.do_batch(self.client, consumer, ["exit", "fine"], gw.fn, settle=gw.settle)
+            self.api.do_batch(self.client, consumer, ["exit", "fine"], gw.fn, settle=gw.settle)
         self.assertEqual(self.client.lookup(consumer, "exit").state, dedupd.STATE_PENDING)
         self.assertEqual(self.client.lookup(consumer, "fine").state, dedupd.STATE_COMPLETED)
         self.assertEqual(gw.lookups, [])  # first acquisitions: settle never ran
@@ -71,11 +72,11 @@ class DoBatchSettleTest(ClientTestCase):
 class DoInOrderSettleTest(ClientTestCase):
     def test_found_completes_without_fn(self):
         c, s, applied = self.client, unique_key("order"), []
-        res = dedupd.do_in_order(c, CONSUMER, s, 1, applied.append, settle=lambda token: True)
+        res = self.api.do_in_order(c, CONSUMER, s, 1, applied.append, settle=lambda token: True)
         self.assertTrue(res.settled)
         self.assertEqual(res.stream.high_water, 1)
         self.assertEqual(applied, [])
-        res = dedupd.do_in_order(c, CONSUMER, s, 2, applied.append, settle=lambda token: False)
+        res = self.api.do_in_order(c, CONSUMER, s, 2, applied.append, settle=lambda token: False)
         self.assertFalse(res.settled)
         self.assertEqual(applied, [res.stream.fencing_token])
 
@@ -86,14 +87,14 @@ class DoInOrderSettleTest(ClientTestCase):
             raise ConnectionError("lookup down")
 
         with self.assertRaises(ConnectionError):
-            dedupd.do_in_order(c, CONSUMER, s, 1, lambda token: None, settle=down, lease_ttl=0.3)
+            self.api.do_in_order(c, CONSUMER, s, 1, lambda token: None, settle=down, lease_ttl=0.3)
         self.assertEqual(c.get_stream(CONSUMER, s).in_flight, 1)
 
         def interrupted(token):
             raise KeyboardInterrupt
 
         with self.assertRaises(KeyboardInterrupt):
-            dedupd.do_in_order(c, CONSUMER, s, 1, interrupted, lease_ttl=0.3)
+            self.api.do_in_order(c, CONSUMER, s, 1, interrupted, lease_ttl=0.3)
         self.assertEqual(c.get_stream(CONSUMER, s).in_flight, 1)
         seen = []
 
@@ -101,7 +102,7 @@ class DoInOrderSettleTest(ClientTestCase):
             seen.append((stream.in_flight, lease.lost))
             return True
 
-        res = dedupd.do_in_order(c, CONSUMER, s, 1, lambda token: None, settle=found)
+        res = self.api.do_in_order(c, CONSUMER, s, 1, lambda token: None, settle=found)
         self.assertEqual(seen, [(1, False)])
         self.assertEqual(res.stream.high_water, 1)
 
@@ -112,7 +113,7 @@ class DoInOrderSettleTest(ClientTestCase):
             raise dedupd.Terminal("UNPARSEABLE")
 
         with self.assertRaises(dedupd.StreamRejected) as cm:
-            dedupd.do_in_order(c, CONSUMER, s, 1, lambda token: None, settle=poison)
+            self.api.do_in_order(c, CONSUMER, s, 1, lambda token: None, settle=poison)
         self.assertEqual(cm.exception.stream.last_rejection.reason, "UNPARSEABLE")
 
 
@@ -136,7 +137,7 @@ class ReconcileSettleTest(ClientTestCase):
             return None
 
         with self.assertRaises(ConnectionError):
-            dedupd.reconcile(c, consumer, settle=settle, page_size=10)
+            self.api.reconcile(c, consumer, settle=settle, page_size=10)
         # Keys are listed in order: found, missing, refused, then unknown.
         self.assertEqual([k for k, _, _ in lookups], list(keys))
         for key, token, attempt in lookups:
@@ -151,10 +152,15 @@ class ReconcileSettleTest(ClientTestCase):
 
     def test_decide_or_settle(self):
         with self.assertRaises(ValueError):
-            dedupd.reconcile(self.client, CONSUMER)
+            self.api.reconcile(self.client, CONSUMER)
         with self.assertRaises(ValueError):
-            dedupd.reconcile(self.client, CONSUMER, lambda r, t: dedupd.Release(),
+            self.api.reconcile(self.client, CONSUMER, lambda r, t: dedupd.Release(),
                              settle=lambda t, a: None)
+
+
+DoBatchSettleTestAio = aio_twin(DoBatchSettleTest)
+DoInOrderSettleTestAio = aio_twin(DoInOrderSettleTest)
+ReconcileSettleTestAio = aio_twin(ReconcileSettleTest)
 
 
 if __name__ == "__main__":

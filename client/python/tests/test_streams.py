@@ -6,6 +6,7 @@ import unittest
 
 import dedupd
 
+from .clients import aio_twin
 from .server import ClientTestCase, unique_key
 
 CONSUMER = "py-streams"
@@ -44,7 +45,7 @@ class DoInOrderTest(ClientTestCase):
         while queue:
             seq = queue.pop(0)
             try:
-                res = dedupd.do_in_order(self.client, CONSUMER, s, seq,
+                res = self.api.do_in_order(self.client, CONSUMER, s, seq,
                                          lambda token, seq=seq: applied.append(seq))
             except dedupd.SequenceGap as gap:
                 self.assertLess(gap.expected, seq)
@@ -63,17 +64,17 @@ class DoInOrderTest(ClientTestCase):
             raise ValueError("boom")
 
         with self.assertRaises(ValueError):
-            dedupd.do_in_order(c, CONSUMER, s, 1, boom)
+            self.api.do_in_order(c, CONSUMER, s, 1, boom)
         self.assertEqual(c.get_stream(CONSUMER, s).in_flight, 0)
 
         def poison(token):
             raise dedupd.Terminal("UNPARSEABLE", "bad payload")
 
         with self.assertRaises(dedupd.StreamRejected) as cm:
-            dedupd.do_in_order(c, CONSUMER, s, 1, poison)
+            self.api.do_in_order(c, CONSUMER, s, 1, poison)
         self.assertEqual(cm.exception.stream.high_water, 1)
         self.assertEqual(cm.exception.stream.last_rejection.reason, "UNPARSEABLE")
-        res = dedupd.do_in_order(c, CONSUMER, s, 2, lambda token: None)
+        res = self.api.do_in_order(c, CONSUMER, s, 2, lambda token: None)
         self.assertEqual(res.stream.high_water, 2)
 
     def test_own_claim_with_lost_reply_is_carried_on(self):
@@ -100,11 +101,15 @@ class DoInOrderTest(ClientTestCase):
         def work(token):
             seen.append((token, c.get_stream(CONSUMER, s).owner))
 
-        res = dedupd.do_in_order(LosesFirstReply(c), CONSUMER, s, 1, work, owner="w", max_wait=0)
+        res = self.api.do_in_order(LosesFirstReply(c), CONSUMER, s, 1, work, owner="w", max_wait=0)
         self.assertEqual(res.stream.high_water, 1)
         self.assertEqual(len(seen), 1)
         self.assertEqual(seen[0][0], res.stream.fencing_token)
         self.assertTrue(seen[0][1].startswith("w#"), seen[0][1])
+
+
+StreamCallsTestAio = aio_twin(StreamCallsTest)
+DoInOrderTestAio = aio_twin(DoInOrderTest)
 
 
 if __name__ == "__main__":

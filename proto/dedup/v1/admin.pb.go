@@ -895,8 +895,9 @@ func (x *StatsResponse) GetConsumers() []*ConsumerStats {
 	return nil
 }
 
-// ConsumerStats counts the stored records of one consumer. Live counts
-// exclude records past their expiry, which are counted in expired instead.
+// ConsumerStats counts the stored records and streams of one consumer.
+// Live counts exclude records past their expiry, which are counted in
+// expired instead.
 type ConsumerStats struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Consumer  string                 `protobuf:"bytes,1,opt,name=consumer,proto3" json:"consumer,omitempty"`
@@ -910,9 +911,19 @@ type ConsumerStats struct {
 	// there is none.
 	OldestPendingAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=oldest_pending_at,json=oldestPendingAt,proto3" json:"oldest_pending_at,omitempty"`
 	// Records past their expiry that the reaper has not deleted yet.
-	Expired       int64 `protobuf:"varint,8,opt,name=expired,proto3" json:"expired,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Expired int64 `protobuf:"varint,8,opt,name=expired,proto3" json:"expired,omitempty"`
+	// Live streams of the consumer (StreamService): a consumer that has only
+	// streams is listed too, with zero record counts.
+	Streams int64 `protobuf:"varint,40,opt,name=streams,proto3" json:"streams,omitempty"`
+	// Live streams with a claim in flight, its lease live or not.
+	StreamsInFlight int64 `protobuf:"varint,41,opt,name=streams_in_flight,json=streamsInFlight,proto3" json:"streams_in_flight,omitempty"`
+	// In-flight stream claims whose lease has run out: the streams'
+	// reconciliation queue.
+	StreamsLeaseExpired int64 `protobuf:"varint,42,opt,name=streams_lease_expired,json=streamsLeaseExpired,proto3" json:"streams_lease_expired,omitempty"`
+	// When the oldest in-flight stream claim was taken; unset when none is.
+	OldestStreamClaimAt *timestamppb.Timestamp `protobuf:"bytes,43,opt,name=oldest_stream_claim_at,json=oldestStreamClaimAt,proto3" json:"oldest_stream_claim_at,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ConsumerStats) Reset() {
@@ -1001,6 +1012,34 @@ func (x *ConsumerStats) GetExpired() int64 {
 	return 0
 }
 
+func (x *ConsumerStats) GetStreams() int64 {
+	if x != nil {
+		return x.Streams
+	}
+	return 0
+}
+
+func (x *ConsumerStats) GetStreamsInFlight() int64 {
+	if x != nil {
+		return x.StreamsInFlight
+	}
+	return 0
+}
+
+func (x *ConsumerStats) GetStreamsLeaseExpired() int64 {
+	if x != nil {
+		return x.StreamsLeaseExpired
+	}
+	return 0
+}
+
+func (x *ConsumerStats) GetOldestStreamClaimAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OldestStreamClaimAt
+	}
+	return nil
+}
+
 var File_dedup_v1_admin_proto protoreflect.FileDescriptor
 
 const file_dedup_v1_admin_proto_rawDesc = "" +
@@ -1059,7 +1098,7 @@ const file_dedup_v1_admin_proto_rawDesc = "" +
 	"\fStatsRequest\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\"F\n" +
 	"\rStatsResponse\x125\n" +
-	"\tconsumers\x18\x01 \x03(\v2\x17.dedup.v1.ConsumerStatsR\tconsumers\"\xb1\x02\n" +
+	"\tconsumers\x18\x01 \x03(\v2\x17.dedup.v1.ConsumerStatsR\tconsumers\"\xfc\x03\n" +
 	"\rConsumerStats\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12\x18\n" +
 	"\apending\x18\x02 \x01(\x03R\apending\x12\x1c\n" +
@@ -1068,7 +1107,11 @@ const file_dedup_v1_admin_proto_rawDesc = "" +
 	"\breleased\x18\x05 \x01(\x03R\breleased\x122\n" +
 	"\x15pending_lease_expired\x18\x06 \x01(\x03R\x13pendingLeaseExpired\x12F\n" +
 	"\x11oldest_pending_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0foldestPendingAt\x12\x18\n" +
-	"\aexpired\x18\b \x01(\x03R\aexpired2\xfd\x03\n" +
+	"\aexpired\x18\b \x01(\x03R\aexpired\x12\x18\n" +
+	"\astreams\x18( \x01(\x03R\astreams\x12*\n" +
+	"\x11streams_in_flight\x18) \x01(\x03R\x0fstreamsInFlight\x122\n" +
+	"\x15streams_lease_expired\x18* \x01(\x03R\x13streamsLeaseExpired\x12O\n" +
+	"\x16oldest_stream_claim_at\x18+ \x01(\v2\x1a.google.protobuf.TimestampR\x13oldestStreamClaimAt2\xfd\x03\n" +
 	"\fAdminService\x12D\n" +
 	"\tSetPolicy\x12\x1a.dedup.v1.SetPolicyRequest\x1a\x1b.dedup.v1.SetPolicyResponse\x12D\n" +
 	"\tGetPolicy\x12\x1a.dedup.v1.GetPolicyRequest\x1a\x1b.dedup.v1.GetPolicyResponse\x12M\n" +
@@ -1134,25 +1177,26 @@ var file_dedup_v1_admin_proto_depIdxs = []int32{
 	17, // 17: dedup.v1.PurgeRequest.updated_before:type_name -> google.protobuf.Timestamp
 	15, // 18: dedup.v1.StatsResponse.consumers:type_name -> dedup.v1.ConsumerStats
 	17, // 19: dedup.v1.ConsumerStats.oldest_pending_at:type_name -> google.protobuf.Timestamp
-	1,  // 20: dedup.v1.AdminService.SetPolicy:input_type -> dedup.v1.SetPolicyRequest
-	3,  // 21: dedup.v1.AdminService.GetPolicy:input_type -> dedup.v1.GetPolicyRequest
-	5,  // 22: dedup.v1.AdminService.ListPolicies:input_type -> dedup.v1.ListPoliciesRequest
-	7,  // 23: dedup.v1.AdminService.DeletePolicy:input_type -> dedup.v1.DeletePolicyRequest
-	9,  // 24: dedup.v1.AdminService.DeleteRecord:input_type -> dedup.v1.DeleteRecordRequest
-	11, // 25: dedup.v1.AdminService.Purge:input_type -> dedup.v1.PurgeRequest
-	13, // 26: dedup.v1.AdminService.Stats:input_type -> dedup.v1.StatsRequest
-	2,  // 27: dedup.v1.AdminService.SetPolicy:output_type -> dedup.v1.SetPolicyResponse
-	4,  // 28: dedup.v1.AdminService.GetPolicy:output_type -> dedup.v1.GetPolicyResponse
-	6,  // 29: dedup.v1.AdminService.ListPolicies:output_type -> dedup.v1.ListPoliciesResponse
-	8,  // 30: dedup.v1.AdminService.DeletePolicy:output_type -> dedup.v1.DeletePolicyResponse
-	10, // 31: dedup.v1.AdminService.DeleteRecord:output_type -> dedup.v1.DeleteRecordResponse
-	12, // 32: dedup.v1.AdminService.Purge:output_type -> dedup.v1.PurgeResponse
-	14, // 33: dedup.v1.AdminService.Stats:output_type -> dedup.v1.StatsResponse
-	27, // [27:34] is the sub-list for method output_type
-	20, // [20:27] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	17, // 20: dedup.v1.ConsumerStats.oldest_stream_claim_at:type_name -> google.protobuf.Timestamp
+	1,  // 21: dedup.v1.AdminService.SetPolicy:input_type -> dedup.v1.SetPolicyRequest
+	3,  // 22: dedup.v1.AdminService.GetPolicy:input_type -> dedup.v1.GetPolicyRequest
+	5,  // 23: dedup.v1.AdminService.ListPolicies:input_type -> dedup.v1.ListPoliciesRequest
+	7,  // 24: dedup.v1.AdminService.DeletePolicy:input_type -> dedup.v1.DeletePolicyRequest
+	9,  // 25: dedup.v1.AdminService.DeleteRecord:input_type -> dedup.v1.DeleteRecordRequest
+	11, // 26: dedup.v1.AdminService.Purge:input_type -> dedup.v1.PurgeRequest
+	13, // 27: dedup.v1.AdminService.Stats:input_type -> dedup.v1.StatsRequest
+	2,  // 28: dedup.v1.AdminService.SetPolicy:output_type -> dedup.v1.SetPolicyResponse
+	4,  // 29: dedup.v1.AdminService.GetPolicy:output_type -> dedup.v1.GetPolicyResponse
+	6,  // 30: dedup.v1.AdminService.ListPolicies:output_type -> dedup.v1.ListPoliciesResponse
+	8,  // 31: dedup.v1.AdminService.DeletePolicy:output_type -> dedup.v1.DeletePolicyResponse
+	10, // 32: dedup.v1.AdminService.DeleteRecord:output_type -> dedup.v1.DeleteRecordResponse
+	12, // 33: dedup.v1.AdminService.Purge:output_type -> dedup.v1.PurgeResponse
+	14, // 34: dedup.v1.AdminService.Stats:output_type -> dedup.v1.StatsResponse
+	28, // [28:35] is the sub-list for method output_type
+	21, // [21:28] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_dedup_v1_admin_proto_init() }

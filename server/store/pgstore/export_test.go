@@ -73,3 +73,7 @@ func FinishBatch(s *Store, cmds []store.Command) ([]store.Record, []error) {
 
 // Pool is the store's connection pool, for tests that inspect its sessions.
 func Pool(s *Store) *pgxpool.Pool { return s.pool }
+
+// LeaseStatements are the statements of PendingLeases and InFlightLeases.
+var LeaseStatements = map[string]string{"dedup_records_pending_lease": pendingLeasesSQL,
+	"dedup_streams_in_flight": inFlightLeasesSQL}

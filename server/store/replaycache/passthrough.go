@@ -102,6 +102,18 @@ func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]s
 	return s.inner.ListStreams(ctx, p)
 }
 
+func (s *Store) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+	return s.inner.StreamStats(ctx, consumer)
+}
+
+func (s *Store) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return s.inner.PendingLeases(ctx)
+}
+
+func (s *Store) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return s.inner.InFlightLeases(ctx)
+}
+
 func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolicy) (store.ConsumerStreamPolicy, error) {
 	return s.inner.PutStreamPolicy(ctx, p)
 }

@@ -170,3 +170,40 @@ func cloneStream(st store.Stream) store.Stream {
 	}
 	return st
 }
+
+func (m *memStreams) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := store.Now(time.Now())
+	by := map[string]*store.ConsumerStreamStats{}
+	for k, st := range m.streams {
+		if (consumer != "" && k[0] != consumer) || !store.IsStreamLive(&st, now) {
+			continue
+		}
+		c := by[k[0]]
+		if c == nil {
+			c = &store.ConsumerStreamStats{Consumer: k[0]}
+			by[k[0]] = c
+		}
+		c.Streams++
+		if st.InFlight == 0 {
+			continue
+		}
+		c.InFlight++
+		if !now.Before(st.LeaseExpiresAt) {
+			c.LeaseExpired++
+		}
+		if c.OldestInFlightAt.IsZero() || st.UpdatedAt.Before(c.OldestInFlightAt) {
+			c.OldestInFlightAt = st.UpdatedAt
+		}
+	}
+	out := make([]store.ConsumerStreamStats, 0, len(by))
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b store.ConsumerStreamStats) int { return strings.Compare(a.Consumer, b.Consumer) })
+	return out, nil
+}

@@ -152,6 +152,7 @@ func streamAdminTests() []streamTest {
 		{"ResetAndDryRun", testStreamReset},
 		{"ListPagesAndFilters", testStreamList},
 		{"Policies", testStreamPolicies},
+		{"Stats", testStreamStats},
 	}
 }
 

@@ -37,6 +37,18 @@ func (t *tracedStore) Stats(ctx context.Context, consumer string) ([]store.Consu
 	return t.inner.Stats(ctx, consumer)
 }
 
+func (t *tracedStore) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+	return t.inner.StreamStats(ctx, consumer)
+}
+
+func (t *tracedStore) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return t.inner.PendingLeases(ctx)
+}
+
+func (t *tracedStore) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
+	return t.inner.InFlightLeases(ctx)
+}
+
 func (t *tracedStore) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
 	return t.inner.PutPolicy(ctx, p)
 }

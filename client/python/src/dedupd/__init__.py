@@ -17,6 +17,7 @@ spec every dedupd client shares. Errors are DedupError subclasses carrying
 the server's ErrorInfo reason and the stored record. dedup_pb2, admin_pb2
 and error_reason_pb2 are the generated dedup.v1 messages (requests,
 Record, ErrorReason), for callers that build or inspect them directly.
+dedupd.aio is the same client on asyncio (grpc.aio): import dedupd.aio.
 """
 
 from ._proto.dedup.v1 import admin_pb2, dedup_pb2, error_reason_pb2, stream_pb2

@@ -96,24 +96,41 @@ def run_attempt(fn: Any, settle: Any, args: tuple[Any, ...], keywords: Mapping[s
     """Runs settle (when given and retaken: an earlier holder may have done
     the effect), then fn unless settle found the effect (is_found of what
     it returned) or failed. Catches everything either raises: the caller
-    records the Step, then raises."""
+    records the Step, then raises. dedupd.aio runs the same steps awaiting
+    fn and settle."""
     if settle is not None and retaken:
         try:
             found = call(settle, args, keywords)
-        except Terminal as t:
-            return Step(terminal=t, in_settle=True)
-        except BaseException as e:  # noqa: B036  (unknown outcome: left pending)
-            return Step(pending=e, in_settle=True)
+        except BaseException as e:  # noqa: B036  (classified: nothing escapes)
+            return settle_failed(e)
         if is_found(found):
-            return Step(result=b"" if isinstance(found, bool) else to_bytes(found), settled=True)
+            return settled_step(found)
     try:
         result = call(fn, args, keywords)
-    except Terminal as t:
-        return Step(terminal=t)
-    except TimeoutError as e:  # the classic unknown outcome: left pending
-        return Step(pending=e)
-    except Exception as e:
-        return Step(release=e)
-    except BaseException as e:  # noqa: B036  (process-ending: left pending, as a crash)
-        return Step(pending=e)
+    except BaseException as e:  # noqa: B036  (classified: nothing escapes)
+        return fn_failed(e)
     return Step(result=to_bytes(result))
+
+
+def settled_step(found: Found) -> Step:
+    """settle found the effect: complete with its result, fn does not run."""
+    return Step(result=b"" if isinstance(found, bool) else to_bytes(found), settled=True)
+
+
+def settle_failed(e: BaseException) -> Step:
+    """What settle raising e records: a rejection for Terminal, else
+    nothing (unknown outcome: left pending)."""
+    if isinstance(e, Terminal):
+        return Step(terminal=e, in_settle=True)
+    return Step(pending=e, in_settle=True)
+
+
+def fn_failed(e: BaseException) -> Step:
+    """What fn raising e records (see the module doc)."""
+    if isinstance(e, Terminal):
+        return Step(terminal=e)
+    if isinstance(e, TimeoutError):  # the classic unknown outcome: left pending
+        return Step(pending=e)
+    if isinstance(e, Exception):
+        return Step(release=e)
+    return Step(pending=e)  # process-ending: left pending, as a crash

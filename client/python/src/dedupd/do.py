@@ -17,11 +17,11 @@ import dataclasses
 import random
 import secrets
 import time
-from typing import Optional
+from typing import Optional, Union
 
 from ._callbacks import KeyCall
 from ._durations import seconds
-from ._proto.dedup.v1 import dedup_pb2
+from ._proto.dedup.v1 import dedup_pb2, stream_pb2
 from .attempt import Found, Result, Terminal, run_attempt
 from .client import Client
 from .errors import DedupError, InProgressTimeout, Rejected
@@ -83,36 +83,71 @@ def do(client: Client, consumer: str, key: str, fn: Work, *, digest: bytes = b""
     left PENDING, for a BaseException such as KeyboardInterrupt).
     heartbeat_every defaults to lease_ttl / 3.
     """
-    deadline = time.monotonic() + max_wait
-    backoff = initial_backoff
-    # A unique owner lets do() recognise its own claim whose ACQUIRED reply
-    # was lost and retried into IN_PROGRESS (as the Go client does).
-    owner = f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
+    waiter = Waiter(max_wait, initial_backoff, max_backoff)
+    owner = unique_owner(owner)
     while True:
         sent = time.monotonic()
         resp = client.claim(consumer, key, digest=digest, lease_ttl=lease_ttl, owner=owner)
-        if resp.outcome == dedup_pb2.OUTCOME_IN_PROGRESS and resp.record.owner == owner:
-            lease = Lease(resp.record.fencing_token, sent + seconds(resp.retry_after))
-            return _run(client, consumer, key, resp.record, lease, fn, settle, lease_ttl,
+        got = claim_decision(resp, owner, sent, lease_ttl)
+        if isinstance(got, Outcome):
+            return got
+        if got is not None:
+            return _run(client, consumer, key, resp.record, got, fn, settle, lease_ttl,
                         heartbeat_every or lease_ttl / 3)
-        if resp.outcome == dedup_pb2.OUTCOME_ACQUIRED:
-            lease = Lease(resp.fencing_token, sent + lease_span(resp.record, lease_ttl))
-            return _run(client, consumer, key, resp.record, lease, fn, settle, lease_ttl,
-                        heartbeat_every or lease_ttl / 3)
-        if resp.outcome == dedup_pb2.OUTCOME_COMPLETED:
-            return Outcome(result=resp.record.result, record=resp.record, replayed=True)
-        if resp.outcome == dedup_pb2.OUTCOME_REJECTED:
-            raise Rejected(resp.record, replayed=True)
-        if resp.outcome != dedup_pb2.OUTCOME_IN_PROGRESS:
-            raise DedupError(f"unexpected claim outcome {resp.outcome}", record=resp.record)
-        wait = random.uniform(backoff / 2, backoff)
+        time.sleep(waiter.next_wait(resp, f"{consumer}/{key}"))
+
+
+def unique_owner(owner: str) -> str:
+    """owner made unique to one call, so that do() recognises its own claim
+    whose ACQUIRED reply was lost and retried into IN_PROGRESS (as the Go
+    client does)."""
+    return f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
+
+
+def claim_decision(resp: dedup_pb2.ClaimResponse, owner: str, sent: float,
+                   lease_ttl: float) -> Union[Lease, Outcome, None]:
+    """What a Claim sent at `sent` (time.monotonic()) answered: the Lease to
+    run fn under (acquired, or our own claim), the replayed Outcome, or
+    None (another holder: wait). Raises Rejected for a stored rejection."""
+    if resp.outcome == dedup_pb2.OUTCOME_IN_PROGRESS and resp.record.owner == owner:
+        return Lease(resp.record.fencing_token, sent + seconds(resp.retry_after))
+    if resp.outcome == dedup_pb2.OUTCOME_ACQUIRED:
+        return Lease(resp.fencing_token, sent + lease_span(resp.record, lease_ttl))
+    if resp.outcome == dedup_pb2.OUTCOME_COMPLETED:
+        return Outcome(result=resp.record.result, record=resp.record, replayed=True)
+    if resp.outcome == dedup_pb2.OUTCOME_REJECTED:
+        raise Rejected(resp.record, replayed=True)
+    if resp.outcome != dedup_pb2.OUTCOME_IN_PROGRESS:
+        raise DedupError(f"unexpected claim outcome {resp.outcome}", record=resp.record)
+    return None
+
+
+class Waiter:
+    """The waits between claims of a key another caller holds: jittered
+    exponential backoff, never past the holder's lease (retry_after), up
+    to max_wait seconds in all."""
+
+    def __init__(self, max_wait: float, initial_backoff: float, max_backoff: float) -> None:
+        self._deadline = time.monotonic() + max_wait
+        self._max_wait = max_wait
+        self._backoff = initial_backoff
+        self._max_backoff = max_backoff
+
+    def next_wait(self, resp: Union[dedup_pb2.ClaimResponse, stream_pb2.ClaimStreamResponse],
+                  what: str) -> float:
+        """The seconds to wait before the next claim; raises
+        InProgressTimeout (with the record or stream resp found) once
+        max_wait would be passed."""
+        wait = random.uniform(self._backoff / 2, self._backoff)
         if resp.HasField("retry_after"):
             wait = min(wait, seconds(resp.retry_after))
-        if time.monotonic() + wait > deadline:
-            raise InProgressTimeout(
-                f"{consumer}/{key} still in progress after {max_wait}s", record=resp.record)
-        time.sleep(wait)
-        backoff = min(backoff * 2, max_backoff)
+        if time.monotonic() + wait > self._deadline:
+            message = f"{what} still in progress after {self._max_wait}s"
+            if isinstance(resp, stream_pb2.ClaimStreamResponse):
+                raise InProgressTimeout(message, stream=resp.stream)
+            raise InProgressTimeout(message, record=resp.record)
+        self._backoff = min(self._backoff * 2, self._max_backoff)
+        return wait
 
 
 def _run(client: Client, consumer: str, key: str, claimed: dedup_pb2.Record, lease: Lease,
@@ -137,7 +172,7 @@ def _run(client: Client, consumer: str, key: str, claimed: dedup_pb2.Record, lea
         e = step.release
         try:
             client.reject(consumer, key, token, reason=RETRYABLE_REASON,
-                          message=_truncate(f"{type(e).__name__}: {e}", 4096), retryable=True)
+                          message=release_message(e), retryable=True)
         except DedupError:
             pass  # the lease runs out anyway; fn's own error matters more
         raise e
@@ -145,6 +180,12 @@ def _run(client: Client, consumer: str, key: str, claimed: dedup_pb2.Record, lea
         raise lease.error
     record = client.complete(consumer, key, token, step.result)
     return Outcome(result=record.result, record=record, replayed=False, settled=step.settled)
+
+
+def release_message(e: BaseException) -> str:
+    """The message of the release after fn raised e: the exception's type
+    and text, capped as the server caps a rejection message."""
+    return _truncate(f"{type(e).__name__}: {e}", 4096)
 
 
 def _truncate(text: str, limit: int) -> str:

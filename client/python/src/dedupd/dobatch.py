@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import secrets
 import threading
 import time
 from typing import Optional, Sequence, Union
@@ -25,9 +24,9 @@ from typing import Optional, Sequence, Union
 from ._callbacks import BatchCall
 from ._proto.dedup.v1 import dedup_pb2
 from .attempt import Found, Result, Step, run_attempt
-from .batch import ClaimItem, ExtendItem, FinishItem
+from .batch import ClaimItem, ExtendItem, FinishItem, ItemResult
 from .client import Client
-from .do import RETRYABLE_REASON, Outcome, _truncate
+from .do import RETRYABLE_REASON, Outcome, release_message, unique_owner
 from .errors import DedupError, InProgressTimeout, Rejected
 from .lease import LEASE_GONE, Lease, lease_span
 
@@ -57,7 +56,28 @@ def do_batch(client: Client, consumer: str, items: Sequence[Union[str, tuple[str
     whose fn raised a BaseException that is not an Exception, stays
     PENDING with that exception as its error; the first such
     BaseException is raised once the other outcomes are recorded."""
-    owner = f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
+    owner = unique_owner(owner)
+    first, claims = plan_claims(items, lease_ttl, owner)
+    sent = time.monotonic()
+    outcomes, run = sort_claims(consumer, claims, client.claim_batch(consumer, claims), owner,
+                                sent, lease_ttl)
+    if run:
+        _run(client, consumer, [(claims[i].key, lease, rec) for i, lease, rec in run], fn, settle,
+             lease_ttl, parallelism, heartbeat_every or lease_ttl / 3,
+             [outcomes[i] for i, _, _ in run])
+    return in_item_order(items, first, outcomes)
+
+
+# An item of do_batch: a key, or a (key, digest) pair.
+Item = Union[str, tuple[str, bytes]]
+
+# The keys acquired by a claim_batch: (index in the claims, lease, record).
+Acquired = list[tuple[int, Lease, dedup_pb2.Record]]
+
+
+def plan_claims(items: Sequence[Item], lease_ttl: float,
+                owner: str) -> tuple[dict[str, int], list[ClaimItem]]:
+    """One ClaimItem per distinct key, and each key's index among them."""
     first: dict[str, int] = {}
     claims: list[ClaimItem] = []
     for it in items:
@@ -65,10 +85,18 @@ def do_batch(client: Client, consumer: str, items: Sequence[Union[str, tuple[str
         if key not in first:
             first[key] = len(claims)
             claims.append(ClaimItem(key, digest, lease_ttl, owner))
-    outcomes: list[BatchOutcome] = [BatchOutcome(c.key, None, None) for c in claims]
-    run: list[tuple[int, Lease, dedup_pb2.Record]] = []
-    sent = time.monotonic()
-    for i, res in enumerate(client.claim_batch(consumer, claims)):
+    return first, claims
+
+
+def sort_claims(consumer: str, claims: list[ClaimItem],
+                results: list[ItemResult[dedup_pb2.ClaimResponse]], owner: str, sent: float,
+                lease_ttl: float) -> tuple[list[BatchOutcome], Acquired]:
+    """The claim_batch's answers (sent at `sent`): a BatchOutcome per claim,
+    filled for the keys replayed, refused or held by another caller, and
+    the keys acquired (or our own claim whose first reply was lost)."""
+    outcomes = [BatchOutcome(c.key, None, None) for c in claims]
+    run: Acquired = []
+    for i, res in enumerate(results):
         claim = res.value
         if res.error is not None or claim is None:
             outcomes[i].error = res.error
@@ -83,10 +111,12 @@ def do_batch(client: Client, consumer: str, items: Sequence[Union[str, tuple[str
         else:  # acquired, or our own claim whose first reply was lost
             ends = sent + lease_span(claim.record, lease_ttl)
             run.append((i, Lease(claim.record.fencing_token, ends), claim.record))
-    if run:
-        _run(client, consumer, [(claims[i].key, lease, rec) for i, lease, rec in run], fn, settle,
-             lease_ttl, parallelism, heartbeat_every or lease_ttl / 3,
-             [outcomes[i] for i, _, _ in run])
+    return outcomes, run
+
+
+def in_item_order(items: Sequence[Item], first: dict[str, int],
+                  outcomes: list[BatchOutcome]) -> list[BatchOutcome]:
+    """One BatchOutcome per item: a key named twice gets the first's."""
     return [dataclasses.replace(outcomes[first[key]], key=key)
             for key in ((it if isinstance(it, str) else it[0]) for it in items)]
 
@@ -108,16 +138,39 @@ def _run(client: Client, consumer: str, run: list[tuple[str, Lease, dedup_pb2.Re
             steps = list(pool.map(lambda klr: work(*klr), run))
     finally:
         beat.stop()
+    finish, recorded = to_finish(run, steps, outcomes)
+    if finish:
+        try:
+            answers = client.finish_batch(consumer, finish)
+        except DedupError as whole:
+            finish_failed(recorded, whole)
+        else:
+            record_answers(recorded, answers)
+    raise_process_ending(steps)
+
+
+# The outcomes to record: the BatchOutcome to fill, the key's Lease, its Step.
+Recorded = list[tuple[BatchOutcome, Lease, Step]]
+
+
+def to_finish(run: list[tuple[str, Lease, dedup_pb2.Record]], steps: list[Step],
+              outcomes: list[BatchOutcome]) -> tuple[list[FinishItem], Recorded]:
+    """The finish_batch items of the steps whose outcome is known; a key
+    whose outcome is unknown gets its exception and stays PENDING."""
     finish: list[FinishItem] = []
-    recorded: list[tuple[BatchOutcome, Lease, Step]] = []
+    recorded: Recorded = []
     for (key, lease, _), step, out in zip(run, steps, outcomes):
         if step.pending is not None:
             out.error = step.pending  # unknown outcome: nothing is recorded
             continue
         recorded.append((out, lease, step))
         finish.append(_finish_item(key, lease.token, step))
-    if finish:
-        _record(client, consumer, finish, recorded)
+    return finish, recorded
+
+
+def raise_process_ending(steps: list[Step]) -> None:
+    """Raises the first BaseException (not an Exception) fn raised, once
+    the other outcomes are recorded."""
     for step in steps:
         if step.pending is not None and not isinstance(step.pending, Exception):
             raise step.pending
@@ -131,21 +184,20 @@ def _finish_item(key: str, token: int, step: Step) -> FinishItem:
     if step.release is not None:
         e = step.release
         return FinishItem(key, token, rejection=dedup_pb2.Rejection(
-            reason=RETRYABLE_REASON, message=_truncate(f"{type(e).__name__}: {e}", 4096),
-            retryable=True))
+            reason=RETRYABLE_REASON, message=release_message(e), retryable=True))
     return FinishItem(key, token, result=step.result)
 
 
-def _record(client: Client, consumer: str, finish: list[FinishItem],
-            recorded: list[tuple[BatchOutcome, Lease, Step]]) -> None:
-    """One finish_batch for every outcome known; each answer into its
-    BatchOutcome as do() would have raised or returned it."""
-    try:
-        answers = client.finish_batch(consumer, finish)
-    except DedupError as whole:
-        for out, _, step in recorded:
-            out.error = step.terminal or step.release or whole
-        return
+def finish_failed(recorded: Recorded, whole: DedupError) -> None:
+    """The finish_batch call failed whole: each key gets its own error, or
+    the call's."""
+    for out, _, step in recorded:
+        out.error = step.terminal or step.release or whole
+
+
+def record_answers(recorded: Recorded, answers: list[ItemResult[dedup_pb2.Record]]) -> None:
+    """Each answer of the finish_batch into its BatchOutcome, as do() would
+    have raised or returned it."""
     for (out, lease, step), ans in zip(recorded, answers):
         if step.terminal is not None:
             if ans.error is None and ans.value is not None:
@@ -161,6 +213,20 @@ def _record(client: Client, consumer: str, finish: list[FinishItem],
         else:
             out.outcome = Outcome(ans.value.result, ans.value, replayed=False,
                                   settled=step.settled)
+
+
+def note_extensions(running: list[tuple[str, Lease]], answers: list[ItemResult[dedup_pb2.Record]],
+                    sent: float, lease_ttl: float) -> list[str]:
+    """Each answer of an extend_lease_batch sent at `sent` into its Lease;
+    returns the keys whose lease is gone (their answer kept in the Lease)."""
+    gone = []
+    for (key, lease), ans in zip(running, answers):
+        if isinstance(ans.error, LEASE_GONE):
+            lease._lose(ans.error)
+            gone.append(key)
+        elif ans.error is None and ans.value is not None:
+            lease._extended(sent + lease_span(ans.value, lease_ttl))
+    return gone
 
 
 class _BatchHeartbeat:
@@ -193,12 +259,8 @@ class _BatchHeartbeat:
                     consumer, [ExtendItem(k, lease.token, lease_ttl) for k, lease in running])
             except DedupError:
                 continue  # transient: the next beat tries again within the lease
-            for (key, lease), ans in zip(running, answers):
-                if isinstance(ans.error, LEASE_GONE):
-                    lease._lose(ans.error)
-                    self.finished(key)
-                elif ans.error is None and ans.value is not None:
-                    lease._extended(sent + lease_span(ans.value, lease_ttl))
+            for key in note_extensions(running, answers, sent, lease_ttl):
+                self.finished(key)
 
     def stop(self) -> None:
         self._stopped.set()

@@ -34,18 +34,16 @@ without park mode answers SEQUENCE_GAP, raised as ParkUnsupported.
 from __future__ import annotations
 
 import dataclasses
-import random
-import secrets
 import time
-from typing import Optional
+from typing import Optional, Union
 
 from ._callbacks import StreamCall
 from ._durations import seconds
 from ._proto.dedup.v1 import stream_pb2
 from ._streamrun import ReleasedChain, next_of, run_held, run_released
 from .client import Client
-from .do import _truncate
-from .errors import DedupError, InProgressTimeout, ParkUnsupported, SequenceGap
+from .do import Waiter, unique_owner
+from .errors import DedupError, ParkUnsupported, SequenceGap
 from .lease import Lease, lease_span
 from .parked import ParkedSettle, ParkedWork
 
@@ -91,6 +89,22 @@ def _result(chain: ReleasedChain, settled: bool = False) -> InOrderResult:
                          unfinished=chain.unfinished, unfinished_error=chain.unfinished_error)
 
 
+def stream_claim_decision(resp: stream_pb2.ClaimStreamResponse, owner: str, sequence: int,
+                          sent: float, lease_ttl: float) -> Union[Lease, InOrderResult, None]:
+    """What a ClaimStream sent at `sent` answered: the Lease to run fn under
+    (acquired, or our own claim whose first reply was lost), the duplicate's
+    InOrderResult (or the parked one's), or None (another holder: wait)."""
+    if resp.outcome == stream_pb2.STREAM_OUTCOME_DUPLICATE:
+        return InOrderResult(duplicate=True, stream=resp.stream)
+    if resp.outcome == stream_pb2.STREAM_OUTCOME_PARKED:
+        return InOrderResult(duplicate=False, parked=True, stream=resp.stream)
+    if resp.outcome == stream_pb2.STREAM_OUTCOME_ACQUIRED:
+        return Lease(resp.fencing_token, sent + lease_span(resp.stream, lease_ttl))
+    if resp.stream.owner == owner and resp.stream.in_flight == sequence:
+        return Lease(resp.stream.fencing_token, sent + seconds(resp.retry_after))
+    return None
+
+
 def do_in_order(client: Client, consumer: str, stream: str, sequence: int, fn: StreamWork, *,
                 lease_ttl: float = 30.0, owner: str = "",
                 mode: "stream_pb2.StreamMode.ValueType" = stream_pb2.STREAM_MODE_UNSPECIFIED,
@@ -106,11 +120,8 @@ def do_in_order(client: Client, consumer: str, stream: str, sequence: int, fn: S
     if park and released is None:
         raise ValueError("do_in_order(park=True) needs released=, to run the parked events "
                          "that come back")
-    deadline = time.monotonic() + max_wait
-    backoff = 0.05
-    # A unique owner recognises our own claim whose ACQUIRED reply was lost
-    # and retried into IN_PROGRESS, as do() does.
-    owner = f"{_truncate(owner, 200)}#{secrets.token_hex(12)}"
+    waiter = Waiter(max_wait, 0.05, 2.0)
+    owner = unique_owner(owner)
     while True:
         sent = time.monotonic()
         try:
@@ -123,22 +134,13 @@ def do_in_order(client: Client, consumer: str, stream: str, sequence: int, fn: S
                                       "SEQUENCE_GAP: the server does not support park mode",
                                       reason=gap.reason, stream=gap.stream) from gap
             raise
-        if resp.outcome == stream_pb2.STREAM_OUTCOME_DUPLICATE:
-            return InOrderResult(duplicate=True, stream=resp.stream)
-        if resp.outcome == stream_pb2.STREAM_OUTCOME_PARKED:
-            return InOrderResult(duplicate=False, parked=True, stream=resp.stream)
-        if resp.outcome == stream_pb2.STREAM_OUTCOME_ACQUIRED:
-            lease = Lease(resp.fencing_token, sent + lease_span(resp.stream, lease_ttl))
+        got = stream_claim_decision(resp, owner, sequence, sent, lease_ttl)
+        if isinstance(got, InOrderResult):
+            return got
+        if got is not None:
+            lease = got
             break
-        if resp.stream.owner == owner and resp.stream.in_flight == sequence:
-            lease = Lease(resp.stream.fencing_token, sent + seconds(resp.retry_after))
-            break
-        wait = min(backoff * random.uniform(0.5, 1.0), seconds(resp.retry_after))
-        if time.monotonic() + wait > deadline:
-            raise InProgressTimeout(f"stream {stream!r} still in progress after {max_wait}s",
-                                    stream=resp.stream)
-        time.sleep(wait)
-        backoff = min(2 * backoff, 2.0)
+        time.sleep(waiter.next_wait(resp, f"stream {stream!r}"))
     token = lease.token
     step = run_held(client, consumer, stream, sequence, lease, resp.stream, lease_ttl, fn, settle,
                     (token,), {"stream": resp.stream, "lease": lease})

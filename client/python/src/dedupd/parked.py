@@ -21,13 +21,13 @@ settle_released=).
 from __future__ import annotations
 
 import dataclasses
-import secrets
 import time
 from typing import Optional, Protocol, TypeVar, Union
 
 from ._proto.dedup.v1 import stream_pb2
 from ._streamrun import run_released
 from .client import Client
+from .do import unique_owner
 from .lease import Lease
 
 R = TypeVar("R", covariant=True)
@@ -82,7 +82,7 @@ def do_parked(client: Client, consumer: str, fn: ParkedWork, *, stream: str = ""
     are in the result."""
     sent = time.monotonic()
     resp = client.claim_parked(consumer, stream, lease_ttl=lease_ttl,
-                               owner=f"{owner[:200]}#{secrets.token_hex(12)}")
+                               owner=unique_owner(owner))
     if not resp.HasField("event"):
         return ParkedResult(found=False)
     chain = run_released(client, consumer, resp.stream, resp.event, sent, lease_ttl, fn, settle)

@@ -27,7 +27,7 @@ from typing import Callable, Optional, Union
 
 from ._callbacks import call
 from ._proto.dedup.v1 import dedup_pb2
-from .attempt import Terminal, to_bytes
+from .attempt import Found, Terminal, to_bytes
 from .client import Client
 from .do import Settle
 from .errors import DedupError
@@ -81,8 +81,7 @@ def reconcile(client: Client, consumer: str, decide: Optional[Decide] = None, *,
     settle raises (but Terminal), the claim is left PENDING and the
     exception propagates.
     """
-    if (decide is None) == (settle is None):
-        raise ValueError("reconcile needs decide or settle, not both")
+    check_decide_or_settle(decide, settle)
     settled: list[Settled] = []
     for expired in client.iter_records(consumer, lease_expired=True, page_size=page_size):
         sent = time.monotonic()
@@ -107,9 +106,28 @@ def _deciding(settle: Settle, lease: Lease) -> Decide:
         try:
             found = call(settle, (token, record.attempts), {"record": record, "lease": lease})
         except Terminal as t:
-            return Reject(t.reason, t.message, t.detail)
-        return Release() if found is None else Complete(to_bytes(found))
+            return terminal_decision(t)
+        return found_decision(found)
     return decide
+
+
+def check_decide_or_settle(decide: object, settle: object) -> None:
+    if (decide is None) == (settle is None):
+        raise ValueError("reconcile needs decide or settle, not both")
+
+
+def found_decision(found: Found) -> Decision:
+    """settle's answer as a Decision: complete with the effect's result, or
+    release the key when it found none."""
+    return Release() if found is None else Complete(to_bytes(found))
+
+
+def terminal_decision(t: Terminal) -> Decision:
+    return Reject(t.reason, t.message, t.detail)
+
+
+def not_a_decision(decision: object) -> TypeError:
+    return TypeError(f"decide must return Complete, Reject or Release, not {decision!r}")
 
 
 def _settle(client: Client, consumer: str, claim: dedup_pb2.ClaimResponse,
@@ -135,5 +153,5 @@ def _settle(client: Client, consumer: str, claim: dedup_pb2.ClaimResponse,
                                message=decision.message, retryable=True)
     else:
         client.reject(consumer, key, token, reason="RECONCILE_FAILED", retryable=True)
-        raise TypeError(f"decide must return Complete, Reject or Release, not {decision!r}")
+        raise not_a_decision(decision)
     return Settled(key, decision, record)

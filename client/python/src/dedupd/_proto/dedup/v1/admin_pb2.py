@@ -22,7 +22,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/admin.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/admin.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf8\x02\n\x06Policy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x30\n\rcompleted_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0crejected_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0creleased_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x11\x64\x65\x66\x61ult_lease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x30\n\rmax_lease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10max_result_bytes\x18\x07 \x01(\x03\x12\x16\n\x0erequire_digest\x18\x08 \x01(\x08\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"E\n\x10SetPolicyRequest\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\x0f\n\x07\x64ry_run\x18\x02 \x01(\x08\"\xc1\x01\n\x11SetPolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\x12#\n\teffective\x18\x03 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\x16\n\x0estored_records\x18\x04 \x01(\x03\x12\x17\n\x0fpending_records\x18\x05 \x01(\x03\x12\x10\n\x08warnings\x18\x06 \x03(\t\"$\n\x10GetPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"Z\n\x11GetPolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12#\n\teffective\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\"\x15\n\x13ListPoliciesRequest\"^\n\x14ListPoliciesResponse\x12\"\n\x08policies\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Policy\x12\"\n\x08\x64\x65\x66\x61ults\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\"\'\n\x13\x44\x65letePolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"8\n\x14\x44\x65letePolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\"4\n\x13\x44\x65leteRecordRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"8\n\x14\x44\x65leteRecordResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\xb0\x01\n\x0cPurgeRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x32\n\x0eupdated_before\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x65xpired_only\x18\x04 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\x12\x12\n\nbatch_size\x18\x06 \x01(\x05\".\n\rPurgeResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x03\x12\x0c\n\x04\x64one\x18\x02 \x01(\x08\" \n\x0cStatsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\";\n\rStatsResponse\x12*\n\tconsumers\x18\x01 \x03(\x0b\x32\x17.dedup.v1.ConsumerStats\"\xd0\x01\n\rConsumerStats\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x11\n\tcompleted\x18\x03 \x01(\x03\x12\x10\n\x08rejected\x18\x04 \x01(\x03\x12\x10\n\x08released\x18\x05 \x01(\x03\x12\x1d\n\x15pending_lease_expired\x18\x06 \x01(\x03\x12\x35\n\x11oldest_pending_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x65xpired\x18\x08 \x01(\x03\x32\xfd\x03\n\x0c\x41\x64minService\x12\x44\n\tSetPolicy\x12\x1a.dedup.v1.SetPolicyRequest\x1a\x1b.dedup.v1.SetPolicyResponse\x12\x44\n\tGetPolicy\x12\x1a.dedup.v1.GetPolicyRequest\x1a\x1b.dedup.v1.GetPolicyResponse\x12M\n\x0cListPolicies\x12\x1d.dedup.v1.ListPoliciesRequest\x1a\x1e.dedup.v1.ListPoliciesResponse\x12M\n\x0c\x44\x65letePolicy\x12\x1d.dedup.v1.DeletePolicyRequest\x1a\x1e.dedup.v1.DeletePolicyResponse\x12M\n\x0c\x44\x65leteRecord\x12\x1d.dedup.v1.DeleteRecordRequest\x1a\x1e.dedup.v1.DeleteRecordResponse\x12:\n\x05Purge\x12\x16.dedup.v1.PurgeRequest\x1a\x17.dedup.v1.PurgeResponse0\x01\x12\x38\n\x05Stats\x12\x16.dedup.v1.StatsRequest\x1a\x17.dedup.v1.StatsResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/admin.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf8\x02\n\x06Policy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x30\n\rcompleted_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0crejected_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0creleased_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x11\x64\x65\x66\x61ult_lease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x30\n\rmax_lease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10max_result_bytes\x18\x07 \x01(\x03\x12\x16\n\x0erequire_digest\x18\x08 \x01(\x08\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"E\n\x10SetPolicyRequest\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\x0f\n\x07\x64ry_run\x18\x02 \x01(\x08\"\xc1\x01\n\x11SetPolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\x12#\n\teffective\x18\x03 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\x16\n\x0estored_records\x18\x04 \x01(\x03\x12\x17\n\x0fpending_records\x18\x05 \x01(\x03\x12\x10\n\x08warnings\x18\x06 \x03(\t\"$\n\x10GetPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"Z\n\x11GetPolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12#\n\teffective\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\"\x15\n\x13ListPoliciesRequest\"^\n\x14ListPoliciesResponse\x12\"\n\x08policies\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Policy\x12\"\n\x08\x64\x65\x66\x61ults\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\"\'\n\x13\x44\x65letePolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"8\n\x14\x44\x65letePolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\"4\n\x13\x44\x65leteRecordRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"8\n\x14\x44\x65leteRecordResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\xb0\x01\n\x0cPurgeRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x32\n\x0eupdated_before\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x65xpired_only\x18\x04 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\x12\x12\n\nbatch_size\x18\x06 \x01(\x05\".\n\rPurgeResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x03\x12\x0c\n\x04\x64one\x18\x02 \x01(\x08\" \n\x0cStatsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\";\n\rStatsResponse\x12*\n\tconsumers\x18\x01 \x03(\x0b\x32\x17.dedup.v1.ConsumerStats\"\xd7\x02\n\rConsumerStats\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x11\n\tcompleted\x18\x03 \x01(\x03\x12\x10\n\x08rejected\x18\x04 \x01(\x03\x12\x10\n\x08released\x18\x05 \x01(\x03\x12\x1d\n\x15pending_lease_expired\x18\x06 \x01(\x03\x12\x35\n\x11oldest_pending_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x65xpired\x18\x08 \x01(\x03\x12\x0f\n\x07streams\x18( \x01(\x03\x12\x19\n\x11streams_in_flight\x18) \x01(\x03\x12\x1d\n\x15streams_lease_expired\x18* \x01(\x03\x12:\n\x16oldest_stream_claim_at\x18+ \x01(\x0b\x32\x1a.google.protobuf.Timestamp2\xfd\x03\n\x0c\x41\x64minService\x12\x44\n\tSetPolicy\x12\x1a.dedup.v1.SetPolicyRequest\x1a\x1b.dedup.v1.SetPolicyResponse\x12\x44\n\tGetPolicy\x12\x1a.dedup.v1.GetPolicyRequest\x1a\x1b.dedup.v1.GetPolicyResponse\x12M\n\x0cListPolicies\x12\x1d.dedup.v1.ListPoliciesRequest\x1a\x1e.dedup.v1.ListPoliciesResponse\x12M\n\x0c\x44\x65letePolicy\x12\x1d.dedup.v1.DeletePolicyRequest\x1a\x1e.dedup.v1.DeletePolicyResponse\x12M\n\x0c\x44\x65leteRecord\x12\x1d.dedup.v1.DeleteRecordRequest\x1a\x1e.dedup.v1.DeleteRecordResponse\x12:\n\x05Purge\x12\x16.dedup.v1.PurgeRequest\x1a\x17.dedup.v1.PurgeResponse0\x01\x12\x38\n\x05Stats\x12\x16.dedup.v1.StatsRequest\x1a\x17.dedup.v1.StatsResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
   dependencies=[dedup_dot_v1_dot_dedup__pb2.DESCRIPTOR,google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,])
 
@@ -711,6 +711,34 @@ _CONSUMERSTATS = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='streams', full_name='dedup.v1.ConsumerStats.streams', index=8,
+      number=40, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='streams_in_flight', full_name='dedup.v1.ConsumerStats.streams_in_flight', index=9,
+      number=41, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='streams_lease_expired', full_name='dedup.v1.ConsumerStats.streams_lease_expired', index=10,
+      number=42, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='oldest_stream_claim_at', full_name='dedup.v1.ConsumerStats.oldest_stream_claim_at', index=11,
+      number=43, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -724,7 +752,7 @@ _CONSUMERSTATS = _descriptor.Descriptor(
   oneofs=[
   ],
   serialized_start=1550,
-  serialized_end=1758,
+  serialized_end=1893,
 )
 
 _POLICY.fields_by_name['completed_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
@@ -747,6 +775,7 @@ _PURGEREQUEST.fields_by_name['states'].enum_type = dedup_dot_v1_dot_dedup__pb2._
 _PURGEREQUEST.fields_by_name['updated_before'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 _STATSRESPONSE.fields_by_name['consumers'].message_type = _CONSUMERSTATS
 _CONSUMERSTATS.fields_by_name['oldest_pending_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
+_CONSUMERSTATS.fields_by_name['oldest_stream_claim_at'].message_type = google_dot_protobuf_dot_timestamp__pb2._TIMESTAMP
 DESCRIPTOR.message_types_by_name['Policy'] = _POLICY
 DESCRIPTOR.message_types_by_name['SetPolicyRequest'] = _SETPOLICYREQUEST
 DESCRIPTOR.message_types_by_name['SetPolicyResponse'] = _SETPOLICYRESPONSE
@@ -887,8 +916,8 @@ _ADMINSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=1761,
-  serialized_end=2270,
+  serialized_start=1896,
+  serialized_end=2405,
   methods=[
   _descriptor.MethodDescriptor(
     name='SetPolicy',

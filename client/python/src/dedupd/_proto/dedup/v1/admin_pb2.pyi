@@ -343,8 +343,9 @@ class StatsResponse(google.protobuf.message.Message):
 global___StatsResponse = StatsResponse
 
 class ConsumerStats(google.protobuf.message.Message):
-    """ConsumerStats counts the stored records of one consumer. Live counts
-    exclude records past their expiry, which are counted in expired instead.
+    """ConsumerStats counts the stored records and streams of one consumer.
+    Live counts exclude records past their expiry, which are counted in
+    expired instead.
     """
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
     CONSUMER_FIELD_NUMBER: builtins.int
@@ -355,6 +356,10 @@ class ConsumerStats(google.protobuf.message.Message):
     PENDING_LEASE_EXPIRED_FIELD_NUMBER: builtins.int
     OLDEST_PENDING_AT_FIELD_NUMBER: builtins.int
     EXPIRED_FIELD_NUMBER: builtins.int
+    STREAMS_FIELD_NUMBER: builtins.int
+    STREAMS_IN_FLIGHT_FIELD_NUMBER: builtins.int
+    STREAMS_LEASE_EXPIRED_FIELD_NUMBER: builtins.int
+    OLDEST_STREAM_CLAIM_AT_FIELD_NUMBER: builtins.int
     consumer: typing.Text
     pending: builtins.int
     completed: builtins.int
@@ -372,6 +377,23 @@ class ConsumerStats(google.protobuf.message.Message):
     expired: builtins.int
     """Records past their expiry that the reaper has not deleted yet."""
 
+    streams: builtins.int
+    """Live streams of the consumer (StreamService): a consumer that has only
+    streams is listed too, with zero record counts.
+    """
+
+    streams_in_flight: builtins.int
+    """Live streams with a claim in flight, its lease live or not."""
+
+    streams_lease_expired: builtins.int
+    """In-flight stream claims whose lease has run out: the streams'
+    reconciliation queue.
+    """
+
+    @property
+    def oldest_stream_claim_at(self) -> google.protobuf.timestamp_pb2.Timestamp:
+        """When the oldest in-flight stream claim was taken; unset when none is."""
+        pass
     def __init__(self,
         *,
         consumer: typing.Text = ...,
@@ -382,7 +404,11 @@ class ConsumerStats(google.protobuf.message.Message):
         pending_lease_expired: builtins.int = ...,
         oldest_pending_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
         expired: builtins.int = ...,
+        streams: builtins.int = ...,
+        streams_in_flight: builtins.int = ...,
+        streams_lease_expired: builtins.int = ...,
+        oldest_stream_claim_at: typing.Optional[google.protobuf.timestamp_pb2.Timestamp] = ...,
         ) -> None: ...
-    def HasField(self, field_name: typing_extensions.Literal["oldest_pending_at",b"oldest_pending_at"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing_extensions.Literal["completed",b"completed","consumer",b"consumer","expired",b"expired","oldest_pending_at",b"oldest_pending_at","pending",b"pending","pending_lease_expired",b"pending_lease_expired","rejected",b"rejected","released",b"released"]) -> None: ...
+    def HasField(self, field_name: typing_extensions.Literal["oldest_pending_at",b"oldest_pending_at","oldest_stream_claim_at",b"oldest_stream_claim_at"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing_extensions.Literal["completed",b"completed","consumer",b"consumer","expired",b"expired","oldest_pending_at",b"oldest_pending_at","oldest_stream_claim_at",b"oldest_stream_claim_at","pending",b"pending","pending_lease_expired",b"pending_lease_expired","rejected",b"rejected","released",b"released","streams",b"streams","streams_in_flight",b"streams_in_flight","streams_lease_expired",b"streams_lease_expired"]) -> None: ...
 global___ConsumerStats = ConsumerStats
