@@ -162,3 +162,48 @@ func TestDoInOrderExtendsTheLease(t *testing.T) {
 		t.Fatalf("%d lease extensions over two runs of three leases each, want at least 4", n)
 	}
 }
+
+// Losing the lease cancels what runs under it, as in Do: an operator's
+// ResetStream drops the claim in flight, the next extension is refused,
+// and the context of fn (the delivered event) or of Released (a parked
+// one handed back) ends with a cause matching ErrLeaseLost. Nothing is
+// recorded for the event: its outcome is unknown.
+func TestDoInOrderLeaseLossCancels(t *testing.T) {
+	addr := dedupdtest.Start(t, dedupdtest.Embedded)
+	c, ctx := newClient(t, addr), testContext(t)
+	const lease = time.Second
+	// holdUntilLost blocks until its context ends, with the stream reset
+	// by hand meanwhile, and returns the cause.
+	holdUntilLost := func(ctx context.Context, stream string, mark int64) error {
+		if _, err := c.StreamAdmin().ResetStream(ctx, &dedupv1.ResetStreamRequest{Consumer: "shop", Stream: stream, HighWater: mark}); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	t.Run("fn", func(t *testing.T) {
+		var cause error
+		_, err := c.DoInOrder(ctx, "shop", "reset-fn", 1, client.InOrderOptions{LeaseTTL: lease},
+			func(ctx context.Context, _ int64) error { cause = holdUntilLost(ctx, "reset-fn", 0); return cause })
+		if !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(err, client.ErrOutcomeUnknown) {
+			t.Fatalf("fn saw %v; DoInOrder returned %v; want a lease loss, outcome unknown", cause, err)
+		}
+	})
+	t.Run("released", func(t *testing.T) {
+		var cause error
+		opt := client.InOrderOptions{LeaseTTL: lease, Park: true, Payload: payloadOf(2),
+			Released: func(ctx context.Context, ev *client.ParkedEvent) error {
+				cause = holdUntilLost(ctx, "reset-released", 1)
+				return cause
+			}}
+		early := func(context.Context, int64) error { return errors.New("fn ran on an early event") }
+		if res, err := c.DoInOrder(ctx, "shop", "reset-released", 2, opt, early); err != nil || !res.Parked {
+			t.Fatalf("park 2: %+v, %v", res, err)
+		}
+		res, err := c.DoInOrder(ctx, "shop", "reset-released", 1, opt, func(context.Context, int64) error { return nil })
+		if err != nil || res.Unfinished.GetSequence() != 2 || !errors.Is(res.UnfinishedErr, client.ErrOutcomeUnknown) ||
+			!errors.Is(res.UnfinishedErr, client.ErrLeaseLost) || !errors.Is(cause, client.ErrLeaseLost) {
+			t.Fatalf("Released saw %v; got %+v, %v; want 2 unfinished after a lease loss", cause, res, err)
+		}
+	})
+}
