@@ -2,7 +2,8 @@
 as the gap fills; a server without park mode refused clearly; the lease
 extended while a released event runs; a consumer killed (SIGKILL) at each
 point between park, release, effect and completion, picked up by
-do_parked, with every effect once."""
+do_parked, with every effect once. Each runs against dedupd and
+dedupd.aio."""
 
 import json
 import os
@@ -15,6 +16,7 @@ import unittest
 
 import dedupd
 
+from .clients import aio_twin
 from .server import ClientTestCase, server, unique_key
 
 CONSUMER = "py-park"
@@ -70,7 +72,7 @@ class ParkTest(ClientTestCase):
             applied.append((event.sequence, event.payload))
 
         def deliver(seq):
-            return dedupd.do_in_order(self.client, CONSUMER, s, seq,
+            return self.api.do_in_order(self.client, CONSUMER, s, seq,
                                       lambda token: applied.append((seq, payload_of(seq))),
                                       park=True, payload=payload_of(seq), released=released)
 
@@ -103,12 +105,12 @@ class ParkTest(ClientTestCase):
                 return self.client.claim_stream(*args, **kwargs)
 
         with self.assertRaises(dedupd.ParkUnsupported) as cm:
-            dedupd.do_in_order(IgnoresPark(self.client), CONSUMER, s, 2, ran.append, park=True,
+            self.api.do_in_order(IgnoresPark(self.client), CONSUMER, s, 2, ran.append, park=True,
                                payload=payload_of(2), released=ran.append)
         self.assertIsInstance(cm.exception.__cause__, dedupd.SequenceGap)
         self.assertEqual((claims, ran), ([True], []))
         with self.assertRaises(ValueError):
-            dedupd.do_in_order(self.client, CONSUMER, s, 2, ran.append, park=True)
+            self.api.do_in_order(self.client, CONSUMER, s, 2, ran.append, park=True)
 
     def test_lease_is_extended_while_a_released_event_runs(self):
         s, seen = unique_key("order"), []
@@ -119,10 +121,10 @@ class ParkTest(ClientTestCase):
                 other = self.client.claim_stream(CONSUMER, s, event.sequence)
                 seen.append((other.outcome, self.client.claim_parked(CONSUMER, s).HasField("event")))
 
-        dedupd.do_in_order(self.client, CONSUMER, s, 2, None, park=True, payload=b"2",
-                           released=slow, lease_ttl=1)
-        res = dedupd.do_in_order(self.client, CONSUMER, s, 1, lambda token: None, park=True,
-                                 released=slow, lease_ttl=1)
+        self.api.do_in_order(self.client, CONSUMER, s, 2, None, park=True, payload=b"2",
+                             released=slow, lease_ttl=1)
+        res = self.api.do_in_order(self.client, CONSUMER, s, 1, lambda token: None, park=True,
+                                   released=slow, lease_ttl=1)
         self.assertEqual(res.released, [2])
         self.assertEqual(seen, [(dedupd.STREAM_OUTCOME_IN_PROGRESS, False)] * 5)
 
@@ -140,9 +142,9 @@ class CrashTest(ClientTestCase):
                 child, before, after = 3, [], [3, 2, 4, 1]
 
             def deliver(seq):
-                res = dedupd.do_in_order(self.client, CONSUMER, s, seq,
-                                         lambda token: ledger.apply(seq), lease_ttl=LEASE,
-                                         **ledger.options(seq))
+                res = self.api.do_in_order(self.client, CONSUMER, s, seq,
+                                           lambda token: ledger.apply(seq), lease_ttl=LEASE,
+                                           **ledger.options(seq))
                 self.assertIsNone(res.unfinished_error)
 
             for seq in before:
@@ -157,7 +159,7 @@ class CrashTest(ClientTestCase):
                 deliver(seq)
             picked = 0
             while self.client.get_stream(CONSUMER, s).high_water < 4:
-                res = dedupd.do_parked(self.client, CONSUMER, ledger.released, stream=s,
+                res = self.api.do_parked(self.client, CONSUMER, ledger.released, stream=s,
                                        settle=lambda event: ledger.has(event.sequence))
                 self.assertIsNone(res.unfinished_error)
                 picked += len(res.released)
@@ -173,6 +175,11 @@ class CrashTest(ClientTestCase):
             with self.subTest(crash=crash):
                 picked = self.run_crash(crash)
                 self.assertEqual(picked > 0, picked_up, f"{picked} picked up")
+
+
+# The same against dedupd.aio (the killed child stays a blocking client).
+ParkTestAio = aio_twin(ParkTest)
+CrashTestAio = aio_twin(CrashTest)
 
 
 if __name__ == "__main__":

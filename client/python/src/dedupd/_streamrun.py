@@ -59,6 +59,27 @@ def run_held(client: Client, consumer: str, stream: str, sequence: int, lease: L
         beat.stop()
 
 
+# What the chain does with a parked event once settle and fn ran.
+UNFINISHED, RELEASE, FINISH = "unfinished", "release", "finish"
+
+
+def released_action(step: Step, lease: Lease) -> tuple[str, Optional[BaseException]]:
+    """UNFINISHED (the outcome is unknown, or the lease is lost: leave the
+    event in flight), RELEASE (fn raised an Exception: release it for
+    do_parked) or FINISH (complete, or reject for step.terminal), with the
+    error that ends the chain. A process-ending BaseException is raised:
+    nothing is recorded, as a crash."""
+    if step.pending is not None:
+        if not isinstance(step.pending, Exception):
+            raise step.pending
+        return UNFINISHED, step.pending
+    if lease.error is not None:
+        return UNFINISHED, lease.error
+    if step.release is not None:
+        return RELEASE, step.release
+    return FINISH, None
+
+
 def next_of(resp: Any) -> Optional[stream_pb2.ParkedEvent]:
     """The parked event a CompleteStream or RejectStream response hands
     back, or None."""
@@ -80,16 +101,13 @@ def run_released(client: Client, consumer: str, st: stream_pb2.Stream,
                           NoReleasedHandler("a parked event came back without park=True"))
         step = run_held(client, consumer, name, seq, lease, st, lease_ttl, fn, settle, (ev,),
                         {"stream": st, "lease": lease})
-        if step.pending is not None:
-            if not isinstance(step.pending, Exception):
-                raise step.pending  # process-ending: nothing recorded, as a crash
-            chain.unfinished, chain.unfinished_error = ev, step.pending
+        action, why = released_action(step, lease)
+        if action == UNFINISHED:
+            chain.unfinished, chain.unfinished_error = ev, why
             return chain
-        if lease.error is not None:
-            chain.unfinished, chain.unfinished_error = ev, lease.error
-            return chain
-        if step.release is not None:
-            return _leave(client, consumer, chain, name, ev, step.release)
+        if action == RELEASE:
+            assert why is not None
+            return _leave(client, consumer, chain, name, ev, why)
         sent = time.monotonic()
         try:
             if step.terminal is not None:

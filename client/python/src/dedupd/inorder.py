@@ -83,7 +83,7 @@ class StreamRejected(DedupError):
     result: Optional[InOrderResult] = None
 
 
-def _result(chain: ReleasedChain, settled: bool = False) -> InOrderResult:
+def in_order_result(chain: ReleasedChain, settled: bool = False) -> InOrderResult:
     return InOrderResult(duplicate=False, stream=chain.stream, settled=settled,
                          released=chain.released, rejected=chain.rejected,
                          unfinished=chain.unfinished, unfinished_error=chain.unfinished_error)
@@ -159,9 +159,11 @@ def do_in_order(client: Client, consumer: str, stream: str, sequence: int, fn: S
                                              next_lease_ttl=lease_ttl)
         err = StreamRejected(f"rejected: {t.reason}: {t.message}", reason="REJECTED",
                              stream=rejected.stream)
-        err.result = _result(run_released(client, consumer, rejected.stream, next_of(rejected),
-                                          sent, lease_ttl, released, settle_released))
+        err.result = in_order_result(run_released(client, consumer, rejected.stream,
+                                                  next_of(rejected), sent, lease_ttl, released,
+                                                  settle_released))
         raise err from t
     done = client.complete_stream_next(consumer, stream, sequence, token, next_lease_ttl=lease_ttl)
-    return _result(run_released(client, consumer, done.stream, next_of(done), sent, lease_ttl,
-                                released, settle_released), settled=step.settled)
+    return in_order_result(run_released(client, consumer, done.stream, next_of(done), sent,
+                                        lease_ttl, released, settle_released),
+                           settled=step.settled)
