@@ -175,7 +175,7 @@ func (c *Client) run(ctx context.Context, consumer, key string, claim ClaimResul
 	token := claim.FencingToken
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	keeper := c.keepLease(runCtx, cancel, leaseRef{consumer, key, token, leaseSpan(claim.Record)}, opt, leaseEnd)
+	keeper := c.keepLease(runCtx, cancel, leaseRef{consumer: consumer, key: key, token: token, ttl: leaseSpan(claim.Record)}, opt, leaseEnd)
 	step := func() attemptStep {
 		defer keeper.stop()
 		a := Attempt{FencingToken: token, Number: claim.Record.GetAttempts(), Record: claim.Record}

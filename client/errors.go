@@ -68,6 +68,7 @@ var reasonErrors = map[string]error{
 	dedupv1.ErrorReason_SEQUENCE_GAP.String():         ErrSequenceGap,
 	dedupv1.ErrorReason_STREAM_MODE_MISMATCH.String(): ErrStreamModeMismatch,
 	dedupv1.ErrorReason_STREAM_NOT_FOUND.String():     ErrStreamNotFound,
+	dedupv1.ErrorReason_PARK_FULL.String():            ErrParkFull,
 }
 
 // reasonsByCode are the reasons with no sentinel of their own, each with
@@ -82,6 +83,7 @@ var reasonsByCode = map[string]string{
 	dedupv1.ErrorReason_INTERNAL.String():          "a server bug; nothing to branch on",
 	dedupv1.ErrorReason_RATE_LIMITED.String():      "RESOURCE_EXHAUSTED with RetryInfo; Error.Reason names it",
 	dedupv1.ErrorReason_OVERLOADED.String():        "RESOURCE_EXHAUSTED with RetryInfo; Error.Reason names it",
+	dedupv1.ErrorReason_NO_GAP.String():            "StreamAdminService.SkipGap only (FAILED_PRECONDITION); Error.Reason names it",
 }
 
 // Error is a call refused by the server (or by gRPC on its way there). It

@@ -7,11 +7,23 @@ import (
 	"time"
 )
 
-// leaseRef names one lease.
+// leaseRef names one lease: of a key, or of a stream's sequence seq (key
+// is then the stream).
 type leaseRef struct {
 	consumer, key string
 	token         int64
 	ttl           time.Duration
+	seq           int64
+}
+
+// extend pushes the lease out by ttl (the server default when zero).
+func (c *Client) extend(ctx context.Context, ref leaseRef, ttl time.Duration) error {
+	if ref.seq > 0 {
+		_, err := c.ExtendStreamLease(ctx, ref.consumer, ref.key, ref.seq, ref.token, ttl)
+		return err
+	}
+	_, err := c.ExtendLease(ctx, ref.consumer, ref.key, ref.token, ttl)
+	return err
 }
 
 // leaseKeeper extends a lease while fn runs.
@@ -50,12 +62,13 @@ func (c *Client) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 			}
 			start := time.Now()
 			callCtx, callCancel := context.WithDeadline(ctx, leaseEnd)
-			_, err := c.ExtendLease(callCtx, ref.consumer, ref.key, ref.token, opt.LeaseTTL)
+			err := c.extend(callCtx, ref, opt.LeaseTTL)
 			callCancel()
 			switch {
 			case err == nil:
 				leaseEnd, next = start.Add(ttl), every
-			case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrAlreadyFinished), errors.Is(err, ErrNotFound):
+			case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrAlreadyFinished), errors.Is(err, ErrNotFound),
+				errors.Is(err, ErrStreamNotFound):
 				cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 				return
 			case ctx.Err() != nil:

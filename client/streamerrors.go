@@ -17,6 +17,14 @@ var (
 	ErrStreamModeMismatch = errors.New("dedup: stream mode mismatch")
 	// ErrStreamNotFound: the stream has no live record (STREAM_NOT_FOUND).
 	ErrStreamNotFound = errors.New("dedup: no such stream")
+	// ErrParkFull: a claim with Park found the stream at its max_parked,
+	// or the consumer at its parked byte budget (PARK_FULL); nothing was
+	// stored: let the message be redelivered.
+	ErrParkFull = errors.New("dedup: no room to park the event")
+	// ErrParkUnsupported: a claim with Park was answered SEQUENCE_GAP, so
+	// the server does not know park mode (it ignored the field). The error
+	// wraps the *GapError.
+	ErrParkUnsupported = errors.New("dedup: the server does not support park mode (it answered a claim with park with SEQUENCE_GAP)")
 )
 
 // GapError is a claim of a sequence past the one its dense stream expects:

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -22,6 +23,9 @@ const (
 	StreamAcquired   = dedupv1.StreamOutcome_STREAM_OUTCOME_ACQUIRED
 	StreamInProgress = dedupv1.StreamOutcome_STREAM_OUTCOME_IN_PROGRESS
 	StreamDuplicate  = dedupv1.StreamOutcome_STREAM_OUTCOME_DUPLICATE
+	// StreamParked: a claim with Park of an event before its turn; dedupd
+	// holds the event (park.go).
+	StreamParked = dedupv1.StreamOutcome_STREAM_OUTCOME_PARKED
 )
 
 // The stream modes: Dense (the default) wants 1, 2, 3, ...; Versions takes
@@ -43,6 +47,11 @@ type StreamClaimOptions struct {
 	// holder finishes this sequence, ACQUIRED once it releases it or its
 	// lease runs out.
 	Wait time.Duration
+	// Park parks the event if it comes before its turn (StreamParked
+	// instead of a *GapError), with Payload, the event as it will be
+	// handed back (park.go).
+	Park    bool
+	Payload []byte
 }
 
 // StreamClaimResult is what a ClaimStream found.
@@ -68,7 +77,7 @@ func (c *Client) StreamAdmin() dedupv1.StreamAdminServiceClient {
 // dense stream expects fails with a *GapError (ErrSequenceGap).
 func (c *Client) ClaimStream(ctx context.Context, consumer, stream string, seq int64, opt StreamClaimOptions) (StreamClaimResult, error) {
 	req := &dedupv1.ClaimStreamRequest{Consumer: consumer, Stream: stream, Sequence: seq,
-		Mode: opt.Mode, Digest: opt.Digest, Owner: opt.Owner}
+		Mode: opt.Mode, Digest: opt.Digest, Owner: opt.Owner, Park: opt.Park, Payload: opt.Payload}
 	if opt.LeaseTTL > 0 {
 		req.LeaseTtl = durationpb.New(opt.LeaseTTL)
 	}
@@ -117,8 +126,9 @@ func (c *Client) GetStream(ctx context.Context, consumer, stream string) (*Strea
 
 // InOrderOptions tune DoInOrder. The zero value is usable.
 type InOrderOptions struct {
-	// LeaseTTL is the lease length; the server default when zero. Choose
-	// it longer than fn takes: DoInOrder does not extend it.
+	// LeaseTTL is the lease length; the server default when zero.
+	// DoInOrder extends it while Settle and fn run, and cancels their
+	// context (cause ErrLeaseLost) if it is lost.
 	LeaseTTL time.Duration
 	Owner    string
 	Mode     dedupv1.StreamMode
@@ -129,6 +139,15 @@ type InOrderOptions struct {
 	// Settle looks for the effect of event seq before fn runs; see
 	// StreamSettleFunc.
 	Settle StreamSettleFunc
+	// Park parks the event when it arrives before its turn, and processes
+	// the parked events that come back after it (park.go): Payload is
+	// the event as Released will get it back, Released processes each
+	// parked event handed back (required with Park), and SettleReleased,
+	// optional, is Settle for them.
+	Park           bool
+	Payload        []byte
+	Released       ParkedFunc
+	SettleReleased ParkedSettleFunc
 }
 
 // StreamSettleFunc is SettleFunc for DoInOrder: it gets what fn gets and
@@ -148,6 +167,11 @@ type InOrderResult struct {
 	Duplicate bool
 	// Stream is the stream afterwards.
 	Stream *Stream
+	// Parked is true when, with Park, the event came before its turn:
+	// dedupd holds it, fn did not run, and the message can be acked.
+	Parked bool
+	// The parked events processed after seq, in order (park.go).
+	ReleasedChain
 }
 
 // DoInOrder processes event seq of a stream at most once and in order:
@@ -156,7 +180,9 @@ type InOrderResult struct {
 //     Duplicate set, without running fn;
 //   - a gap (an earlier event not processed yet) returns a *GapError
 //     carrying the expected sequence: hold the event back or let it be
-//     redelivered;
+//     redelivered; with opt.Park, dedupd holds it instead, and DoInOrder
+//     returns with Parked set (a server without park mode: an error
+//     matching ErrParkUnsupported);
 //   - while another caller holds the stream it waits, up to MaxWait, then
 //     returns ErrInProgressTimeout;
 //   - once it holds the lease it runs opt.Settle, if set, and then fn with
@@ -165,42 +191,30 @@ type InOrderResult struct {
 //     moves past it) and returns a *RejectedError, an error whose outcome
 //     is unknown (as in Do: Settle failed, a timeout, a cancellation)
 //     leaves the claim PENDING and returns an *UnknownOutcomeError, any
-//     other error releases the claim and is returned as it is.
+//     other error releases the claim and is returned as it is;
+//   - with opt.Park, a completion (or rejection) that hands back the next
+//     parked event runs opt.Released on it at once, and so on in order
+//     (see ReleasedChain; without Park such an event is released for
+//     DoParked).
 func (c *Client) DoInOrder(ctx context.Context, consumer, stream string, seq int64, opt InOrderOptions,
 	fn func(ctx context.Context, token int64) error) (InOrderResult, error) {
+	if opt.Park && opt.Released == nil {
+		return InOrderResult{}, fmt.Errorf("%w: DoInOrder with Park needs Released, to run the parked events it gets back", ErrInvalidArgument)
+	}
 	claim, err := c.claimStreamOrWait(ctx, consumer, stream, seq, opt)
-	if err != nil {
-		return InOrderResult{}, err
-	}
-	if claim.Outcome == StreamDuplicate {
-		return InOrderResult{Duplicate: true, Stream: claim.Stream}, nil
-	}
-	token := claim.FencingToken
-	step := runAttempt(ctx, Attempt{FencingToken: token}, settleStream(opt.Settle),
-		func(ctx context.Context, _ Attempt) ([]byte, error) { return nil, fn(ctx, token) })
-	rec := recordingOf(ctx, step)
-	if rec.pending {
-		return InOrderResult{Stream: claim.Stream}, &UnknownOutcomeError{Err: step.err, InSettle: step.settleErr, Stream: claim.Stream}
-	}
-	// The outcome is recorded even if the caller's context ended: an
-	// effect that happened is worth recording.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
-	defer cancel()
+	acquired := time.Now()
 	switch {
-	case rec.rejection == nil:
-		st, err := c.CompleteStream(rctx, consumer, stream, seq, token)
-		return InOrderResult{Stream: st}, err
-	case !rec.rejection.Retryable:
-		st, err := c.RejectStream(rctx, consumer, stream, seq, token, *rec.rejection)
-		if err != nil {
-			return InOrderResult{Stream: st}, errors.Join(err, step.err)
-		}
-		return InOrderResult{Stream: st}, &RejectedError{Rejection: *rec.rejection, Cause: step.err}
+	case err != nil && opt.Park && errors.Is(err, ErrSequenceGap):
+		return InOrderResult{}, fmt.Errorf("%w: %w", ErrParkUnsupported, err)
+	case err != nil:
+		return InOrderResult{}, err
+	case claim.Outcome == StreamDuplicate:
+		return InOrderResult{Duplicate: true, Stream: claim.Stream}, nil
+	case claim.Outcome == StreamParked:
+		return InOrderResult{Parked: true, Stream: claim.Stream}, nil
 	}
-	if _, err := c.ReleaseStream(rctx, consumer, stream, seq, token); err != nil {
-		return InOrderResult{}, errors.Join(step.err, err)
-	}
-	return InOrderResult{}, step.err
+	return c.runInOrder(ctx, consumer, heldEvent{stream: stream, seq: seq, token: claim.FencingToken,
+		at: claim.Stream, leaseEnd: acquired.Add(streamLeaseSpan(claim.Stream, opt.LeaseTTL))}, opt, fn)
 }
 
 // settleStream adapts a StreamSettleFunc to runAttempt, which runs it on
@@ -229,7 +243,8 @@ func (c *Client) claimStreamOrWait(ctx context.Context, consumer, stream string,
 	backoff := firstWaitBackoff
 	for {
 		claim, err := c.ClaimStream(ctx, consumer, stream, seq, StreamClaimOptions{
-			LeaseTTL: opt.LeaseTTL, Owner: opt.Owner, Mode: opt.Mode, Digest: opt.Digest, Wait: time.Until(deadline)})
+			LeaseTTL: opt.LeaseTTL, Owner: opt.Owner, Mode: opt.Mode, Digest: opt.Digest,
+			Wait: time.Until(deadline), Park: opt.Park, Payload: opt.Payload})
 		if err != nil || claim.Outcome != StreamInProgress {
 			return claim, err
 		}

@@ -109,15 +109,19 @@ func TestDoInOrderFailures(t *testing.T) {
 
 // DoInOrder behind another holder of the stream answers DUPLICATE once the
 // holder completes the sequence: with one claim that the server holds, or,
-// against a server that does not wait (as an older one), by polling.
+// against a server that does not wait (as an older one), by polling. A
+// park-mode DoInOrder asks the server to wait too.
 func TestDoInOrderWaitsForTheHolder(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		flags       []string
 		serverWaits bool
+		park        bool
 	}{
-		{"server waits", nil, true},
-		{"server answers at once", []string{"--max-claim-wait=0"}, false},
+		{"server waits", nil, true, false},
+		{"server answers at once", []string{"--max-claim-wait=0"}, false, false},
+		{"park mode, server waits", nil, true, true},
+		{"park mode, server answers at once", []string{"--max-claim-wait=0"}, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var counter callCounter
@@ -142,7 +146,15 @@ func TestDoInOrderWaitsForTheHolder(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			res, err := c.DoInOrder(ctx, "orders", "order-9", 1, client.InOrderOptions{MaxWait: time.Hour},
+			opt := client.InOrderOptions{MaxWait: time.Hour}
+			if tt.park {
+				opt.Park, opt.Payload = true, []byte("order-9 #1")
+				opt.Released = func(context.Context, *client.ParkedEvent) error {
+					t.Error("Released ran, but nothing was parked")
+					return nil
+				}
+			}
+			res, err := c.DoInOrder(ctx, "orders", "order-9", 1, opt,
 				func(context.Context, int64) error {
 					t.Error("fn ran for a sequence another caller held and completed")
 					return nil

@@ -2,9 +2,12 @@
 // feeds a few orders' created/paid/cancelled events, shuffled and partly
 // repeated, through a redelivering loop into a consumer that applies each
 // once and in order with a dedupd stream per order, then prints each
-// order's final status. See orders/orders.go.
+// order's final status. See orders/orders.go. With -park, dedupd holds the
+// early events (park mode, orders/park.go) and no message is delivered
+// twice; it prints how many were.
 //
 //	go run ./examples/orders            # dedupd at $DEDUPD_ADDR, or 127.0.0.1:7070; -dedupd overrides
+//	go run ./examples/orders -park
 package main
 
 import (
@@ -22,8 +25,9 @@ import (
 
 func main() {
 	addr := flag.String("dedupd", dedupdAddr(), "dedupd address (default from $DEDUPD_ADDR)")
+	park := flag.Bool("park", false, "park early events in dedupd instead of redelivering them")
 	flag.Parse()
-	if err := run(*addr); err != nil {
+	if err := run(*addr, *park); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -36,7 +40,7 @@ func dedupdAddr() string {
 	return "127.0.0.1:7070"
 }
 
-func run(addr string) error {
+func run(addr string, park bool) error {
 	c, err := client.New(addr)
 	if err != nil {
 		return err
@@ -44,14 +48,20 @@ func run(addr string) error {
 	defer c.Close()
 	table := orders.NewTable()
 	consumer := &orders.Consumer{Dedup: c, Table: table, Consumer: "orders-example", Lease: 10 * time.Second}
+	parker := &orders.ParkConsumer{Dedup: c, Table: table, Consumer: "orders-example-park", Lease: 10 * time.Second}
+	handle := consumer.Handle
+	if park {
+		handle = parker.HandleParked
+	}
 	runID := fmt.Sprintf("%d", time.Now().UnixNano())
 	ctx := context.Background()
-	err = orders.Redeliver(ctx, Events(runID), 10*time.Millisecond, func(ev orders.Event) (orders.Outcome, error) {
-		return consumer.Handle(ctx, ev)
+	redelivered, err := orders.Redeliver(ctx, Events(runID), 10*time.Millisecond, func(ev orders.Event) (orders.Outcome, error) {
+		return handle(ctx, ev)
 	})
 	if err != nil {
 		return err
 	}
+	fmt.Printf("%d redeliveries\n", redelivered)
 	for _, id := range []string{"a", "b", "c"} {
 		order := "order-" + id + "-" + runID
 		fmt.Printf("%s: %s\n", order, table.Status(order))

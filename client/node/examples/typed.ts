@@ -16,6 +16,8 @@ import type {
   TimeInput, Timestamp, TlsOptions, Work, Settle, BatchSettle, InOrderSettle,
   ClaimStreamOptions, ClaimStreamResponse, DedupStream, InOrderOptions, InOrderResult, InOrderWork,
   ListStreamsFilters, ListStreamsResponse, RejectStreamOptions, StreamMode, StreamOutcome,
+  ParkedEvent, StreamFinishResponse, NextLeaseOptions, ClaimParkedOptions, ClaimParkedResponse, ListParkedResponse,
+  ParkedWork, ParkedSettle, ReleasedChain, DoParkedOptions, DoParkedResult,
 } from '@dedupd/client';
 
 const CONSUMER = 'typed-example';
@@ -235,6 +237,41 @@ async function streams(c: dedupd.Client, stream: string): Promise<DedupStream> {
   return c.getStream(CONSUMER, stream);
 }
 
+/** Park mode: 3 and 2 parked, 1 runs them in order; the calls by hand; a pickup with nothing ready. */
+async function parking(c: dedupd.Client, stream: string): Promise<ReleasedChain> {
+  const seen: string[] = [];
+  const released: ParkedWork = (event, signal, st) => {
+    assert.ok(!signal.aborted && st.inFlight === event.sequence);
+    seen.push(`${event.sequence}:${event.payload.toString()}`);
+  };
+  const settleReleased: ParkedSettle = () => null;
+  const options = (seq: number): InOrderOptions => ({ park: true, payload: `e${seq}`, released, settleReleased, leaseTtl: 30 });
+  for (const seq of [3, 2]) assert.equal((await dedupd.doInOrder(c, CONSUMER, stream, seq, () => {}, options(seq))).parked, true);
+  const res: InOrderResult = await dedupd.doInOrder(c, CONSUMER, stream, 1, () => {}, options(1));
+  assert.deepEqual([res.released, seen, res.unfinished], [['2', '3'], ['2:e2', '3:e3'], null]);
+  const hand = `${stream}-hand`;
+  const claimOptions: ClaimStreamOptions = { park: true, payload: 'two' };
+  assert.equal((await c.claimStream(CONSUMER, hand, 2, claimOptions)).outcome, 'STREAM_OUTCOME_PARKED');
+  const page: ListParkedResponse = await c.listParked(CONSUMER, hand, { pageSize: 10 });
+  assert.equal(page.events[0].payloadBytes, '3');
+  const first = await c.claimStream(CONSUMER, hand, 1);
+  const next: NextLeaseOptions = { nextLeaseTtl: 30 };
+  const finished: StreamFinishResponse = await c.completeStreamNext(CONSUMER, hand, 1, first.fencingToken, next);
+  const event: ParkedEvent | null = finished.next;
+  assert.ok(event && event.payload.toString() === 'two');
+  await c.extendStreamLease(CONSUMER, hand, event.sequence, event.fencingToken, { leaseTtl: 30 });
+  await c.rejectStreamNext(CONSUMER, hand, event.sequence, event.fencingToken, { reason: 'BAD', ...next });
+  const pickup: ClaimParkedOptions = { stream: hand, leaseTtl: 30, owner: 'typed' };
+  const none: ClaimParkedResponse = await c.claimParked(CONSUMER, pickup);
+  assert.equal(none.event, null);
+  const parkedOptions: DoParkedOptions = { stream: hand, leaseTtl: 30, settle: settleReleased, signal: null };
+  const idle: DoParkedResult = await dedupd.doParked(c, CONSUMER, released, parkedOptions);
+  assert.equal(idle.found, false);
+  assert.ok(new dedupd.ParkFull('full') instanceof dedupd.DedupError);
+  assert.ok(new dedupd.ParkUnsupported('old server') instanceof dedupd.DedupError);
+  return res;
+}
+
 /** A poll of three keys through the batch calls, then through doBatch. */
 async function batches(c: dedupd.Client, prefix: string): Promise<BatchOutcome[]> {
   const items: ClaimBatchItem[] = [{ key: `${prefix}-1`, digest: dedupd.digestBytes('1') }, { key: `${prefix}-2` }];
@@ -272,6 +309,7 @@ async function main(): Promise<void> {
   await typedErrors(c, `${run}-low`);
   await callOptions(c, `${run}-call-options`);
   assert.equal((await streams(c, `${run}-stream`)).highWater, '4');
+  assert.equal((await parking(c, `${run}-park`)).stream.highWater, '3');
   await batches(c, `${run}-batch`);
   errors(record);
   digests();

@@ -182,13 +182,16 @@ class Client {
   /**
    * Claims one sequence of a stream; resolves to the ClaimStreamResponse
    * {outcome, stream, fencingToken, retryAfter}. Rejects with SequenceGap
-   * (err.expected) for an early event of a dense stream. wait is as for claim(): the server
-   * answers DUPLICATE once the holder finishes the sequence, ACQUIRED once it releases it or its
-   * lease runs out.
+   * (err.expected) for an early event of a dense stream; with park: true
+   * the server stores it with payload instead and answers
+   * STREAM_OUTCOME_PARKED (the park-mode calls are in park.js). wait is as
+   * for claim(): the server answers DUPLICATE once the holder finishes the
+   * sequence, ACQUIRED once it releases it or its lease runs out.
    */
-  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0), wait, ...callOptions } = {}) {
+  claimStream(consumer, stream, sequence, { leaseTtl, owner = '', mode = 'STREAM_MODE_UNSPECIFIED', digest = Buffer.alloc(0),
+    wait, park = false, payload = Buffer.alloc(0), ...callOptions } = {}) {
     return this.call('ClaimStream', { consumer, stream, sequence: int64(sequence, 'sequence'), mode, digest,
-      leaseTtl: duration(leaseTtl), owner, wait: waitDuration(wait) }, this.streamStub, callOptions);
+      leaseTtl: duration(leaseTtl), owner, wait: waitDuration(wait), park, payload: toBuffer(payload) }, this.streamStub, callOptions);
   }
 
   /** Finishes the sequence and moves the high-water mark to it; resolves to the stream. */

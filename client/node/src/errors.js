@@ -61,6 +61,10 @@ class SequenceGap extends DedupError {
 class StreamModeMismatch extends DedupError {}
 /** getStream of a stream with no live record (STREAM_NOT_FOUND). */
 class StreamNotFound extends DedupError {}
+/** A claim with park found no room (PARK_FULL): nothing stored; let the message be redelivered. */
+class ParkFull extends DedupError {}
+/** doInOrder({park: true}) was answered SEQUENCE_GAP: the server does not know park mode. cause is the SequenceGap. */
+class ParkUnsupported extends DedupError {}
 /** dedup.do() waited its bound while another caller held the key; err.record is the last seen. */
 class InProgressTimeout extends DedupError {}
 
@@ -118,6 +122,8 @@ const CLASS_BY_REASON = {
   SEQUENCE_GAP: SequenceGap,
   STREAM_MODE_MISMATCH: StreamModeMismatch,
   STREAM_NOT_FOUND: StreamNotFound,
+  PARK_FULL: ParkFull,
+  NO_GAP: DedupError, // the stream admin service's; this client does not call it
 };
 for (const name of Object.keys(CLASS_BY_REASON)) {
   if (!(name in Reason)) throw new Error(`errors.js maps ${name}, which error_reason.proto does not list`);
@@ -173,5 +179,5 @@ function toError(code, message, details, cause) {
 module.exports = {
   ERROR_DOMAIN, Reason, CLASS_BY_REASON, DedupError, DigestMismatch, LeaseLost, AlreadyFinished, RecordNotFound,
   InvalidRequest, Unavailable, Unauthenticated, PermissionDenied, InProgressTimeout, Rejected, AbortError,
-  SequenceGap, StreamModeMismatch, StreamNotFound, fromServiceError, fromStatus,
+  SequenceGap, StreamModeMismatch, StreamNotFound, ParkFull, ParkUnsupported, fromServiceError, fromStatus,
 };

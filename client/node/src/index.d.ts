@@ -191,6 +191,19 @@ export class Client {
   /** Rejects with StreamNotFound when the stream has no live record. */
   getStream(consumer: string, stream: string, options?: CallOptions): Promise<DedupStream>;
   listStreams(consumer: string, filters?: ListStreamsFilters & CallOptions): Promise<ListStreamsResponse>;
+  /** completeStream resolving to the whole response, with the parked event handed back. */
+  completeStreamNext(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken,
+    options?: NextLeaseOptions & CallOptions): Promise<StreamFinishResponse>;
+  /** rejectStream resolving to the whole response, with the parked event handed back. */
+  rejectStreamNext(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken,
+    options?: RejectStreamOptions & NextLeaseOptions & CallOptions): Promise<StreamFinishResponse>;
+  /** Pushes out the lease of the sequence's claim (acquired, or a parked event handed out). */
+  extendStreamLease(consumer: string, stream: string, sequence: FencingToken, fencingToken: FencingToken,
+    options?: ExtendLeaseOptions & CallOptions): Promise<DedupStream>;
+  /** Acquires a ready parked event of the consumer (or of options.stream). */
+  claimParked(consumer: string, options?: ClaimParkedOptions & CallOptions): Promise<ClaimParkedResponse>;
+  /** One page of a stream's parked events, without payloads. */
+  listParked(consumer: string, stream: string, page?: { pageSize?: number; pageToken?: string } & CallOptions): Promise<ListParkedResponse>;
   /**
    * Batch calls (docs/api.md, Batches): one ItemResult per item, in order,
    * each what the lone call would have resolved to or rejected with. They
@@ -234,7 +247,8 @@ export interface ItemResult<T> {
 
 export type StreamMode = 'STREAM_MODE_UNSPECIFIED' | 'STREAM_MODE_DENSE' | 'STREAM_MODE_VERSIONS';
 
-export type StreamOutcome = 'STREAM_OUTCOME_UNSPECIFIED' | 'STREAM_OUTCOME_ACQUIRED' | 'STREAM_OUTCOME_IN_PROGRESS' | 'STREAM_OUTCOME_DUPLICATE';
+export type StreamOutcome = 'STREAM_OUTCOME_UNSPECIFIED' | 'STREAM_OUTCOME_ACQUIRED' | 'STREAM_OUTCOME_IN_PROGRESS' | 'STREAM_OUTCOME_DUPLICATE'
+  | 'STREAM_OUTCOME_PARKED';
 
 /** dedup.v1.Stream: a stream's high-water mark and its claim in flight. Unset messages are null. */
 export interface DedupStream {
@@ -255,6 +269,58 @@ export interface DedupStream {
   createdAt: Timestamp | null;
   updatedAt: Timestamp | null;
   expiresAt: Timestamp | null;
+  /** How many events the stream holds parked, and their payloads' bytes. */
+  parked: Int64;
+  parkedBytes: Int64;
+  /** The last run of sequences the stream skipped (gap timeout or SkipGap); null when it never skipped. */
+  lastSkipped: { fromSequence: Int64; toSequence: Int64; cause: string; skippedAt: Timestamp | null } | null;
+  skipped: Int64;
+}
+
+/** dedup.v1.ParkedEvent: an event a stream held back until its turn; handed back it carries its token and lease. */
+export interface ParkedEvent {
+  consumer: string;
+  stream: string;
+  sequence: Int64;
+  /** The event as it was parked (empty in listParked). */
+  payload: Buffer;
+  digest: Buffer;
+  /** Set when handed out: pass it to completeStreamNext, rejectStreamNext, releaseStream, extendStreamLease. */
+  fencingToken: Int64;
+  leaseExpiresAt: Timestamp | null;
+  parkedAt: Timestamp | null;
+  payloadBytes: Int64;
+  inFlight: boolean;
+}
+
+/** CompleteStream's and RejectStream's whole response: next is the parked event handed back, acquired for the caller, or null. */
+export interface StreamFinishResponse {
+  stream: DedupStream;
+  next: ParkedEvent | null;
+}
+
+export interface NextLeaseOptions {
+  /** The lease of the parked event handed back, in seconds; the server default when unset. */
+  nextLeaseTtl?: number | null;
+}
+
+export interface ClaimParkedOptions {
+  /** Only this stream's ready event; every stream of the consumer when ''. */
+  stream?: string;
+  leaseTtl?: number | null;
+  owner?: string;
+}
+
+/** dedup.v1.ClaimParkedResponse: event is null when none was ready. */
+export interface ClaimParkedResponse {
+  event: ParkedEvent | null;
+  stream: DedupStream | null;
+}
+
+/** dedup.v1.ListParkedResponse: ascending by sequence, payloads left out. */
+export interface ListParkedResponse {
+  events: ParkedEvent[];
+  nextPageToken: string;
 }
 
 /** dedup.v1.ClaimStreamResponse. */
@@ -275,6 +341,9 @@ export interface ClaimStreamOptions {
   digest?: Uint8Array;
   /** As ClaimOptions.wait: DUPLICATE once the holder finishes the sequence, ACQUIRED once it releases it. */
   wait?: number | null;
+  /** Park the event if it comes before its turn (STREAM_OUTCOME_PARKED instead of SequenceGap), with payload. */
+  park?: boolean;
+  payload?: Payload;
 }
 
 export interface RejectStreamOptions {
@@ -300,9 +369,9 @@ export interface ListStreamsResponse {
 /**
  * The work doInOrder runs once per event: token is the fencing token,
  * attempt is always null (a stream counts no attempts), signal aborts when
- * the lease runs out (doInOrder does not extend it) or the caller's signal
- * aborts, and stream is the stream as the claim left it (inFlight is the
- * event's sequence).
+ * the lease is lost (doInOrder extends it while fn runs) or the caller's
+ * signal aborts, and stream is the stream as the claim left it (inFlight
+ * is the event's sequence).
  */
 export type InOrderWork = (token: Int64, attempt: null, signal: AbortSignal, stream: DedupStream) => void | Promise<void>;
 
@@ -317,8 +386,22 @@ export type InOrderWork = (token: Int64, attempt: null, signal: AbortSignal, str
 export type InOrderSettle = (token: Int64, attempt: null, signal: AbortSignal, stream: DedupStream) =>
   Payload | null | Promise<Payload | null>;
 
+/**
+ * The work run on a parked event handed back (doInOrder's released,
+ * doParked's fn): event.payload is the event as it was parked,
+ * event.fencingToken its token; signal aborts when its lease is lost.
+ * Terminal rejects it as poison; an error whose outcome is unknown leaves
+ * it in flight until its lease runs out; any other error releases it for
+ * doParked.
+ */
+export type ParkedWork = (event: ParkedEvent, signal: AbortSignal, stream: DedupStream) => void | Promise<void>;
+
+/** settle for a parked event: same arguments as ParkedWork; anything but null means its effect already happened. */
+export type ParkedSettle = (event: ParkedEvent, signal: AbortSignal, stream: DedupStream) =>
+  Payload | null | Promise<Payload | null>;
+
 export interface InOrderOptions {
-  /** Lease length in seconds (default 30); not extended, so longer than fn takes. */
+  /** Lease length in seconds (default 30), extended while settle and fn run. */
   leaseTtl?: number;
   owner?: string;
   mode?: StreamMode;
@@ -332,19 +415,66 @@ export interface InOrderOptions {
    * error from fn after it aborted leaves the claim in flight, as a crash would.
    */
   signal?: AbortSignal | null;
+  /** Park the event if it comes before its turn, and run the parked events that come back after it (needs released). */
+  park?: boolean;
+  /** The event as released will get it back. */
+  payload?: Payload;
+  /** Runs each parked event handed back, in order. */
+  released?: ParkedWork | null;
+  /** settle for those events. */
+  settleReleased?: ParkedSettle | null;
 }
 
-export interface InOrderResult {
+/**
+ * What became of the parked events handed back after an event: released
+ * are the sequences finished in order (completed, settled or rejected as
+ * poison), rejected those rejected; unfinished is the one the chain could
+ * not finish and unfinishedError why (null when it ran out).
+ */
+export interface ReleasedChain {
+  stream: DedupStream;
+  released: Int64[];
+  rejected: Int64[];
+  unfinished: ParkedEvent | null;
+  unfinishedError: unknown;
+}
+
+export interface InOrderResult extends ReleasedChain {
   /** true when the event was at or below the mark and fn did not run. */
   duplicate: boolean;
   /** true when settle found the effect and fn did not run. */
   settled: boolean;
-  stream: DedupStream;
+  /** true when (park) the event came before its turn and dedupd holds it: fn did not run; ack the message. */
+  parked: boolean;
+}
+
+export interface DoParkedOptions {
+  /** Only this stream's parked events; every stream of the consumer when ''. */
+  stream?: string;
+  /** Lease length in seconds (default 30), extended while settle and fn run. */
+  leaseTtl?: number;
+  owner?: string;
+  settle?: ParkedSettle | null;
+  signal?: AbortSignal | null;
+}
+
+export interface DoParkedResult extends Omit<ReleasedChain, 'stream'> {
+  /** false when no parked event was ready: nothing ran. */
+  found: boolean;
+  stream: DedupStream | null;
 }
 
 /**
+ * Picks up one ready parked event (its holder's lease ran out, it was
+ * released, or a gap was skipped) and the ones after it, running settle
+ * and fn on each in order. Rejects only with claimParked's errors.
+ */
+export function doParked(client: Client, consumer: string, fn: ParkedWork, options?: DoParkedOptions): Promise<DoParkedResult>;
+
+/**
  * Processes event sequence of a stream at most once, in order: skips a
- * duplicate, rejects with SequenceGap (err.expected) for an early event,
+ * duplicate, rejects with SequenceGap (err.expected) for an early event
+ * (with park: true parks it instead, or rejects with ParkUnsupported),
  * runs fn and completes; fn throwing Terminal records a poison event
  * (StreamRejected), any other error releases the claim and is rethrown.
  */
@@ -533,7 +663,9 @@ export type ErrorReason =
   | 'OVERLOADED'
   | 'SEQUENCE_GAP'
   | 'STREAM_MODE_MISMATCH'
-  | 'STREAM_NOT_FOUND';
+  | 'STREAM_NOT_FOUND'
+  | 'PARK_FULL'
+  | 'NO_GAP';
 
 /** Each reason by name: Reason.LEASE_LOST === 'LEASE_LOST'. */
 export const Reason: { readonly [R in ErrorReason]: R };
@@ -599,6 +731,10 @@ export class SequenceGap extends DedupError {
 export class StreamModeMismatch extends DedupError {}
 /** getStream of a stream with no live record. */
 export class StreamNotFound extends DedupError {}
+/** A claim with park found no room (PARK_FULL): nothing stored; let the message be redelivered. */
+export class ParkFull extends DedupError {}
+/** doInOrder with park was answered SEQUENCE_GAP: the server does not know park mode; cause is the SequenceGap. */
+export class ParkUnsupported extends DedupError {}
 /**
  * The call's signal was aborted, before sending (nothing reached the server)
  * or in flight (the call was cancelled; it may or may not have been done).
@@ -608,7 +744,10 @@ export class AbortError extends DedupError {
   constructor(reason?: unknown);
 }
 /** doInOrder's fn threw Terminal: the event was recorded as poison; stream is the stream afterwards. */
-export class StreamRejected extends DedupError {}
+export class StreamRejected extends DedupError {
+  /** The InOrderResult, with the parked events run after the poison one. */
+  result?: InOrderResult;
+}
 
 /** Converts a grpc-js ServiceError into the matching DedupError subclass. */
 export function fromServiceError(err: ServiceError): DedupError;

@@ -2,7 +2,9 @@
 // Node client of dedupd: Client wraps every DedupService RPC and the
 // StreamService ones; do() runs the two-phase pattern, doBatch() the same
 // for a whole poll in one claimBatch and one finishBatch, doInOrder() for a
-// stream's sequenced events; reconcile() settles claims whose lease ran out; the
+// stream's sequenced events (park: true parks an early event in dedupd and
+// runs the parked ones as they come back; doParked() picks up what a crash
+// left); reconcile() settles claims whose lease ran out; the
 // digest helpers compute the digest spec every dedupd client shares; the
 // error classes and Reason (from error_reason.proto) describe refusals.
 // index.d.ts declares all of it for TypeScript; every int64 is a decimal
@@ -17,6 +19,7 @@ const { doOnce, Terminal } = require('./do');
 const { doBatch } = require('./dobatch');
 const { reconcile } = require('./reconcile');
 const { doInOrder, StreamRejected } = require('./inorder');
+const { doParked } = require('./park');
 const proto = require('./proto');
 
 module.exports = {
@@ -27,6 +30,7 @@ module.exports = {
   Terminal,
   reconcile,
   doInOrder,
+  doParked,
   StreamRejected,
   duration,
   seconds,

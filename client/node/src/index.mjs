@@ -9,12 +9,12 @@ import dedupd from './index.js';
 export default dedupd;
 
 export const {
-  Client, doOnce, doBatch, Terminal, reconcile, doInOrder, StreamRejected, duration,
+  Client, doOnce, doBatch, Terminal, reconcile, doInOrder, doParked, StreamRejected, duration,
   seconds, digestBytes, digestJSON, digestJSONText, digestProto, canonicalJSON,
   ERROR_DOMAIN, Reason, DedupError, DigestMismatch, LeaseLost, AlreadyFinished,
   RecordNotFound, InvalidRequest, Unavailable, Unauthenticated, PermissionDenied,
   InProgressTimeout, Rejected, AbortError, SequenceGap, StreamModeMismatch, StreamNotFound,
-  fromServiceError, proto,
+  ParkFull, ParkUnsupported, fromServiceError, proto,
 } = dedupd;
 
 // do is a reserved word: it cannot be a binding, only an export name.

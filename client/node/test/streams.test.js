@@ -95,7 +95,10 @@ for (const [name, args, serverWaits] of [
       await server.stop();
     });
 
-    it('answers a duplicate once the holder completes', async () => {
+    for (const [mode, park] of [
+      ['', {}],
+      [' (park mode)', { park: true, payload: 'event 1', released: () => assert.fail('nothing was parked') }],
+    ]) it(`answers a duplicate once the holder completes${mode}`, async () => {
       const s = uniqueKey('order');
       const holder = await c.claimStream(CONSUMER, s, 1, { leaseTtl: 60, owner: 'holder' });
       let claims = 0;
@@ -104,7 +107,7 @@ for (const [name, args, serverWaits] of [
       const counting = Object.create(c, {
         claimStream: { value: (...a) => { claims += 1; claimSent(); return c.claimStream(...a); } },
       });
-      const waiting = dedupd.doInOrder(counting, CONSUMER, s, 1, () => assert.fail('fn ran'), { maxWait: 60 });
+      const waiting = dedupd.doInOrder(counting, CONSUMER, s, 1, () => assert.fail('fn ran'), { maxWait: 60, ...park });
       await sent;
       if (serverWaits) await sleep(300); // a polling doInOrder would claim again meanwhile
       else while (claims < 3) await sleep(10);

@@ -2,7 +2,7 @@
 AIO is dedupd.aio driven from the same blocking test code.
 
 A test class that uses self.api (api.Client, api.do, api.do_batch,
-api.do_in_order, api.reconcile) instead of dedupd.* runs against either;
+api.do_in_order, api.do_parked, api.reconcile) instead of dedupd.* runs against either;
 aio_twin(cls) makes the copy that runs it against dedupd.aio, so every
 such test runs twice against the one server.
 
@@ -128,6 +128,7 @@ class SYNC:
     do = staticmethod(dedupd.do)
     do_batch = staticmethod(dedupd.do_batch)
     do_in_order = staticmethod(dedupd.do_in_order)
+    do_parked = staticmethod(dedupd.do_parked)
     reconcile = staticmethod(dedupd.reconcile)
 
 
@@ -146,9 +147,17 @@ class AIO:
                                        settle=_in_thread(settle), **kwargs))
 
     @staticmethod
-    def do_in_order(client, consumer, stream, sequence, fn, settle=None, **kwargs):
+    def do_in_order(client, consumer, stream, sequence, fn, settle=None, released=None,
+                    settle_released=None, **kwargs):
         return run(dedupd.aio.do_in_order(_aio_of(client), consumer, stream, sequence,
-                                          _in_thread(fn), settle=_in_thread(settle), **kwargs))
+                                          _in_thread(fn), settle=_in_thread(settle),
+                                          released=_in_thread(released),
+                                          settle_released=_in_thread(settle_released), **kwargs))
+
+    @staticmethod
+    def do_parked(client, consumer, fn, settle=None, **kwargs):
+        return run(dedupd.aio.do_parked(_aio_of(client), consumer, _in_thread(fn),
+                                        settle=_in_thread(settle), **kwargs))
 
     @staticmethod
     def reconcile(client, consumer, decide=None, settle=None, **kwargs):

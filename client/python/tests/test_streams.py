@@ -137,7 +137,8 @@ class CountsStreamClaims:
 class DoInOrderWaitTest(ClientTestCase):
     """do_in_order behind another holder answers DUPLICATE once the holder
     completes the sequence: one claim the server holds, or, against a
-    dedupd that does not wait (as an older one), polling."""
+    dedupd that does not wait (as an older one), polling. With park=True
+    too."""
 
     @classmethod
     def setUpClass(cls):
@@ -147,7 +148,7 @@ class DoInOrderWaitTest(ClientTestCase):
     def tearDownClass(cls):
         pass
 
-    def run_behind_holder(self, server_args, settle_after_sent):
+    def run_behind_holder(self, server_args, settle_after_sent, **park):
         server = Server(server_args)
         self.addCleanup(server.stop)
         c = self.api.Client(server.addr)
@@ -156,7 +157,7 @@ class DoInOrderWaitTest(ClientTestCase):
         holder = c.claim_stream(CONSUMER, s, 1, lease_ttl=60, owner="holder")
         counting, outcome = CountsStreamClaims(c), []
         waiter = threading.Thread(target=lambda: outcome.append(self.api.do_in_order(
-            counting, CONSUMER, s, 1, lambda token: self.fail("fn ran"), max_wait=60)))
+            counting, CONSUMER, s, 1, lambda token: self.fail("fn ran"), max_wait=60, **park)))
         waiter.start()
         self.assertTrue(counting.sent.wait(30), "do_in_order never claimed")
         settle_after_sent(counting)
@@ -168,6 +169,12 @@ class DoInOrderWaitTest(ClientTestCase):
 
     def test_server_waits(self):
         claims = self.run_behind_holder([], lambda counting: time.sleep(0.3))
+        self.assertEqual(claims, 1)
+
+    def test_park_mode_server_waits(self):
+        claims = self.run_behind_holder([], lambda counting: time.sleep(0.3), park=True,
+                                        payload=b"event 1",
+                                        released=lambda event: self.fail("nothing was parked"))
         self.assertEqual(claims, 1)
 
     def test_server_answers_at_once(self):

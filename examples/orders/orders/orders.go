@@ -11,6 +11,9 @@
 // retry after a crash between the effect and CompleteStream finds the
 // event applied instead of applying it twice, and a holder whose lease ran
 // out is refused.
+//
+// In park mode (park.go) dedupd also holds the early events, so that no
+// message is ever put back.
 package orders
 
 import (
@@ -77,6 +80,13 @@ func (t *Table) Apply(ev Event, token int64) error {
 	return nil
 }
 
+// EffectsOf returns how many times ev's effect was applied.
+func (t *Table) EffectsOf(ev Event) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.Effects[ev]
+}
+
 // Status returns an order's status, "" when it has none.
 func (t *Table) Status(order string) string {
 	t.mu.Lock()
@@ -114,6 +124,9 @@ const (
 	// Later: not processable yet (an earlier event is missing, or another
 	// holder has the order); the transport should deliver it again.
 	Later
+	// Parked: in park mode (park.go), the event came before its turn and
+	// dedupd holds it; the message is done.
+	Parked
 )
 
 // Handle processes one delivery of ev.
@@ -154,9 +167,10 @@ func hook(h func(Event) error, ev Event) error {
 // Redeliver runs a small redelivering transport: it hands the events to
 // handle in order, and puts every event that is not done (Later, or an
 // error such as a crash) back at the end of the queue, after a pause, until
-// the queue is empty.
-func Redeliver(ctx context.Context, events []Event, pause time.Duration, handle func(Event) (Outcome, error)) error {
+// the queue is empty. It returns how many deliveries were redeliveries.
+func Redeliver(ctx context.Context, events []Event, pause time.Duration, handle func(Event) (Outcome, error)) (int, error) {
 	queue := append([]Event(nil), events...)
+	redelivered := 0
 	for len(queue) > 0 {
 		ev := queue[0]
 		queue = queue[1:]
@@ -165,11 +179,12 @@ func Redeliver(ctx context.Context, events []Event, pause time.Duration, handle 
 			continue
 		}
 		queue = append(queue, ev)
+		redelivered++
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return redelivered, ctx.Err()
 		case <-time.After(pause):
 		}
 	}
-	return nil
+	return redelivered, nil
 }

@@ -55,10 +55,12 @@ def list_records(consumer: str, filters: dict[str, Any]) -> dedup_pb2.ListRecord
 
 def claim_stream(consumer: str, stream: str, sequence: int, lease_ttl: Optional[Seconds],
                  owner: str, mode: "stream_pb2.StreamMode.ValueType",
-                 digest: bytes, wait: Optional[Seconds] = None) -> stream_pb2.ClaimStreamRequest:
+                 digest: bytes, wait: Optional[Seconds] = None, park: bool = False,
+                 payload: bytes = b"") -> stream_pb2.ClaimStreamRequest:
     return stream_pb2.ClaimStreamRequest(consumer=consumer, stream=stream, sequence=sequence,
                                          mode=mode, digest=digest, lease_ttl=duration(lease_ttl),
-                                         owner=owner, wait=wait_duration(wait))
+                                         owner=owner, wait=wait_duration(wait), park=park,
+                                         payload=payload)
 
 
 def complete_stream(consumer: str, stream: str, sequence: int,

@@ -20,6 +20,7 @@ from ._channel import (TOKEN_ENV as TOKEN_ENV, bearer_metadata, channel_settings
 from ._proto.dedup.v1 import dedup_pb2, dedup_pb2_grpc, stream_pb2, stream_pb2_grpc
 # Re-exported under their old names (dedupd.client.seconds, ...).
 from ._durations import Seconds as Seconds, duration as duration, seconds as seconds
+from ._parkcalls import ParkCalls
 from .batch import (ClaimItem, ExtendItem, FinishItem, ItemResult, claim_batch_request,
                     claim_results, extend_lease_batch_request, finish_batch_request,
                     record_results)
@@ -29,7 +30,7 @@ from .errors import from_rpc_error
 Reply = TypeVar("Reply")
 
 
-class Client:
+class Client(ParkCalls):
     """A connection to one dedupd.
 
     Client("127.0.0.1:7070") connects without TLS. TLS is on with tls=True
@@ -156,16 +157,20 @@ class Client:
     def claim_stream(self, consumer: str, stream: str, sequence: int, *,
                      lease_ttl: Optional[Seconds] = None, owner: str = "",
                      mode: "stream_pb2.StreamMode.ValueType" = stream_pb2.STREAM_MODE_UNSPECIFIED,
-                     digest: bytes = b"",
-                     wait: Optional[Seconds] = None) -> stream_pb2.ClaimStreamResponse:
+                     digest: bytes = b"", wait: Optional[Seconds] = None,
+                     park: bool = False,
+                     payload: bytes = b"") -> stream_pb2.ClaimStreamResponse:
         """Claims one sequence of a stream; returns the ClaimStreamResponse
         (outcome ACQUIRED, IN_PROGRESS or DUPLICATE, stream, fencing_token,
         retry_after). Raises SequenceGap (with .expected) for an early
-        event of a dense stream. wait is as for claim(): the server answers
+        event of a dense stream; with park=True the server stores it with
+        payload instead and answers PARKED (the park-mode calls are in
+        dedupd._parkcalls). wait is as for claim(): the server answers
         DUPLICATE once the holder finishes the sequence, ACQUIRED once it
         releases it or its lease runs out."""
         return self._call(self._streams.ClaimStream, requests.claim_stream(
-            consumer, stream, sequence, lease_ttl, owner, mode, digest, wait),
+            consumer, stream, sequence, lease_ttl, owner, mode, digest, wait, park=park,
+            payload=payload),
             stream_pb2.ClaimStreamResponse)
 
     def complete_stream(self, consumer: str, stream: str, sequence: int,

@@ -211,6 +211,22 @@ class StreamNotFound(DedupError):
     """get_stream of a stream with no live record (STREAM_NOT_FOUND)."""
 
 
+class ParkFull(ResourceExhausted):
+    """A claim with park found the stream at its max_parked, or the
+    consumer's parked payloads at their byte budget (PARK_FULL); nothing
+    was stored: let the message be redelivered."""
+
+
+class ParkUnsupported(DedupError):
+    """do_in_order(park=True) was answered SEQUENCE_GAP: the server does
+    not know park mode (it ignored the field). __cause__ is the
+    SequenceGap."""
+
+
+class NoGap(DedupError):
+    """SkipGap found no parked event past an open gap (NO_GAP)."""
+
+
 class InProgressTimeout(DedupError):
     """do() waited its bound while another caller held the key. record is the
     last record seen."""
@@ -251,6 +267,8 @@ _CLASS_BY_REASON_VALUE: dict["ErrorReason.ValueType", type[DedupError]] = {
     ErrorReason.SEQUENCE_GAP: SequenceGap,
     ErrorReason.STREAM_MODE_MISMATCH: StreamModeMismatch,
     ErrorReason.STREAM_NOT_FOUND: StreamNotFound,
+    ErrorReason.PARK_FULL: ParkFull,
+    ErrorReason.NO_GAP: NoGap,
 }
 
 _CLASS_BY_REASON: dict[str, type[DedupError]] = {

@@ -17,10 +17,10 @@ from typing import Optional, Union
 
 from ._proto.dedup.v1 import dedup_pb2, stream_pb2
 from .client import Client
-from .errors import AlreadyFinished, DedupError, LeaseLost, RecordNotFound
+from .errors import AlreadyFinished, DedupError, LeaseLost, RecordNotFound, StreamNotFound
 
 # The answers to an extension that mean the lease is gone for good.
-LEASE_GONE = (LeaseLost, AlreadyFinished, RecordNotFound)
+LEASE_GONE = (LeaseLost, AlreadyFinished, RecordNotFound, StreamNotFound)
 
 
 class Lease:
@@ -72,24 +72,30 @@ def lease_span(record: Union[dedup_pb2.Record, stream_pb2.Stream], default: floa
 
 
 class Heartbeat:
-    """Extends one lease every `every` seconds until stopped. An answer
+    """Extends one lease every `every` seconds until stopped: of a key, or
+    with sequence set of that sequence of the stream `key`. An answer
     that the lease is gone ends it and is kept in the Lease: the work's
     outcome can no longer be recorded under this token."""
 
     def __init__(self, client: Client, consumer: str, key: str, lease: Lease, lease_ttl: float,
-                 every: float) -> None:
+                 every: float, sequence: int = 0) -> None:
         self._stopped = threading.Event()
         self._thread = threading.Thread(
-            target=self._loop, args=(client, consumer, key, lease, lease_ttl, every),
+            target=self._loop, args=(client, consumer, key, lease, lease_ttl, every, sequence),
             name=f"dedupd-heartbeat-{key}", daemon=True)
         self._thread.start()
 
     def _loop(self, client: Client, consumer: str, key: str, lease: Lease, lease_ttl: float,
-              every: float) -> None:
+              every: float, sequence: int) -> None:
         while not self._stopped.wait(every):
             sent = time.monotonic()
+            record: Union[dedup_pb2.Record, stream_pb2.Stream]
             try:
-                record = client.extend_lease(consumer, key, lease.token, lease_ttl=lease_ttl)
+                if sequence:
+                    record = client.extend_stream_lease(consumer, key, sequence, lease.token,
+                                                        lease_ttl=lease_ttl)
+                else:
+                    record = client.extend_lease(consumer, key, lease.token, lease_ttl=lease_ttl)
             except LEASE_GONE as err:
                 lease._lose(err)
                 return

@@ -8,7 +8,8 @@
                                       settle=find_charge,
                                       digest=dedupd.digest_json(event))
 
-Client, do, do_batch, do_in_order and reconcile are the coroutine forms of
+Client, do, do_batch, do_in_order (park mode included), do_parked and
+reconcile are the coroutine forms of
 dedupd's, with the same arguments, the same semantics and the same error
 classes (dedupd.DedupError and its subclasses, dedupd.Terminal,
 dedupd.Rejected, ...): both run one copy of each rule (dedupd.attempt,
@@ -24,6 +25,7 @@ from ._client import Client
 from ._do import do
 from ._dobatch import do_batch
 from ._inorder import do_in_order
+from ._parked import do_parked
 from ._reconcile import reconcile
 
-__all__ = ["Client", "do", "do_batch", "do_in_order", "reconcile"]
+__all__ = ["Client", "do", "do_batch", "do_in_order", "do_parked", "reconcile"]

@@ -23,11 +23,12 @@ from ..batch import (ClaimItem, ExtendItem, FinishItem, ItemResult, claim_batch_
                      claim_results, extend_lease_batch_request, finish_batch_request,
                      record_results)
 from ..errors import from_rpc_error
+from ._parkcalls import ParkCalls
 
 Reply = TypeVar("Reply")
 
 
-class Client:
+class Client(ParkCalls):
     """A grpc.aio connection to one dedupd; the options of dedupd.Client
     (channel= takes a grpc.aio.Channel). Make it inside the event loop that
     uses it (grpc.aio binds a channel to its loop), and close it with
@@ -130,10 +131,12 @@ class Client:
                            lease_ttl: Optional[Seconds] = None, owner: str = "",
                            mode: "stream_pb2.StreamMode.ValueType" =
                            stream_pb2.STREAM_MODE_UNSPECIFIED,
-                           digest: bytes = b"",
-                           wait: Optional[Seconds] = None) -> stream_pb2.ClaimStreamResponse:
+                           digest: bytes = b"", wait: Optional[Seconds] = None,
+                           park: bool = False,
+                           payload: bytes = b"") -> stream_pb2.ClaimStreamResponse:
         return await self._call(self._streams.ClaimStream, requests.claim_stream(
-            consumer, stream, sequence, lease_ttl, owner, mode, digest, wait),
+            consumer, stream, sequence, lease_ttl, owner, mode, digest, wait, park=park,
+            payload=payload),
             stream_pb2.ClaimStreamResponse)
 
     async def complete_stream(self, consumer: str, stream: str, sequence: int,

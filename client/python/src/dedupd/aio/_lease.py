@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Coroutine
+from typing import Any, Coroutine, Union
 
 from ..dobatch import note_extensions
 from ..batch import ExtendItem
 from ..errors import DedupError
+from .._proto.dedup.v1 import dedup_pb2, stream_pb2
 from ..lease import LEASE_GONE, Lease, lease_span
 from ._client import Client
 
@@ -28,21 +29,28 @@ class _Task:
 
 
 class Heartbeat(_Task):
-    """Extends one lease every `every` seconds until stopped; an answer that
+    """Extends one lease every `every` seconds until stopped (of a key, or
+    with sequence set of that sequence of the stream `key`); an answer that
     the lease is gone ends it and is kept in the Lease."""
 
     def __init__(self, client: Client, consumer: str, key: str, lease: Lease, lease_ttl: float,
-                 every: float) -> None:
-        super().__init__(self._beat(client, consumer, key, lease, lease_ttl, every))
+                 every: float, sequence: int = 0) -> None:
+        super().__init__(self._beat(client, consumer, key, lease, lease_ttl, every, sequence))
 
     @staticmethod
     async def _beat(client: Client, consumer: str, key: str, lease: Lease, lease_ttl: float,
-                    every: float) -> None:
+                    every: float, sequence: int) -> None:
         while True:
             await asyncio.sleep(every)
             sent = time.monotonic()
+            record: Union[dedup_pb2.Record, stream_pb2.Stream]
             try:
-                record = await client.extend_lease(consumer, key, lease.token, lease_ttl=lease_ttl)
+                if sequence:
+                    record = await client.extend_stream_lease(consumer, key, sequence, lease.token,
+                                                              lease_ttl=lease_ttl)
+                else:
+                    record = await client.extend_lease(consumer, key, lease.token,
+                                                       lease_ttl=lease_ttl)
             except LEASE_GONE as err:
                 lease._lose(err)
                 return
