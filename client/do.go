@@ -146,7 +146,8 @@ func (c *Client) claimOrWait(ctx context.Context, consumer, key string, digest [
 		}
 		switch {
 		case r.Outcome == Acquired:
-			return r, start.Add(leaseSpan(r.Record)), nil
+			span := leaseSpan(r.Record)
+			return r, leaseStart(start, time.Now(), span).Add(span), nil
 		case r.Outcome == InProgress && r.Record.GetOwner() == owner:
 			// Our own claim, applied before its reply was lost: the record's
 			// token is ours, and its lease runs out after retry_after.

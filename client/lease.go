@@ -91,3 +91,19 @@ func (k *leaseKeeper) stop() {
 	close(k.quit)
 	<-k.done
 }
+
+// leaseStart is the local time an acquired lease of span is counted from,
+// for a claim sent at sent and answered at answered. The server started
+// the lease between the two: counting from sent errs on the safe side,
+// early, by the call's own time, which is right for a call that does not
+// wait. A claim that waited for a holder's outcome (ClaimOptions.Wait) was
+// acquired at the end of its wait, just before its answer, so counting
+// from sent would leave it too little of its lease, or none. The lease is
+// then counted from the answer less a tenth of the span: still early for
+// any answer that took less than a tenth of the lease to arrive.
+func leaseStart(sent, answered time.Time, span time.Duration) time.Time {
+	if early := answered.Add(-span / 10); early.After(sent) {
+		return early
+	}
+	return sent
+}

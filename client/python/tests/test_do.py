@@ -226,3 +226,13 @@ DoWithoutServerWaitTestAio = aio_twin(DoWithoutServerWaitTest)
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LeaseStartTest(unittest.TestCase):
+    """lease_start on hand-computed times of a 30 s lease."""
+
+    def test_cases(self) -> None:
+        from dedupd.lease import lease_start
+        for answered, want in [(0.02, 0.0), (3.0, 0.0), (20.0, 17.0), (45.0, 42.0)]:
+            with self.subTest(answered=answered):
+                self.assertAlmostEqual(lease_start(100.0, 100.0 + answered, 30.0), 100.0 + want)

@@ -28,7 +28,7 @@ from ._proto.dedup.v1 import dedup_pb2, stream_pb2
 from .attempt import Found, Result, Terminal, run_attempt
 from .client import Client
 from .errors import DedupError, InProgressTimeout, Rejected
-from .lease import Heartbeat, Lease, lease_span
+from .lease import Heartbeat, Lease, lease_span, lease_start
 
 __all__ = ["do", "Outcome", "Terminal", "Result", "Work", "Settle", "RETRYABLE_REASON"]
 
@@ -116,7 +116,8 @@ def claim_decision(resp: dedup_pb2.ClaimResponse, owner: str, sent: float,
     if resp.outcome == dedup_pb2.OUTCOME_IN_PROGRESS and resp.record.owner == owner:
         return Lease(resp.record.fencing_token, sent + seconds(resp.retry_after))
     if resp.outcome == dedup_pb2.OUTCOME_ACQUIRED:
-        return Lease(resp.fencing_token, sent + lease_span(resp.record, lease_ttl))
+        span = lease_span(resp.record, lease_ttl)
+        return Lease(resp.fencing_token, lease_start(sent, time.monotonic(), span) + span)
     if resp.outcome == dedup_pb2.OUTCOME_COMPLETED:
         return Outcome(result=resp.record.result, record=resp.record, replayed=True)
     if resp.outcome == dedup_pb2.OUTCOME_REJECTED:

@@ -106,3 +106,14 @@ class Heartbeat:
     def stop(self) -> None:
         self._stopped.set()
         self._thread.join()
+
+
+def lease_start(sent: float, answered: float, span: float) -> float:
+    """The time.monotonic() an acquired lease of span seconds is counted
+    from, for a claim sent at sent and answered at answered. The server
+    started it between the two: counting from sent errs early by the call's
+    own time, right for a call that does not wait. A claim that waited for
+    a holder (wait=) was acquired at the end of its wait, so it counts from
+    the answer less a tenth of the span, still early for any answer that
+    took less than a tenth of the lease to arrive (as the Go client)."""
+    return max(sent, answered - span / 10)
