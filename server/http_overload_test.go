@@ -130,7 +130,10 @@ func holdTheSlot(t *testing.T, grpcAddr string) context.CancelFunc {
 				t.Fatalf("Lookup while the held call arrives: %v", err)
 			}
 			select {
-			case <-refused: // the probe had the slot when it arrived: again
+			case err := <-refused: // the probe had the slot when it arrived: again
+				if status.Code(err) != codes.ResourceExhausted {
+					t.Fatalf("the held call ended with %v, want RESOURCE_EXHAUSTED", err)
+				}
 				again = true
 			default:
 			}
