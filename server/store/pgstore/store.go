@@ -57,6 +57,11 @@ type Store struct {
 	// nil when group commit is off.
 	fresh  *freshBatcher
 	finish *finishBatcher
+	// streams remembers the last row of recently written streams, the
+	// expected previous state of a read-free stream write; clock
+	// estimates the database's clock for deciding one (streamwrite.go).
+	streams *streamCache
+	clock   dbClock
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -89,7 +94,7 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: creating connection pool: %w", err)
 	}
-	s := &Store{pool: pool, onRetry: opts.OnRetry}
+	s := &Store{pool: pool, onRetry: opts.OnRetry, streams: newStreamCache()}
 	if n := opts.maxBatch(); n > 1 {
 		s.fresh = s.newFreshBatcher(n)
 		s.finish = s.newFinishBatcher(n)

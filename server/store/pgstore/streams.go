@@ -12,7 +12,8 @@ import (
 )
 
 // The SQL of streams: the same single-row discipline as keys, through the
-// same loop (compareAndSet, on streamTable).
+// same loop (compareAndSet, on streamTable), which a read-free write
+// spares when it can (streamwrite.go).
 const (
 	streamColumns = `consumer, stream, mode, high_water, last_outcome,
     rejection_reason, rejection_message, rejection_detail, finished_token, rejected,
@@ -78,11 +79,6 @@ func (s *Store) ExtendStreamLease(ctx context.Context, p store.ExtendStreamLease
 func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (store.Stream, error) {
 	d, err := s.applyStream(ctx, "reset stream", p.Consumer, p.Stream, p)
 	return d.Stream, err
-}
-
-// applyStream applies cmd to the stream's row with compareAndSet.
-func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
-	return compareAndSet(ctx, s, streamTable, op, consumer, stream, cmd)
 }
 
 // GetStream returns a live stream, judged on the database's clock.
