@@ -16,8 +16,8 @@ import (
 // A batch is cut into chunks of at most maxChunk commands, and each chunk
 // into rounds in which no key appears twice (store.Rounds): a key named
 // twice has its second command in the next round, after the first has
-// landed. A round is one statement that reads every key and, in the same
-// statement, inserts the fresh claim of each key it did not find
+// landed. A round is one statement that inserts the fresh claim of each
+// claimed key that has no row and reads the records of the others
 // (readOrInsertSQL); then store.Apply on each key found, and one
 // compare-and-set UPDATE of the records it decided to change (on the
 // version read). So a fresh poll is one statement, a redelivered poll of
@@ -33,11 +33,11 @@ import (
 // (store.Apply: acquireFresh). freshArgsFor asks Apply for that answer at
 // a fixed origin and keeps the durations; the statement adds them to its
 // own clock, which it also returns, so the row inserted is exactly
-// Apply(nil, claim, that clock), which is what the round answers. The
-// insert is limited to keys the same statement's read found absent, and ON
-// CONFLICT DO NOTHING leaves a key that another writer inserted meanwhile
-// alone (it is then a miss, decided again on the row that is there). Any
-// other command of a key with no row is refused by Apply, whatever the
+// Apply(nil, claim, that clock), which is what the round answers. ON
+// CONFLICT DO NOTHING leaves every key that has a row alone, so a row is
+// inserted only where Apply would have been given none; a key that
+// another writer inserted meanwhile is a miss, decided again on the row
+// that is there. Any other command of a key with no row is refused by Apply, whatever the
 // clock, so it needs no write. TestFreshBatchIsApply holds the rows to
 // that model.
 

@@ -29,34 +29,38 @@ SELECT fresh.consumer, fresh.key, fresh.state, fresh.digest, fresh.token, fresh.
     statement_timestamp() + fresh.life_us * INTERVAL '1 microsecond'
 FROM `
 
-// readOrInsertSQL is a round's first statement: it reads the record of
-// every key of the round, and inserts the fresh claim of every key that has
-// none and whose command is a claim (state not NULL). The rows it returns:
-// each record found, with its version; each key inserted, as its consumer
-// and key, the other columns NULL (a stored record's state never is); and
-// when there is neither, one row of NULLs. Every row carries the
-// statement's clock, which is the clock the inserted rows' times start
-// from.
+// readOrInsertSQL is a round's first statement. It inserts first: the
+// fresh claim of every key whose command is a claim (state not NULL), ON
+// CONFLICT DO NOTHING, so that only a key with no row at all, live or
+// expired, gets one (see "Batches" in batch.go for why that row is Apply's
+// decision). Then it reads the records of the keys it did not insert. The
+// rows it returns: each key inserted, as its consumer and key, the other
+// columns NULL (a stored record's state never is); each record found, with
+// its version; and when there is neither, one row of NULLs. Every row
+// carries the statement's clock, which is the clock the inserted rows'
+// times start from.
 //
-// The insert is limited to the keys the read found absent (NOT EXISTS on
-// found), so a key whose row exists, live or expired, is never written
-// without Apply having seen it; ON CONFLICT DO NOTHING leaves alone a key
-// another writer inserted after the statement's snapshot, which the
-// statement then returns in neither set. It runs on PostgreSQL and
-// CockroachDB alike: one data-modifying CTE, reading the table it inserts
-// into, with the main query reading only the CTEs (so neither database's
-// rule on whether a statement sees its own writes matters).
+// A fresh poll therefore probes the primary key once per key, in the
+// insert's conflict check, and the read joins nothing (PostgreSQL plans the
+// anti-join with the inserted keys first); a redelivered poll is that check
+// finding every key taken, writing nothing, and the read. A key that
+// another writer inserted after the statement's snapshot is neither
+// inserted (the conflict check sees it) nor found (the read does not): the
+// round counts it a miss and decides it again on the row that is there.
+// It runs on PostgreSQL and CockroachDB alike: one data-modifying CTE, and
+// a read that leaves out the keys the CTE inserted, so neither database's
+// rule on whether a statement sees its own writes matters.
 var readOrInsertSQL = `WITH batch AS (
     SELECT * FROM ` + unnestFresh + `
-), found AS (
-    SELECT ` + qualifiedRecord("d") + `, d.row_version
-    FROM batch JOIN dedup_records AS d ON d.consumer = batch.consumer AND d.key = batch.key
 ), inserted AS (
     ` + insertFreshSelect + `batch AS fresh
     WHERE fresh.state IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM found WHERE found.consumer = fresh.consumer AND found.key = fresh.key)
     ON CONFLICT (consumer, key) DO NOTHING
     RETURNING consumer, key
+), found AS (
+    SELECT ` + qualifiedRecord("d") + `, d.row_version
+    FROM batch JOIN dedup_records AS d ON d.consumer = batch.consumer AND d.key = batch.key
+    WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.consumer = batch.consumer AND inserted.key = batch.key)
 )
 SELECT r.*, statement_timestamp()
 FROM (SELECT 1) AS clock
