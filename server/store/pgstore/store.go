@@ -16,7 +16,11 @@
 // With group commit on (the default; Options.MaxBatch), concurrent fresh
 // claims share one multi-row INSERT and concurrent Completes, Rejects and
 // ExtendLeases one read and one compare-and-set UPDATE (groupcommit.go),
-// with the same answers as one at a time.
+// with the same answers as one at a time. A batch's fresh claims are
+// inserted and its other keys read in one statement (batch.go). A stream
+// write is one statement when the store still holds the stream's last row
+// or the stream is new, decided ahead of the read and checked by the
+// database (streamwrite.go, streamplan.go).
 //
 // The SQL keeps to what both databases run with the same meaning (see
 // records.go). Open does not migrate: the server runs Migrate, or refuses to
