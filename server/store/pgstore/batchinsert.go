@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -51,7 +52,7 @@ FROM `
 // a read that leaves out the keys the CTE inserted, so neither database's
 // rule on whether a statement sees its own writes matters.
 var readOrInsertSQL = `WITH batch AS (
-    SELECT * FROM ` + unnestFresh + `
+    SELECT ` + freshColumns + ` FROM ` + unnestFresh + `
 ), inserted AS (
     ` + insertFreshSelect + `batch AS fresh
     WHERE fresh.state IS NOT NULL
@@ -62,23 +63,17 @@ var readOrInsertSQL = `WITH batch AS (
     FROM batch JOIN dedup_records AS d ON d.consumer = batch.consumer AND d.key = batch.key
     WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.consumer = batch.consumer AND inserted.key = batch.key)
 )
-SELECT r.*, statement_timestamp()
+SELECT ` + qualifiedRecord("r") + `, r.row_version, statement_timestamp()
 FROM (SELECT 1) AS clock
 LEFT JOIN (
-    SELECT * FROM found
+    SELECT ` + qualifiedRecord("found") + `, found.row_version FROM found
     UNION ALL
     SELECT inserted.consumer, inserted.key` + nulls(recordColumnCount-1) + `
     FROM inserted
 ) AS r ON true`
 
 // nulls is ", NULL" n times.
-func nulls(n int) string {
-	out := ""
-	for range n {
-		out += ", NULL"
-	}
-	return out
-}
+func nulls(n int) string { return strings.Repeat(", NULL", n) }
 
 // roundRead is what a round's first statement found: the records of the
 // keys that have one, the keys it inserted, and the database's clock.

@@ -3,12 +3,13 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dedupd/dedupd/internal/testing/pgtest"
 	"github.com/dedupd/dedupd/server/store"
@@ -78,9 +79,7 @@ func TestFreshBatchIsApply(t *testing.T) {
 	}
 	now := first.Record.CreatedAt // the statement's clock
 	model := map[string]*store.Record{}
-	for k, r := range before {
-		model[k] = r
-	}
+	maps.Copy(model, before)
 	for i, cmd := range cmds {
 		_, key := store.KeyOf(cmd)
 		at := now
@@ -200,9 +199,7 @@ func bytesNormal(r store.Record) store.Record {
 // waitForLockWaiter returns once some session is waiting for a lock held
 // by the session pid; it fails the test if the batch answers first, since
 // then its insert did not wait for the other writer's key.
-func waitForLockWaiter(t *testing.T, pool interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, pid int, answer chan []store.ItemResult) {
+func waitForLockWaiter(t *testing.T, pool *pgxpool.Pool, pid int, answer chan []store.ItemResult) {
 	t.Helper()
 	for {
 		select {

@@ -96,7 +96,7 @@ type dbClock struct {
 
 // saw records a clock reading of the database's, taken just now.
 func (c *dbClock) saw(db time.Time) {
-	c.offset.Store(int64(db.Sub(time.Now())))
+	c.offset.Store(int64(time.Until(db)))
 	for {
 		latest := c.latest.Load()
 		if db.UnixNano() <= latest || c.latest.CompareAndSwap(latest, db.UnixNano()) {

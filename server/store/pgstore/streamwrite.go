@@ -55,7 +55,7 @@ func writeOrReadStream(write string) string {
 ` + write + `
     RETURNING ` + streamColumns + `, row_version
 )
-SELECT written.*, true, statement_timestamp() FROM written
+SELECT ` + streamColumns + `, row_version, true, statement_timestamp() FROM written
 UNION ALL
 SELECT ` + streamColumns + `, row_version, false, statement_timestamp()
 FROM dedup_streams WHERE consumer = $1 AND stream = $2 AND NOT EXISTS (SELECT 1 FROM written)`
@@ -94,7 +94,7 @@ func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cm
 	if cached {
 		stored = &expected
 	}
-	d, version, done, read, err := s.writeStreamUnread(ctx, op, k, stored, cmd)
+	d, version, done, read, err := s.writeStreamUnread(ctx, op, stored, cmd)
 	if !done && err == nil {
 		d, version, err = compareAndSetFrom(ctx, s, streamTable, op, consumer, stream, cmd, read)
 	}
@@ -111,7 +111,7 @@ func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cm
 // decision and the row's new version. Otherwise read is the row the
 // statement returned instead, for compareAndSetFrom, or nil when it
 // returned none or no plan was possible.
-func (s *Store) writeStreamUnread(ctx context.Context, op string, k recordKey, expected *cachedStream, cmd store.StreamCommand) (
+func (s *Store) writeStreamUnread(ctx context.Context, op string, expected *cachedStream, cmd store.StreamCommand) (
 	d store.StreamDecision, version int64, done bool, read *versionedRead[store.Stream], err error) {
 	var stored *store.Stream
 	if expected != nil {
@@ -121,7 +121,8 @@ func (s *Store) writeStreamUnread(ctx context.Context, op string, k recordKey, e
 	if !ok {
 		return d, 0, false, nil, nil
 	}
-	sql, args := insertStreamFreshSQL, append(streamArgs(p.d.Stream)[:14:14], p.timeArgs()...)
+	sql, args := insertStreamFreshSQL, streamArgs(p.d.Stream)[:14:14]
+	args = append(args, p.timeArgs()...)
 	if expected != nil {
 		sql = updateStreamAsCachedSQL
 		args = append(args, expected.version, stored.CreatedAt, stored.UpdatedAt, p.beforeExpiry, p.beforeLease)
