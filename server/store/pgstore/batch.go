@@ -16,13 +16,30 @@ import (
 // A batch is cut into chunks of at most maxChunk commands, and each chunk
 // into rounds in which no key appears twice (store.Rounds): a key named
 // twice has its second command in the next round, after the first has
-// landed. A round is one multi-row read of all its keys, store.Apply on
-// each, and one multi-row write of every decided record, fresh and
-// existing keys alike (writeRoundSQL), as a compare-and-set per row on
-// the version read. Commands whose row changed between the read and the
-// write run the round again, alone, as a lone call would after such a
-// miss. A round whose keys are all finished (a redelivered poll) is one
-// read and no write.
+// landed. A round is one statement that inserts the fresh claim of each
+// claimed key that has no row and reads the records of the others
+// (readOrInsertSQL); then store.Apply on each key found, and one
+// compare-and-set UPDATE of the records it decided to change (on the
+// version read). So a fresh poll is one statement, a redelivered poll of
+// finished keys is that statement inserting nothing (the read alone), and
+// only a poll with keys to take over or finish needs a second. Commands
+// whose row changed between the read and the write, or appeared between
+// the read and the insert, run the round again, alone, as a lone call
+// would after such a miss.
+//
+// Why inserting before Apply has seen the row is still Apply's decision:
+// for a key with no row, Apply's answer to a claim does not depend on the
+// clock except through the times it sets, each the clock plus a duration
+// (store.Apply: acquireFresh). freshArgsFor asks Apply for that answer at
+// a fixed origin and keeps the durations; the statement adds them to its
+// own clock, which it also returns, so the row inserted is exactly
+// Apply(nil, claim, that clock), which is what the round answers. ON
+// CONFLICT DO NOTHING leaves every key that has a row alone, so a row is
+// inserted only where Apply would have been given none; a key that
+// another writer inserted meanwhile is a miss, decided again on the row
+// that is there. Any other command of a key with no row is refused by Apply, whatever the
+// clock, so it needs no write. TestFreshBatchIsApply holds the rows to
+// that model.
 
 // maxChunk is the most commands read and written in one statement. The
 // statements' cost per row is flat well past it; a larger chunk only holds
@@ -61,68 +78,69 @@ func (s *Store) applyRound(ctx context.Context, cmds []store.Command, round []in
 	}
 }
 
-// tryRound is one attempt at the commands named by pending: read, decide,
-// write. It answers every command it can and returns those still to run:
-// the ones whose write missed or failed. An answer from the read alone (a
-// refusal, a replay, IN_PROGRESS) stands even if the write then fails, as
-// it would for the call alone.
+// tryRound is one attempt at the commands named by pending: read and
+// insert the fresh claims, decide, write the rest. It answers every
+// command it can and returns those still to run: the ones whose write
+// missed or failed. An answer from the read alone (a refusal, a replay,
+// IN_PROGRESS) stands even if the write then fails, as it would for the
+// call alone.
 func (s *Store) tryRound(ctx context.Context, cmds []store.Command, pending []int, results []store.ItemResult) ([]int, error) {
-	keys := make([]recordKey, len(pending))
-	for j, i := range pending {
-		keys[j].consumer, keys[j].key = store.KeyOf(cmds[i])
-	}
-	stored, now, err := s.readKeys(ctx, keys)
+	// Keys are taken in one global order, so that rounds inserting or
+	// updating overlapping keys queue instead of deadlocking.
+	pending = slices.Clone(pending)
+	slices.SortFunc(pending, func(a, b int) int {
+		ca, ka := store.KeyOf(cmds[a])
+		cb, kb := store.KeyOf(cmds[b])
+		return store.CompareKeys(ca, ka, cb, kb)
+	})
+	r, err := s.readOrInsert(ctx, cmds, pending)
 	if err != nil {
 		return pending, err
 	}
 	var (
 		writes  []versionedRecord
-		writing = map[recordKey]int{}
+		waiting []int
 		decided = map[int]store.Decision{}
+		missed  []int
 	)
-	for j, i := range pending {
-		row, found := stored[keys[j]]
+	for _, i := range pending {
+		c, key := store.KeyOf(cmds[i])
+		k := recordKey{c, key}
+		row, found := r.found[k]
 		var rec *store.Record
 		if found {
 			rec = &row.rec
 		}
-		d, err := store.Apply(rec, cmds[i], now)
-		if err != nil || !d.Write {
+		d, err := store.Apply(rec, cmds[i], r.now)
+		switch {
+		case r.inserted[k]:
+			// The row holds Apply(nil, cmd, r.now): see the comment on
+			// batches above.
 			results[i] = store.ResultOf(d, err)
-			continue
+		case err != nil || !d.Write:
+			results[i] = store.ResultOf(d, err)
+		case !found:
+			// Absent when read, yet not inserted: another writer inserted
+			// the key in between. Decide again on its row.
+			missed = append(missed, i)
+		default:
+			decided[i] = d
+			waiting = append(waiting, i)
+			writes = append(writes, versionedRecord{rec: d.Record, version: row.version})
 		}
-		decided[i] = d
-		writing[keys[j]] = i
-		writes = append(writes, versionedRecord{rec: d.Record, version: row.version}) // 0 when absent
 	}
 	if len(writes) == 0 {
-		return nil, nil
+		return missed, nil
 	}
-	slices.SortFunc(writes, func(a, b versionedRecord) int {
-		return store.CompareKeys(a.rec.Consumer, a.rec.Key, b.rec.Consumer, b.rec.Key)
-	})
-	waiting := make([]int, 0, len(writes))
-	for _, w := range writes {
-		waiting = append(waiting, writing[recordKey{w.rec.Consumer, w.rec.Key}])
-	}
-	var present, absent []versionedRecord
-	for _, w := range writes {
-		if w.version > 0 {
-			present = append(present, w)
-		} else {
-			absent = append(absent, w)
-		}
-	}
-	rows, _ := s.pool.Query(ctx, writeRoundSQL, append([]any{planEachTime}, append(recordArrays(present), recordArrays(absent)...)...)...)
+	rows, _ := s.pool.Query(ctx, updateRoundSQL, append([]any{planEachTime}, recordArrays(writes)...)...)
 	written := make(map[recordKey]bool, len(writes))
 	var k recordKey
 	if _, err := pgx.ForEachRow(rows, []any{&k.consumer, &k.key}, func() error {
 		written[k] = true
 		return nil
 	}); err != nil {
-		return waiting, err
+		return append(missed, waiting...), err
 	}
-	var missed []int
 	for _, i := range waiting {
 		c, key := store.KeyOf(cmds[i])
 		if !written[recordKey{c, key}] {
@@ -193,27 +211,12 @@ func (s *Store) readKeys(ctx context.Context, keys []recordKey) (map[recordKey]v
 	return stored, store.Now(now), nil
 }
 
-// writeRoundSQL writes decided records in one statement: those of keys
-// read as present ($1..$17) as a compare-and-set UPDATE on the version
-// read, those of keys read as absent ($18..$34) as an INSERT ... ON
-// CONFLICT DO NOTHING. A row changed or deleted since the read, or inserted
-// meanwhile, is left alone. Each part takes its rows in the order given,
-// which the caller sorts by key, and the updates come before the inserts
-// in every statement, so overlapping rounds queue instead of deadlocking.
-// Only the keys written come back.
-var writeRoundSQL = `WITH updated AS (
-` + updateFromArrays(1) + `
-    RETURNING r.consumer, r.key
-), inserted AS (
-    INSERT INTO dedup_records (` + recordColumns + `)
-    SELECT ` + qualifiedRecord("u") + `
-    FROM ` + unnestRecords(18) + `
-    ON CONFLICT (consumer, key) DO NOTHING
-    RETURNING consumer, key
-)
-SELECT consumer, key FROM updated
-UNION ALL
-SELECT consumer, key FROM inserted`
+// updateRoundSQL writes the records decided for keys read as present, as
+// a compare-and-set on the version read; a row changed or deleted since
+// is left alone. It takes its rows in the order given, which tryRound
+// sorts by key. Only the keys written come back.
+var updateRoundSQL = updateFromArrays(1) + `
+RETURNING r.consumer, r.key`
 
 // LookupBatch reads every key in one statement per chunk.
 func (s *Store) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {

@@ -65,34 +65,63 @@ func writtenIf[R any](write bool, row *R) *R {
 // The decision's row is what the database holds afterwards. On error the
 // decision is empty.
 func compareAndSet[R, C, D any](ctx context.Context, s *Store, t versionedTable[R, C, D], op, consumer, id string, cmd C) (D, error) {
-	var d D
+	d, _, err := compareAndSetFrom(ctx, s, t, op, consumer, id, cmd, nil)
+	return d, err
+}
+
+// versionedRead is a row as read for a compare-and-set: nil when absent,
+// its version, and the database's clock at the read.
+type versionedRead[R any] struct {
+	row     *R
+	version int64
+	now     time.Time
+}
+
+// compareAndSetFrom is compareAndSet whose first attempt decides on first
+// instead of reading, when first is not nil (a statement that could have
+// written has read the row already). It also returns the row_version of
+// the decision's row as stored afterwards: the one written, or the one
+// read when the decision writes nothing; 0 when the key has no row.
+func compareAndSetFrom[R, C, D any](ctx context.Context, s *Store, t versionedTable[R, C, D], op, consumer, id string, cmd C, first *versionedRead[R]) (D, int64, error) {
+	var (
+		d       D
+		version int64
+	)
 	err := s.withRetry(ctx, op, func(ctx context.Context) error {
-		stored, version, now, err := readVersioned(ctx, s, t, consumer, id)
-		if err != nil {
+		read := first
+		first = nil
+		if read == nil {
+			stored, v, now, err := readVersioned(ctx, s, t, consumer, id)
+			if err != nil {
+				return err
+			}
+			read = &versionedRead[R]{row: stored, version: v, now: now}
+		}
+		var err error
+		if d, err = t.apply(read.row, cmd, read.now); err != nil {
 			return err
 		}
-		if d, err = t.apply(stored, cmd, now); err != nil {
-			return err
-		}
+		version = read.version
 		row := t.written(&d)
 		if row == nil {
 			return nil
 		}
 		write, args := t.insert, t.args(*row)
-		if stored != nil {
-			write, args = t.update, append(args, version)
+		if read.row != nil {
+			write, args = t.update, append(args, read.version)
 		}
 		*row, err = t.scan(s.pool.QueryRow(ctx, write, args...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errConcurrentWrite
 		}
+		version++ // an insert's row starts at 1, an update adds 1
 		return err
 	})
 	if err != nil {
 		var zero D
-		return zero, err
+		return zero, 0, err
 	}
-	return d, nil
+	return d, version, nil
 }
 
 // readVersioned reads the row of (consumer, id) (nil when there is none),

@@ -125,18 +125,10 @@ func (s *Store) writeFreshClaims(ctx context.Context, batch []*call[freshClaim, 
 // errClosed is what a claim gets once the store is closing.
 var errClosed = fmt.Errorf("pgstore: %w: store is closed", store.ErrUnavailable)
 
-// insertManySQL inserts a batch of fresh claims given as parallel arrays;
-// the lease and retention are microseconds from the database's now. Only
-// the rows it inserted come back.
-const insertManySQL = `INSERT INTO dedup_records (
-    consumer, key, state, digest, fencing_token, attempts, owner,
-    created_at, updated_at, lease_expires_at, expires_at)
-SELECT c, k, s, d, t, a, o,
-    statement_timestamp(), statement_timestamp(),
-    statement_timestamp() + l * INTERVAL '1 microsecond',
-    statement_timestamp() + e * INTERVAL '1 microsecond'
-FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::INT8[], $6::INT8[], $7::TEXT[], $8::INT8[], $9::INT8[])
-    AS batch (c, k, s, d, t, a, o, l, e)
+// insertManySQL inserts a batch of fresh claims given as parallel arrays
+// (freshArrays); the lease and retention are microseconds from the
+// database's now. Only the rows it inserted come back.
+const insertManySQL = insertFreshSelect + unnestFresh + `
 ON CONFLICT (consumer, key) DO NOTHING
 RETURNING ` + recordColumns
 
@@ -147,21 +139,15 @@ type recordKey struct{ consumer, key string }
 // returns the records it inserted, by key.
 func (s *Store) insertMany(ctx context.Context, rows []freshArgs) (map[recordKey]store.Record, error) {
 	n := len(rows)
-	var (
-		consumers, keys, states, owners = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		digests                         = make([][]byte, n)
-		tokens, attempts, leases, lives = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	)
-	for i, r := range rows {
-		consumers[i], keys[i], states[i], owners[i] = r.consumer, r.key, r.state, r.owner
-		digests[i], tokens[i], attempts[i] = r.digest, r.token, r.attempts
-		leases[i], lives[i] = r.lease.Microseconds(), r.life.Microseconds()
+	all := make([]bool, n)
+	for i := range all {
+		all[i] = true
 	}
+	arrays := freshArrays(rows, all)
 	var inserted map[recordKey]store.Record
 	err := s.withRetry(ctx, "claim", func(ctx context.Context) error {
 		inserted = make(map[recordKey]store.Record, n)
-		result, err := s.pool.Query(ctx, insertManySQL,
-			consumers, keys, states, digests, tokens, attempts, owners, leases, lives)
+		result, err := s.pool.Query(ctx, insertManySQL, arrays...)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,11 @@
 // With group commit on (the default; Options.MaxBatch), concurrent fresh
 // claims share one multi-row INSERT and concurrent Completes, Rejects and
 // ExtendLeases one read and one compare-and-set UPDATE (groupcommit.go),
-// with the same answers as one at a time.
+// with the same answers as one at a time. A batch's fresh claims are
+// inserted and its other keys read in one statement (batch.go). A stream
+// write is one statement when the store still holds the stream's last row
+// or the stream is new, decided ahead of the read and checked by the
+// database (streamwrite.go, streamplan.go).
 //
 // The SQL keeps to what both databases run with the same meaning (see
 // records.go). Open does not migrate: the server runs Migrate, or refuses to
@@ -57,6 +61,11 @@ type Store struct {
 	// nil when group commit is off.
 	fresh  *freshBatcher
 	finish *finishBatcher
+	// streams remembers the last row of recently written streams, the
+	// expected previous state of a read-free stream write; clock
+	// estimates the database's clock for deciding one (streamwrite.go).
+	streams *streamCache
+	clock   dbClock
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -89,7 +98,7 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: creating connection pool: %w", err)
 	}
-	s := &Store{pool: pool, onRetry: opts.OnRetry}
+	s := &Store{pool: pool, onRetry: opts.OnRetry, streams: newStreamCache()}
 	if n := opts.maxBatch(); n > 1 {
 		s.fresh = s.newFreshBatcher(n)
 		s.finish = s.newFinishBatcher(n)

@@ -12,7 +12,8 @@ import (
 )
 
 // The SQL of streams: the same single-row discipline as keys, through the
-// same loop (compareAndSet, on streamTable).
+// same loop (compareAndSet, on streamTable), which a read-free write
+// spares when it can (streamwrite.go).
 const (
 	streamColumns = `consumer, stream, mode, high_water, last_outcome,
     rejection_reason, rejection_message, rejection_detail, finished_token, rejected,
@@ -81,22 +82,6 @@ func (s *Store) ExtendStreamLease(ctx context.Context, p store.ExtendStreamLease
 func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (store.Stream, error) {
 	d, err := s.applyStream(ctx, "reset stream", p.Consumer, p.Stream, p)
 	return d.Stream, err
-}
-
-// applyStream applies cmd to the stream's row with compareAndSet, or, when
-// it concerns the stream's parked events, in a transaction with them
-// (applyStreamParked).
-func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
-	if c, ok := cmd.(store.ClaimStreamParams); ok && c.Park {
-		// A park claim always reads parked events (store.ParkedReadFor):
-		// skip the compare-and-set's read that would only find that out.
-		return s.applyStreamParked(ctx, op, consumer, stream, cmd)
-	}
-	d, err := compareAndSet(ctx, s, streamTable, op, consumer, stream, cmd)
-	if errors.Is(err, store.ErrNeedsParkedView) {
-		return s.applyStreamParked(ctx, op, consumer, stream, cmd)
-	}
-	return d, err
 }
 
 // GetStream returns a live stream, judged on the database's clock.

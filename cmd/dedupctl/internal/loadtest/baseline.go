@@ -68,7 +68,8 @@ const baselineTableName = "dedupd_bench_baseline"
 
 // baselineStatements are the statements the baseline runs.
 var baselineStatements = []string{baselineTable, baselineIndex, baselineInsert, baselineSelect, baselineComplete,
-	baselineRelease, baselineDrop, baselineInsertMany, baselineSelectMany, baselineCompleteMany}
+	baselineRelease, baselineDrop, baselineInsertMany, baselineSelectMany, baselineCompleteMany,
+	baselineStreamTable, baselineStreamIndex, baselineStreamClaim, baselineStreamComplete, baselineStreamDrop}
 
 // statementsFor returns each statement with the run's table named in it.
 func statementsFor(table string) map[string]string {
@@ -91,7 +92,7 @@ func openBaseline(ctx context.Context, cfg Config, runID string) (*baseline, err
 	}
 	b := &baseline{pool: pool, statements: statementsFor(baselineTableName + "_" + runID), consumer: cfg.Consumer,
 		digest: []byte("dedupctl-bench-digest-0123456789"), result: resultOf(cfg.ResultBytes)}
-	for _, ddl := range []string{baselineTable, baselineIndex} {
+	for _, ddl := range []string{baselineTable, baselineIndex, baselineStreamTable, baselineStreamIndex} {
 		if _, err := pool.Exec(ctx, b.sql(ddl)); err != nil {
 			b.close()
 			return nil, fmt.Errorf("loadtest: creating the baseline table: %w", err)
@@ -110,6 +111,7 @@ func (b *baseline) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	_, _ = b.pool.Exec(ctx, b.sql(baselineDrop))
+	_, _ = b.pool.Exec(ctx, b.sql(baselineStreamDrop))
 	b.pool.Close()
 }
 

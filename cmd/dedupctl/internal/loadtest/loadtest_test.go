@@ -47,6 +47,9 @@ func startService(t *testing.T) (addr, url string) {
 	policies := api.NewPolicies(st, defaults, time.Minute)
 	api.Register(srv, api.NewDedupService(st, policies, slog.New(slog.DiscardHandler)))
 	api.RegisterAdmin(srv, api.NewAdminService(st, policies, slog.New(slog.DiscardHandler)))
+	streams := api.NewStreamPolicies(st, policies, time.Hour, time.Minute)
+	api.RegisterStreams(srv, api.NewStreamService(st, streams, slog.New(slog.DiscardHandler)),
+		api.NewStreamAdminService(st, streams, slog.New(slog.DiscardHandler)))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -90,6 +90,8 @@ var scenarioTable = []scenario{
 		op: func(s *scenarios) operation { return s.cycleBatch }},
 	{name: "replay-batch", batch: true, help: "a redelivered poll: keys completed earlier claimed in one ClaimBatch; each must return the stored result",
 		prepare: (*scenarios).prepareReplay, op: func(s *scenarios) operation { return s.replayBatch }},
+	{name: "stream-cycle", help: "claim and complete the next event of a stream, each caller on a stream of its own (streams.go)",
+		op: func(s *scenarios) operation { return s.streamCycle() }},
 }
 
 func scenarioNamed(name string) (scenario, bool) {
