@@ -113,24 +113,16 @@ or may not have happened.`,
 				return err
 			}
 			req := &dedupv1.ListStreamsRequest{Consumer: argv[0], LeaseExpired: leaseExpired, PageSize: pageSize}
-			out := &dedupv1.ListStreamsResponse{}
-			for {
-				ctx, cancel := a.callContext(cmd.Context())
-				page, err := client.ListStreams(ctx, req)
-				cancel()
-				if err != nil {
-					return err
-				}
-				out.Streams = append(out.Streams, page.GetStreams()...)
-				out.NextPageToken = page.GetNextPageToken()
-				if out.GetNextPageToken() == "" || (!all && len(out.GetStreams()) >= limit) {
-					break
-				}
-				req.PageToken = out.GetNextPageToken()
+			streams, next, err := collectPages(cmd.Context(), a, all, limit,
+				func(ctx context.Context, token string) ([]*dedupv1.Stream, string, error) {
+					req.PageToken = token
+					page, err := client.ListStreams(ctx, req)
+					return page.GetStreams(), page.GetNextPageToken(), err
+				})
+			if err != nil {
+				return err
 			}
-			if !all && len(out.GetStreams()) > limit {
-				out.Streams = out.GetStreams()[:limit]
-			}
+			out := &dedupv1.ListStreamsResponse{Streams: streams, NextPageToken: next}
 			if a.jsonOutput() {
 				return a.printJSON(out)
 			}

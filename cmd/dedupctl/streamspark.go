@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -41,22 +42,16 @@ flight has been handed out and is being processed.`,
 			}
 			req := &dedupv1.ListParkedRequest{Consumer: argv[0], Stream: argv[1], PageSize: pageSize}
 			out := &dedupv1.ListParkedResponse{}
-			for got.GetParked() != nil {
-				ctx, cancel := a.callContext(cmd.Context())
-				page, err := client.ListParked(ctx, req)
-				cancel()
+			if got.GetParked() != nil { // a stream with nothing parked has no events to list
+				out.Events, out.NextPageToken, err = collectPages(cmd.Context(), a, all, limit,
+					func(ctx context.Context, token string) ([]*dedupv1.ParkedEvent, string, error) {
+						req.PageToken = token
+						page, err := client.ListParked(ctx, req)
+						return page.GetEvents(), page.GetNextPageToken(), err
+					})
 				if err != nil {
 					return err
 				}
-				out.Events = append(out.Events, page.GetEvents()...)
-				out.NextPageToken = page.GetNextPageToken()
-				if out.GetNextPageToken() == "" || (!all && len(out.GetEvents()) >= limit) {
-					break
-				}
-				req.PageToken = out.GetNextPageToken()
-			}
-			if !all && len(out.GetEvents()) > limit {
-				out.Events = out.GetEvents()[:limit]
 			}
 			if a.jsonOutput() {
 				return a.printJSON(out) // the summary is streams get's .parked
