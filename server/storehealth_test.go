@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -106,16 +107,24 @@ func TestHealthFollowsWrites(t *testing.T) {
 		wantAll(want, fmt.Sprintf("after %d failed writes", i+1))
 	}
 
-	w, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{Service: "dedup.v1.DedupService"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first, err := w.Recv(); err != nil || first.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Fatalf("Watch began with %v, %v; want NOT_SERVING", first, err)
+	// The services are set one after another, so each is watched: a Check
+	// of one just after another turned could still see the old status.
+	var watches []grpc.ServerStreamingClient[healthpb.HealthCheckResponse]
+	for _, s := range services {
+		w, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{Service: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first, err := w.Recv(); err != nil || first.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Fatalf("Watch of %q began with %v, %v; want NOT_SERVING", s, first, err)
+		}
+		watches = append(watches, w)
 	}
 	allow()
-	if next, err := w.Recv(); err != nil || next.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("after writes went through again the Watch said %v, %v; want SERVING", next, err)
+	for i, w := range watches {
+		if next, err := w.Recv(); err != nil || next.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("after writes went through again the Watch of %q said %v, %v; want SERVING", services[i], next, err)
+		}
 	}
 	wantAll(healthpb.HealthCheckResponse_SERVING, "after writes went through again")
 	if err := claim("after"); err != nil {
