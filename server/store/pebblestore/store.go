@@ -27,6 +27,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/gofrs/flock"
 
 	"github.com/dedupd/dedupd/internal/datadir"
@@ -41,6 +42,10 @@ var ErrLocked = datadir.ErrLocked
 type Options struct {
 	// CacheBytes is the block cache; zero means 64 MiB.
 	CacheBytes int64
+
+	// fs, when set, is the file system under Pebble instead of the
+	// operating system's: tests put a failing disk there (diskfail_test.go).
+	fs vfs.FS
 }
 
 // Store is the embedded store.Backend on Pebble. Its methods are safe for
@@ -127,6 +132,9 @@ func pebbleOptions(opts Options) *pebble.Options {
 		FormatMajorVersion: pebble.FormatTableFormatV6,
 		Logger:             quietLogger{},
 		Cache:              pebble.NewCache(cacheBytes),
+	}
+	if opts.fs != nil {
+		o.FS = opts.fs
 	}
 	// Most reads of a claim-heavy load are of keys that do not exist yet:
 	// a bloom filter per table answers them without reading its blocks.
