@@ -3,6 +3,7 @@ package pebblestore_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -66,11 +67,11 @@ func TestFullDiskStopsTheProcess(t *testing.T) {
 		}
 	}
 	err = cmd.Wait()
-	exit, _ := err.(*exec.ExitError)
+	var exit *exec.ExitError
 	switch {
 	case !sawFull:
 		t.Fatalf("the child ended (%v) before its disk was made full, after %d claims", err, len(acked))
-	case exit == nil || exit.Success():
+	case !errors.As(err, &exit) || exit.Success():
 		t.Fatalf("the child exited with %v after its disk filled; want the process stopped with an error status", err)
 	case strings.Contains(exit.String(), "killed"):
 		t.Fatalf("the child was killed (%v), not stopped by the store", err)
@@ -111,9 +112,7 @@ func runDiskFullChild(dir string) {
 		wg    sync.WaitGroup
 	)
 	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; ; i++ {
 				key := "k-" + strconv.Itoa(g) + "-" + strconv.Itoa(i)
 				_, err := s.Claim(context.Background(), store.ClaimParams{Consumer: "c", Key: key, Digest: []byte("d"), Policy: policy})
@@ -129,7 +128,7 @@ func runDiskFullChild(dir string) {
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
