@@ -61,6 +61,9 @@ type Store struct {
 	// nil when group commit is off.
 	fresh  *freshBatcher
 	finish *finishBatcher
+	// streamWrites groups concurrent read-free stream writes into one
+	// statement (streambatch.go); nil when group commit is off.
+	streamWrites *streamWriteBatcher
 	// streams remembers the last row of recently written streams, the
 	// expected previous state of a read-free stream write; clock
 	// estimates the database's clock for deciding one (streamwrite.go).
@@ -102,6 +105,7 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 	if n := opts.maxBatch(); n > 1 {
 		s.fresh = s.newFreshBatcher(n)
 		s.finish = s.newFinishBatcher(n)
+		s.streamWrites = s.newStreamWriteBatcher(n)
 	}
 	return s, nil
 }
@@ -112,6 +116,7 @@ func (s *Store) Close() error {
 	if s.fresh != nil {
 		s.fresh.close()
 		s.finish.close()
+		s.streamWrites.close()
 	}
 	s.pool.Close()
 	return nil
