@@ -20,7 +20,8 @@
 // inserted and its other keys read in one statement (batch.go). A stream
 // write is one statement when the store still holds the stream's last row
 // or the stream is new, decided ahead of the read and checked by the
-// database (streamwrite.go, streamplan.go).
+// database (streamwrite.go, streamplan.go); concurrent ones share one such
+// statement for remembered streams and one for new ones (streambatch.go).
 //
 // The SQL keeps to what both databases run with the same meaning (see
 // records.go). Open does not migrate: the server runs Migrate, or refuses to
