@@ -20,7 +20,8 @@
 // inserted and its other keys read in one statement (batch.go). A stream
 // write is one statement when the store still holds the stream's last row
 // or the stream is new, decided ahead of the read and checked by the
-// database (streamwrite.go, streamplan.go).
+// database (streamwrite.go, streamplan.go); concurrent ones share one such
+// statement for remembered streams and one for new ones (streambatch.go).
 //
 // The SQL keeps to what both databases run with the same meaning (see
 // records.go). Open does not migrate: the server runs Migrate, or refuses to
@@ -61,6 +62,9 @@ type Store struct {
 	// nil when group commit is off.
 	fresh  *freshBatcher
 	finish *finishBatcher
+	// streamWrites groups concurrent read-free stream writes into one
+	// statement (streambatch.go); nil when group commit is off.
+	streamWrites *streamWriteBatcher
 	// streams remembers the last row of recently written streams, the
 	// expected previous state of a read-free stream write; clock
 	// estimates the database's clock for deciding one (streamwrite.go).
@@ -102,6 +106,7 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 	if n := opts.maxBatch(); n > 1 {
 		s.fresh = s.newFreshBatcher(n)
 		s.finish = s.newFinishBatcher(n)
+		s.streamWrites = s.newStreamWriteBatcher(n)
 	}
 	return s, nil
 }
@@ -112,6 +117,7 @@ func (s *Store) Close() error {
 	if s.fresh != nil {
 		s.fresh.close()
 		s.finish.close()
+		s.streamWrites.close()
 	}
 	s.pool.Close()
 	return nil

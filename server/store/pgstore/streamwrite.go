@@ -114,10 +114,28 @@ ON CONFLICT (consumer, stream) DO NOTHING`)
 // write is decided again on the row as stored.
 func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
 	k := recordKey{consumer, stream}
+	w, planned, parked := s.planStream(op, k, cmd)
+	if parked {
+		return s.applyStreamParkedUncached(ctx, op, k, cmd)
+	}
+	var (
+		r   streamWriteResult
+		err error
+	)
+	if planned {
+		r, err = s.writeStreamUnread(ctx, w)
+	}
+	return s.settleStream(ctx, op, k, cmd, r, err)
+}
+
+// planStream says where cmd goes: to the transaction with the parked
+// events (parked), to a read-free write (planned, w), or, neither, to the
+// plain read and compare-and-set.
+func (s *Store) planStream(op string, k recordKey, cmd store.StreamCommand) (w streamWrite, planned, parked bool) {
 	if c, ok := cmd.(store.ClaimStreamParams); ok && c.Park {
 		// A park claim always reads parked events (store.ParkedReadFor):
 		// skip the statements that would only find that out.
-		return s.applyStreamParkedUncached(ctx, op, k, cmd)
+		return streamWrite{}, false, true
 	}
 	expected, cached := s.streams.get(k)
 	var stored *cachedStream
@@ -126,12 +144,21 @@ func (s *Store) applyStream(ctx context.Context, op, consumer, stream string, cm
 		if _, need := store.ParkedReadFor(&expected.st, cmd, s.clock.estimate()); need {
 			// Most likely still so: go where the answer would send the
 			// write (the transaction reads the row afresh either way).
-			return s.applyStreamParkedUncached(ctx, op, k, cmd)
+			return streamWrite{}, false, true
 		}
 	}
-	d, version, done, read, err := s.writeStreamUnread(ctx, op, stored, cmd)
-	if !done && err == nil {
-		d, version, err = compareAndSetFrom(ctx, s, streamTable, op, consumer, stream, cmd, read)
+	w, planned = s.planStreamUnread(op, k, stored, cmd)
+	return w, planned, false
+}
+
+// settleStream finishes cmd after its read-free write r (err its error;
+// the zero r when there was none): done, or decided on the row r read, or
+// on a fresh read; and keeps the cache to what the stream now holds.
+func (s *Store) settleStream(ctx context.Context, op string, k recordKey, cmd store.StreamCommand,
+	r streamWriteResult, err error) (store.StreamDecision, error) {
+	d, version := r.d, r.version
+	if !r.done && err == nil {
+		d, version, err = compareAndSetFrom(ctx, s, streamTable, op, k.consumer, k.key, cmd, r.read)
 	}
 	if errors.Is(err, store.ErrNeedsParkedView) {
 		return s.applyStreamParkedUncached(ctx, op, k, cmd)
@@ -152,53 +179,96 @@ func (s *Store) applyStreamParkedUncached(ctx context.Context, op string, k reco
 	return s.applyStreamParked(ctx, op, k.consumer, k.key, cmd)
 }
 
-// writeStreamUnread tries the read-free write of cmd, decided on expected
-// (nil: the stream taken as absent). done says it wrote, with the
-// decision and the row's new version. Otherwise read is the row the
-// statement returned instead, for compareAndSetFrom, or nil when it
-// returned none or no plan was possible.
-func (s *Store) writeStreamUnread(ctx context.Context, op string, expected *cachedStream, cmd store.StreamCommand) (
-	d store.StreamDecision, version int64, done bool, read *versionedRead[store.Stream], err error) {
+// streamWrite is a read-free write of one stream, planned: what it
+// decides, on which expected row, and the single-row statement's
+// parameters (the multi-row statements take the same ones as arrays).
+type streamWrite struct {
+	op       string
+	key      recordKey
+	expected *cachedStream // nil: the stream taken as absent
+	plan     streamPlan
+	args     []any
+}
+
+// streamWriteResult is what a read-free write did. done says it wrote,
+// with the decision and the row's new version. Otherwise read is the row
+// the statement returned instead, for compareAndSetFrom, or nil when it
+// returned none (or the write was not tried: a second write of one stream
+// in a batch).
+type streamWriteResult struct {
+	d       store.StreamDecision
+	version int64
+	done    bool
+	read    *versionedRead[store.Stream]
+}
+
+// planStreamUnread plans the read-free write of cmd, decided on expected
+// (nil: the stream taken as absent); false when no plan is possible.
+func (s *Store) planStreamUnread(op string, k recordKey, expected *cachedStream, cmd store.StreamCommand) (streamWrite, bool) {
 	var stored *store.Stream
 	if expected != nil {
 		stored = &expected.st
 	}
 	p, ok := planStreamWrite(stored, cmd, s.clock.estimate())
 	if !ok {
-		return d, 0, false, nil, nil
+		return streamWrite{}, false
 	}
 	columns := streamArgs(p.d.Stream)
 	args := make([]any, 0, len(columns)+2*streamTimeCount+5)
 	args = append(args, columns[:14]...)
 	args = append(args, p.timeArgs()...)
 	args = append(args, columns[streamParkArgs:streamParkArgs+streamParkArgCount]...)
-	sql := insertStreamFreshSQL
 	if expected != nil {
-		sql = updateStreamAsCachedSQL
 		args = append(args, expected.version, stored.CreatedAt, stored.UpdatedAt, p.beforeExpiry, p.beforeLease)
 	}
-	err = s.withRetry(ctx, op, func(ctx context.Context) error {
+	return streamWrite{op: op, key: k, expected: expected, plan: p, args: args}, true
+}
+
+// writeStreamUnread writes w, in a batch with the read-free writes of
+// other streams when group commit is on (streambatch.go).
+func (s *Store) writeStreamUnread(ctx context.Context, w streamWrite) (streamWriteResult, error) {
+	if s.streamWrites != nil {
+		return s.streamWrites.do(ctx, w)
+	}
+	return s.writeStreamOne(ctx, w)
+}
+
+// writeStreamOne writes w alone, in its single-row statement.
+func (s *Store) writeStreamOne(ctx context.Context, w streamWrite) (streamWriteResult, error) {
+	sql := insertStreamFreshSQL
+	if w.expected != nil {
+		sql = updateStreamAsCachedSQL
+	}
+	var r streamWriteResult
+	err := s.withRetry(ctx, w.op, func(ctx context.Context) error {
 		var (
 			row     store.Stream
+			version int64
 			written bool
 			now     time.Time
 		)
-		row, err := scanStream(s.pool.QueryRow(ctx, sql, args...), &version, &written, &now)
+		row, err := scanStream(s.pool.QueryRow(ctx, sql, w.args...), &version, &written, &now)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			read = nil
+			r = streamWriteResult{}
 			return nil
 		case err != nil:
 			return err
 		}
 		s.clock.saw(now)
-		if written {
-			d, done = p.d, true
-			d.Stream = row // the row as stored: ApplyStream's decision at now
-			return nil
-		}
-		read = &versionedRead[store.Stream]{row: &row, version: version, now: store.Now(now)}
+		r = w.result(row, version, written, now)
 		return nil
 	})
-	return d, version, done, read, err
+	return r, err
+}
+
+// result is what w did, from the row its statement returned for it: the
+// row written, or the row as the statement read it.
+func (w *streamWrite) result(row store.Stream, version int64, written bool, now time.Time) streamWriteResult {
+	if written {
+		d := w.plan.d
+		d.Stream = row // the row as stored: ApplyStream's decision at now
+		return streamWriteResult{d: d, version: version, done: true}
+	}
+	return streamWriteResult{read: &versionedRead[store.Stream]{row: &row, version: version, now: store.Now(now)}}
 }
