@@ -77,3 +77,6 @@ func Pool(s *Store) *pgxpool.Pool { return s.pool }
 // LeaseStatements are the statements of PendingLeases and InFlightLeases.
 var LeaseStatements = map[string]string{"dedup_records_pending_lease": pendingLeasesSQL,
 	"dedup_streams_in_flight": inFlightLeasesSQL}
+
+// InsertFreshKeysSQL is a round's prepared insert of fresh claims.
+const InsertFreshKeysSQL = insertFreshKeysSQL

@@ -139,11 +139,7 @@ type recordKey struct{ consumer, key string }
 // returns the records it inserted, by key.
 func (s *Store) insertMany(ctx context.Context, rows []freshArgs) (map[recordKey]store.Record, error) {
 	n := len(rows)
-	all := make([]bool, n)
-	for i := range all {
-		all[i] = true
-	}
-	arrays := freshArrays(rows, all)
+	arrays := freshArrays(rows)
 	var inserted map[recordKey]store.Record
 	err := s.withRetry(ctx, "claim", func(ctx context.Context) error {
 		inserted = make(map[recordKey]store.Record, n)
