@@ -23,7 +23,20 @@ import (
 // a fresh key at the clock of the insert (the fresh records' creation
 // time), a key that has a row at the clock of the read that followed (the
 // update time of the lapsed lease's takeover), which is not earlier.
+//
+// With a fresh claim whose lease differs from the others', the claims go
+// into the insert as nine arrays; without it, they share all but keys and
+// digests, and go in as two arrays and single values.
 func TestFreshBatchIsApply(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		oddLease bool
+	}{{"claims differ", true}, {"claims share", false}} {
+		t.Run(tc.name, func(t *testing.T) { testFreshBatchIsApply(t, tc.oddLease) })
+	}
+}
+
+func testFreshBatchIsApply(t *testing.T, oddLease bool) {
 	ctx := context.Background()
 	s := newStore(t)
 	mustClaim := func(p store.ClaimParams) store.Record {
@@ -53,9 +66,13 @@ func TestFreshBatchIsApply(t *testing.T) {
 	noDigest.Digest = nil
 	otherDigest := claimParams("done")
 	otherDigest.Digest = []byte("another")
+	odd := claimParams("fresh-odd-lease")
+	if oddLease {
+		odd = withLease("fresh-odd-lease", 1500*time.Millisecond+700*time.Nanosecond) // not whole microseconds
+	}
 	cmds := []store.Command{
 		claimParams("fresh-default-lease"),
-		withLease("fresh-odd-lease", 1500*time.Millisecond+700*time.Nanosecond), // not whole microseconds
+		odd,
 		noDigest,
 		store.CompleteParams{Consumer: "billing", Key: "absent", FencingToken: 1, Result: []byte("x"), Policy: policy},
 		claimParams("done"),

@@ -78,5 +78,6 @@ func Pool(s *Store) *pgxpool.Pool { return s.pool }
 var LeaseStatements = map[string]string{"dedup_records_pending_lease": pendingLeasesSQL,
 	"dedup_streams_in_flight": inFlightLeasesSQL}
 
-// InsertFreshKeysSQL is a round's prepared insert of fresh claims.
-const InsertFreshKeysSQL = insertFreshKeysSQL
+// InsertFreshSQL and InsertSharedFreshSQL are the prepared inserts of
+// fresh claims.
+var InsertFreshSQL, InsertSharedFreshSQL = insertFreshSQL, insertSharedFreshSQL

@@ -11,21 +11,32 @@ import (
 	"github.com/dedupd/dedupd/server/store/pgstore"
 )
 
-// A fresh poll's insert is the one statement on dedup_records that runs
-// prepared, from a generic plan cached while the table may have been
-// empty. That is safe only because its plan reads no table at all: the
+// The insert of fresh claims (both its forms) is the one multi-row
+// statement on dedup_records that runs prepared, from a generic plan
+// cached while the table may have been empty. That is safe only because its plan reads no table at all: the
 // arrays come from unnest, and the one look-up of dedup_records is the
 // conflict check on the primary key, which is no planner choice. This
-// test takes the statement as the store prepared it, grows the table
+// test takes each form as the store prepared it, grows the table
 // (with fresh statistics, so that a plan which scanned it would be costed
 // as big), and fails if the generic plan has any scan of a table.
 func TestFreshInsertPlanReadsNoTable(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	for round := range 7 { // past the five runs after which a generic plan is cached
+		// A poll whose claims share all but keys and digests, which takes
+		// the shared form, and one with two owners, which takes the other.
 		claims := make([]store.Command, 3)
+		mixed := make([]store.Command, 3)
 		for i := range claims {
 			claims[i] = claimParams(fmt.Sprintf("r%d-k%d", round, i))
+			p := claimParams(fmt.Sprintf("r%d-mixed-k%d", round, i))
+			p.Owner = fmt.Sprintf("owner-%d", i%2)
+			mixed[i] = p
+		}
+		for _, r := range s.ApplyBatch(ctx, store.BatchParams{Commands: mixed}) {
+			if r.Err != nil || r.Outcome != store.Acquired {
+				t.Fatalf("fresh claim: %v, %v", r.Outcome, r.Err)
+			}
 		}
 		for _, r := range s.ApplyBatch(ctx, store.BatchParams{Commands: claims}) {
 			if r.Err != nil || r.Outcome != store.Acquired {
@@ -50,28 +61,32 @@ FROM generate_series(1, 50000) AS i`); err != nil {
 			c.Release()
 		}
 	}()
-	checked := 0
+	checked := map[string]int{}
 	for _, c := range conns {
-		var name string
-		err := c.QueryRow(ctx, `SELECT name FROM pg_prepared_statements WHERE statement = $1`, pgstore.InsertFreshKeysSQL).Scan(&name)
-		if err != nil {
-			continue // this session did not run it
+		for form, sql := range map[string]string{"arrays": pgstore.InsertFreshSQL, "shared": pgstore.InsertSharedFreshSQL} {
+			var name string
+			err := c.QueryRow(ctx, `SELECT name FROM pg_prepared_statements WHERE statement = $1`, sql).Scan(&name)
+			if err != nil {
+				continue // this session did not run it
+			}
+			if _, err := c.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+				t.Fatal(err)
+			}
+			var plan []struct{ Plan planNode }
+			if err := c.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+name+`(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`).Scan(&plan); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Exec(ctx, `RESET plan_cache_mode`); err != nil {
+				t.Fatal(err)
+			}
+			checkNoTableRead(t, plan[0].Plan)
+			checked[form]++
 		}
-		if _, err := c.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
-			t.Fatal(err)
-		}
-		var plan []struct{ Plan planNode }
-		if err := c.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+name+`(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`).Scan(&plan); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Exec(ctx, `RESET plan_cache_mode`); err != nil {
-			t.Fatal(err)
-		}
-		checkNoTableRead(t, plan[0].Plan)
-		checked++
 	}
-	if checked == 0 {
-		t.Fatal("no session holds the fresh insert prepared; the store no longer prepares it, and this test checks nothing")
+	for _, form := range []string{"arrays", "shared"} {
+		if checked[form] == 0 {
+			t.Errorf("no session holds the %s form of the fresh insert prepared; the store no longer prepares it, and this test checks nothing of it", form)
+		}
 	}
 }
 
