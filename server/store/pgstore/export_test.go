@@ -81,3 +81,6 @@ var LeaseStatements = map[string]string{"dedup_records_pending_lease": pendingLe
 // InsertFreshSQL and InsertSharedFreshSQL are the prepared inserts of
 // fresh claims.
 var InsertFreshSQL, InsertSharedFreshSQL = insertFreshSQL, insertSharedFreshSQL
+
+// ReadKeysSQL is the batch read of the records of a set of keys.
+var ReadKeysSQL = readKeysSQL

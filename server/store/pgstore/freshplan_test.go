@@ -95,6 +95,7 @@ type planNode struct {
 	NodeType  string     `json:"Node Type"`
 	Operation string     `json:"Operation"`
 	Relation  string     `json:"Relation Name"`
+	Index     string     `json:"Index Name"`
 	Arbiters  []string   `json:"Conflict Arbiter Indexes"`
 	Plans     []planNode `json:"Plans"`
 }
