@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +19,24 @@ import (
 
 // A round's fresh claims are inserted before Apply has seen their rows;
 // the answers, and the rows stored, must still be exactly what store.Apply
-// decides, item by item, on the records as they were before the batch and
-// at the clock of the statement (the fresh records' creation time).
+// decides, item by item, on the records as they were before the batch:
+// a fresh key at the clock of the insert (the fresh records' creation
+// time), a key that has a row at the clock of the read that followed (the
+// update time of the lapsed lease's takeover), which is not earlier.
+//
+// With a fresh claim whose lease differs from the others', the claims go
+// into the insert as nine arrays; without it, they share all but keys and
+// digests, and go in as two arrays and single values.
 func TestFreshBatchIsApply(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		oddLease bool
+	}{{"claims differ", true}, {"claims share", false}} {
+		t.Run(tc.name, func(t *testing.T) { testFreshBatchIsApply(t, tc.oddLease) })
+	}
+}
+
+func testFreshBatchIsApply(t *testing.T, oddLease bool) {
 	ctx := context.Background()
 	s := newStore(t)
 	mustClaim := func(p store.ClaimParams) store.Record {
@@ -50,9 +66,13 @@ func TestFreshBatchIsApply(t *testing.T) {
 	noDigest.Digest = nil
 	otherDigest := claimParams("done")
 	otherDigest.Digest = []byte("another")
+	odd := claimParams("fresh-odd-lease")
+	if oddLease {
+		odd = withLease("fresh-odd-lease", 1500*time.Millisecond+700*time.Nanosecond) // not whole microseconds
+	}
 	cmds := []store.Command{
 		claimParams("fresh-default-lease"),
-		withLease("fresh-odd-lease", 1500*time.Millisecond+700*time.Nanosecond), // not whole microseconds
+		odd,
 		noDigest,
 		store.CompleteParams{Consumer: "billing", Key: "absent", FencingToken: 1, Result: []byte("x"), Policy: policy},
 		claimParams("done"),
@@ -77,14 +97,22 @@ func TestFreshBatchIsApply(t *testing.T) {
 	if first.Err != nil || first.Outcome != store.Acquired {
 		t.Fatalf("first fresh claim: %v, %v", first.Outcome, first.Err)
 	}
-	now := first.Record.CreatedAt // the statement's clock
+	now := first.Record.CreatedAt // the insert's clock
+	lapsedAt := slices.IndexFunc(cmds, func(c store.Command) bool { _, k := store.KeyOf(c); return k == "lapsed" })
+	read := got[lapsedAt].Record.UpdatedAt // the read's clock
+	if got[lapsedAt].Outcome != store.Acquired || read.Before(now) {
+		t.Fatalf("lapsed key: %v at %v, want a takeover no earlier than the insert at %v", got[lapsedAt].Outcome, read, now)
+	}
 	model := map[string]*store.Record{}
 	maps.Copy(model, before)
 	for i, cmd := range cmds {
 		_, key := store.KeyOf(cmd)
-		at := now
+		at := read
+		if before[key] == nil && i < len(cmds)-1 { // inserted, or refused whatever the clock
+			at = now
+		}
 		if i == len(cmds)-1 { // the next round reads the row again, at a later clock
-			at = now.Add(time.Millisecond)
+			at = read.Add(time.Millisecond)
 		}
 		d, err := store.Apply(model[key], cmd, at)
 		want := store.ResultOf(d, err)
@@ -107,11 +135,10 @@ func TestFreshBatchIsApply(t *testing.T) {
 	}
 }
 
-// A key inserted by another writer after a round's statement took its
-// snapshot, but before its insert: the insert waits for that writer, and
-// the key is then decided on what the writer left, in a second attempt
-// (committed: a row Apply must see; rolled back: the key is free and the
-// one statement's insert stands).
+// A key inserted by another writer before a round's insert committed:
+// the insert waits for that writer, and the key is then decided on what
+// the writer left (committed: a row Apply must see, which the round reads;
+// rolled back: the key is free and the one statement's insert stands).
 func TestFreshBatchRacesAnInsert(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
@@ -175,7 +202,7 @@ VALUES ('billing', 'k2', 'PENDING', 'digest-k2', 7, 1, 'other', now(), now(), no
 			}
 			var batchSQL []string
 			for _, sql := range log.take() {
-				if strings.HasPrefix(sql, "WITH batch") || strings.HasPrefix(sql, "UPDATE dedup_records") {
+				if strings.Contains(sql, "dedup_records") {
 					batchSQL = append(batchSQL, sql)
 				}
 			}

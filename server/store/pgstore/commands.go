@@ -61,7 +61,7 @@ func (s *Store) insertFreshClaim(ctx context.Context, p store.ClaimParams) (stor
 		r, err := s.fresh.do(ctx, freshClaim{p: p, args: args})
 		return r.rec, r.inserted, err
 	}
-	return s.insertOne(ctx, args)
+	return s.insertOne(ctx, p, args)
 }
 
 // freshArgsFor asks store.Apply for the record of a claim of a free key.
@@ -79,20 +79,33 @@ func freshArgsFor(p store.ClaimParams) (freshArgs, error) {
 }
 
 // insertOne inserts one fresh claim with the single-row statement.
-func (s *Store) insertOne(ctx context.Context, a freshArgs) (store.Record, bool, error) {
-	var rec store.Record
+func (s *Store) insertOne(ctx context.Context, p store.ClaimParams, a freshArgs) (store.Record, bool, error) {
+	var at time.Time
 	inserted := false
 	err := s.withRetry(ctx, "claim", func(ctx context.Context) error {
-		var err error
-		rec, err = scanRecord(s.pool.QueryRow(ctx, insertFreshClaimSQL,
-			a.consumer, a.key, a.state, a.digest, a.token, a.attempts, a.owner, a.lease, a.life))
+		err := s.pool.QueryRow(ctx, insertFreshClaimSQL,
+			a.consumer, a.key, a.state, a.digest, a.token, a.attempts, a.owner, a.lease, a.life).Scan(&at)
 		inserted = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		return err
 	})
-	return rec, inserted, err
+	if err != nil || !inserted {
+		return store.Record{}, false, err
+	}
+	rec, err := freshRecord(p, at)
+	return rec, err == nil, err
+}
+
+// freshRecord is the row a fresh insert of p wrote at the database's
+// clock at: Apply's record for p on no record at that clock, whose times
+// freshArgsFor gave the insert as durations from it (see "Batches" in
+// batch.go). Reading it back instead would only cost the database and
+// pgx the columns.
+func freshRecord(p store.ClaimParams, at time.Time) (store.Record, error) {
+	d, err := store.Apply(nil, p, store.Now(at))
+	return d.Record, err
 }
 
 // Complete stores the result of the current lease holder.

@@ -77,3 +77,10 @@ func Pool(s *Store) *pgxpool.Pool { return s.pool }
 // LeaseStatements are the statements of PendingLeases and InFlightLeases.
 var LeaseStatements = map[string]string{"dedup_records_pending_lease": pendingLeasesSQL,
 	"dedup_streams_in_flight": inFlightLeasesSQL}
+
+// InsertFreshSQL and InsertSharedFreshSQL are the prepared inserts of
+// fresh claims.
+var InsertFreshSQL, InsertSharedFreshSQL = insertFreshSQL, insertSharedFreshSQL
+
+// ReadKeysSQL is the batch read of the records of a set of keys.
+var ReadKeysSQL = readKeysSQL

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
+	"time"
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/storetrace"
@@ -89,7 +88,7 @@ func (s *Store) writeFreshClaims(ctx context.Context, batch []*call[freshClaim, 
 	defer storetrace.EndBatch(span, len(batch), func(i int) error { return batch[i].err })
 	if len(batch) == 1 {
 		c := batch[0]
-		c.resp.rec, c.resp.inserted, c.err = s.insertOne(ctx, c.req.args)
+		c.resp.rec, c.resp.inserted, c.err = s.insertOne(ctx, c.req.p, c.req.args)
 		return
 	}
 	// Each key goes into the statement once; its later claims in this
@@ -116,8 +115,9 @@ func (s *Store) writeFreshClaims(ctx context.Context, batch []*call[freshClaim, 
 			c.err = err
 			continue
 		}
-		if rec, ok := inserted[k]; ok && first[k] == c {
-			c.resp = insertResult{rec: rec, inserted: true}
+		if at, ok := inserted[k]; ok && first[k] == c {
+			rec, err := freshRecord(c.req.p, at)
+			c.resp, c.err = insertResult{rec: rec, inserted: err == nil}, err
 		}
 	}
 }
@@ -125,38 +125,16 @@ func (s *Store) writeFreshClaims(ctx context.Context, batch []*call[freshClaim, 
 // errClosed is what a claim gets once the store is closing.
 var errClosed = fmt.Errorf("pgstore: %w: store is closed", store.ErrUnavailable)
 
-// insertManySQL inserts a batch of fresh claims given as parallel arrays
-// (freshArrays); the lease and retention are microseconds from the
-// database's now. Only the rows it inserted come back.
-const insertManySQL = insertFreshSelect + unnestFresh + `
-ON CONFLICT (consumer, key) DO NOTHING
-RETURNING ` + recordColumns
-
 // recordKey names a record.
 type recordKey struct{ consumer, key string }
 
-// insertMany inserts fresh claims with distinct keys in one statement and
-// returns the records it inserted, by key.
-func (s *Store) insertMany(ctx context.Context, rows []freshArgs) (map[recordKey]store.Record, error) {
-	n := len(rows)
-	all := make([]bool, n)
-	for i := range all {
-		all[i] = true
-	}
-	arrays := freshArrays(rows, all)
-	var inserted map[recordKey]store.Record
+// insertMany inserts fresh claims with distinct keys in one statement
+// (insertFresh), retrying as a lone claim would.
+func (s *Store) insertMany(ctx context.Context, rows []freshArgs) (map[recordKey]time.Time, error) {
+	var inserted map[recordKey]time.Time
 	err := s.withRetry(ctx, "claim", func(ctx context.Context) error {
-		inserted = make(map[recordKey]store.Record, n)
-		result, err := s.pool.Query(ctx, insertManySQL, arrays...)
-		if err != nil {
-			return err
-		}
-		recs, err := pgx.CollectRows(result, func(row pgx.CollectableRow) (store.Record, error) {
-			return scanRecord(row)
-		})
-		for _, r := range recs {
-			inserted[recordKey{r.Consumer, r.Key}] = r
-		}
+		var err error
+		inserted, err = s.insertFresh(ctx, rows)
 		return err
 	})
 	return inserted, err

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func TestJoinStatementsAreNotPrepared(t *testing.T) {
 		}
 	}
 	isJoin := func(sql string) bool {
-		return strings.Contains(sql, "unnest(") && strings.Contains(sql, "JOIN dedup_records") ||
+		return strings.Contains(sql, "unnest(") && (strings.Contains(sql, "JOIN dedup_records") || strings.Contains(sql, "JOIN LATERAL")) ||
 			strings.HasPrefix(strings.TrimSpace(sql), "UPDATE dedup_records AS r") ||
 			strings.HasPrefix(strings.TrimSpace(sql), "WITH updated AS")
 	}
@@ -92,5 +93,51 @@ func TestJoinStatementsAreNotPrepared(t *testing.T) {
 				t.Errorf("a session holds a prepared joining statement, which PostgreSQL may plan generically:\n%s", sql)
 			}
 		}
+	}
+}
+
+// The batch read (readKeysSQL) is planned each time, with its keys in
+// hand; it must still probe the primary key once per key and never scan
+// the table, including at the sizes where PostgreSQL, with no statistics
+// yet, costs a hash join over a whole-table scan below the probes (some
+// 10^4 rows: the plain join of unnest and dedup_records planned exactly
+// that at 24,000).
+func TestReadKeysProbesThePrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	pool := pgstore.Pool(s)
+	if _, err := pool.Exec(ctx, `INSERT INTO dedup_records (consumer, key, state, digest, fencing_token, attempts,
+    owner, created_at, updated_at, lease_expires_at, expires_at)
+SELECT 'billing', 'grown-' || i, 'PENDING', '\x00', 1, 1, 'o', now(), now(), now() + interval '1 hour', now() + interval '2 hours'
+FROM generate_series(1, 24000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	consumers, keys := make([]string, 100), make([]string, 100)
+	for i := range keys {
+		consumers[i], keys[i] = "billing", fmt.Sprintf("grown-%d", i*200+1)
+	}
+	var plan []struct{ Plan planNode }
+	if err := pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+pgstore.ReadKeysSQL, pgx.QueryExecModeExec, consumers, keys).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	probes := 0
+	var walk func(n planNode)
+	walk = func(n planNode) {
+		switch {
+		case n.Relation != "dedup_records":
+		case n.Index == "dedup_records_pkey" && (n.NodeType == "Index Scan" || n.NodeType == "Index Only Scan"):
+			probes++
+		default:
+			out, _ := json.Marshal(plan[0].Plan)
+			t.Errorf("the batch read reads dedup_records by %s %s, not by its primary key: %s", n.NodeType, n.Index, out)
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plan[0].Plan)
+	if probes != 1 {
+		out, _ := json.Marshal(plan[0].Plan)
+		t.Errorf("the batch read has %d primary-key probes in its plan, want 1: %s", probes, out)
 	}
 }

@@ -20,7 +20,8 @@ const (
 
 	// insertFreshClaimSQL is the whole of a claim of a free key. The times
 	// are the database's; $8 and $9 are the lease and the retention that
-	// store.Apply decided, as intervals from that time.
+	// store.Apply decided, as intervals from that time. It returns only
+	// that time: the row is Apply's record at it (freshRecord).
 	insertFreshClaimSQL = `INSERT INTO dedup_records (
     consumer, key, state, digest, fencing_token, attempts, owner,
     created_at, updated_at, lease_expires_at, expires_at)
@@ -28,7 +29,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7,
     statement_timestamp(), statement_timestamp(),
     statement_timestamp() + $8::INTERVAL, statement_timestamp() + $9::INTERVAL)
 ON CONFLICT (consumer, key) DO NOTHING
-RETURNING ` + recordColumns
+RETURNING statement_timestamp()`
 
 	// selectVersionedSQL reads a record for a compare-and-set write, with
 	// the version that write must find and the database's clock.
