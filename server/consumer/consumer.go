@@ -62,14 +62,33 @@ type info struct {
 // NewContext returns ctx carrying the consumer of a request.
 func NewContext(ctx context.Context, req any) context.Context {
 	name, named := Of(req)
-	return context.WithValue(ctx, ctxKey{}, info{name, named})
+	return &infoContext{Context: ctx, info: info{name, named}}
+}
+
+// infoContext is context.WithValue(ctx, ctxKey{}, info) in one allocation
+// instead of two (the context and the boxed info): every call makes one.
+type infoContext struct {
+	context.Context
+	info info
+}
+
+func (c *infoContext) Value(key any) any {
+	if key == (ctxKey{}) {
+		return &c.info // a pointer into c: boxing the struct would allocate per lookup
+	}
+	return c.Context.Value(key)
 }
 
 // FromContext returns the consumer NewContext stored, and whether the
 // request had a consumer field.
 func FromContext(ctx context.Context) (string, bool) {
-	i, _ := ctx.Value(ctxKey{}).(info)
-	return i.name, i.named
+	if c, ok := ctx.(*infoContext); ok { // the usual case: no other value put in since
+		return c.info.name, c.info.named
+	}
+	if i, ok := ctx.Value(ctxKey{}).(*info); ok {
+		return i.name, i.named
+	}
+	return "", false
 }
 
 // UnaryServerInterceptor stores each request's consumer in its context. It

@@ -101,3 +101,25 @@ func TestOfAgreesWithReflection(t *testing.T) {
 		t.Fatalf("only %d messages with a consumer field are registered; the test reads none of dedupd's", n)
 	}
 }
+
+// TestFromContextThroughOtherValues: the consumer is found under contexts
+// that later interceptors wrap around it, and a context without one has none.
+func TestFromContextThroughOtherValues(t *testing.T) {
+	type otherKey struct{}
+	ctx := NewContext(context.Background(), &dedupv1.ClaimRequest{Consumer: "payments"})
+	wrapped, cancel := context.WithCancel(context.WithValue(ctx, otherKey{}, 1))
+	defer cancel()
+	if got, named := FromContext(wrapped); got != "payments" || !named {
+		t.Fatalf("under other values: consumer = %q (named %v), want payments", got, named)
+	}
+	if wrapped.Value(otherKey{}) != 1 {
+		t.Fatal("a value put in after the consumer is lost")
+	}
+	if got, named := FromContext(context.Background()); got != "" || named {
+		t.Fatalf("without one: consumer = %q (named %v)", got, named)
+	}
+	cancel()
+	if ctx.Err() != nil {
+		t.Fatal("cancelling a child cancelled the consumer's context")
+	}
+}
