@@ -78,7 +78,9 @@ func Credentials(inner credentials.TransportCredentials) credentials.TransportCr
 // connCredentials is Credentials: inner's handshake (none for plaintext),
 // then the connection wrapped in a trackedConn. Peers see what they saw
 // before: inner's AuthInfo (nil for plaintext), and the same address.
-type connCredentials struct{ inner credentials.TransportCredentials }
+type connCredentials struct {
+	inner credentials.TransportCredentials
+}
 
 func (c connCredentials) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	conn, info := raw, credentials.AuthInfo(nil)
