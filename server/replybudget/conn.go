@@ -114,12 +114,13 @@ func (c connCredentials) Clone() credentials.TransportCredentials {
 	return connCredentials{inner: c.inner.Clone()}
 }
 
-//nolint:staticcheck // part of the interface grpc-go still asks for
+// OverrideServerName is deprecated in grpc-go, but still part of the
+// interface.
 func (c connCredentials) OverrideServerName(name string) error {
 	if c.inner == nil {
 		return nil
 	}
-	return c.inner.OverrideServerName(name) //nolint:staticcheck // as above
+	return c.inner.OverrideServerName(name) //nolint:staticcheck // deprecated, still part of the interface
 }
 
 // trackedConn is a server connection with its replies: RemoteAddr carries
