@@ -184,11 +184,13 @@ func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer
 	if g.inflight != nil {
 		opts = append(opts, grpc.InTapHandle(g.inflight.Tap(diagnosticMethod)))
 	}
-	if g.creds != nil {
-		opts = append(opts, grpc.Creds(g.creds))
-	}
-	if g.replies != nil {
-		opts = append(opts, grpc.StatsHandler(replybudget.StatsHandler()))
+	if creds := g.creds; g.replies != nil {
+		// The budget knows each connection through its credentials (nil
+		// ones: plaintext), not a stats.Handler, which would cost every
+		// call an event per step (replybudget.Credentials).
+		opts = append(opts, grpc.Creds(replybudget.Credentials(creds)))
+	} else if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
 	}
 	if cfg.TracerProvider != nil { // off, no handler at all: tracing costs nothing
 		opts = append(opts, grpc.StatsHandler(tracing.ServerHandler(cfg.TracerProvider)))

@@ -95,6 +95,15 @@ func BenchmarkHotPath(b *testing.B) {
 		_, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "bench", Key: fmt.Sprint("new-", next.Add(1)), Digest: digest})
 		return err
 	})
+	run("cycle", func() error { // claim a new key and complete it: two calls an op
+		key := fmt.Sprint("cycle-", next.Add(1))
+		res, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "bench", Key: key, Digest: digest})
+		if err == nil {
+			_, err = c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "bench", Key: key,
+				FencingToken: res.GetFencingToken(), Result: make([]byte, 64)})
+		}
+		return err
+	})
 }
 
 func testingCPUs() int { return runtime.GOMAXPROCS(0) }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/rpcerrors"
@@ -38,7 +39,7 @@ func RegisterAdmin(s grpc.ServiceRegistrar, svc dedupv1.AdminServiceServer) {
 func registerLeniently(s grpc.ServiceRegistrar, desc grpc.ServiceDesc, svc any) {
 	desc.Methods = slices.Clone(desc.Methods)
 	for i := range desc.Methods {
-		desc.Methods[i].Handler = decodeLeniently(desc.Methods[i].Handler)
+		desc.Methods[i].Handler = decodeLeniently(desc.Methods[i].Handler, hasItems(desc.ServiceName, desc.Methods[i].MethodName))
 	}
 	desc.Streams = slices.Clone(desc.Streams)
 	for i := range desc.Streams {
@@ -67,7 +68,21 @@ func (s lenientStream) RecvMsg(m any) error {
 // does not decode gets decodeError's answer instead of grpc-go's INTERNAL.
 // The batch items whose strings are not UTF-8 reach the handler through
 // the context (itemFaultsOf).
-func decodeLeniently(generated grpc.MethodHandler) grpc.MethodHandler {
+//
+// Only a batch request (items) has items whose faults its handler reads;
+// every other call is spared the faults and the context carrying them.
+func decodeLeniently(generated grpc.MethodHandler, items bool) grpc.MethodHandler {
+	if !items {
+		return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+			return generated(srv, ctx, func(req any) error {
+				target := &decodeTarget{msg: req.(proto.Message)}
+				if err := dec(target); err != nil {
+					return err
+				}
+				return target.err
+			}, ic)
+		}
+	}
 	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 		faults := &itemFaults{}
 		return generated(srv, context.WithValue(ctx, itemFaultsKey{}, faults), func(req any) error {
@@ -78,6 +93,18 @@ func decodeLeniently(generated grpc.MethodHandler) grpc.MethodHandler {
 			return target.err
 		}, ic)
 	}
+}
+
+// hasItems reports whether a method's request is a batch with items
+// (batchItemsField); a method it cannot find is taken to have them.
+func hasItems(service, method string) bool {
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(service))
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if err != nil || !ok || sd.Methods().ByName(protoreflect.Name(method)) == nil {
+		return true
+	}
+	_, items := batchItemsField[sd.Methods().ByName(protoreflect.Name(method)).Input().FullName()]
+	return items
 }
 
 // decodeTarget is what decodeLeniently asks grpc-go to decode into: the

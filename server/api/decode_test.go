@@ -101,3 +101,39 @@ func TestAdminRequestsDecodeLeniently(t *testing.T) {
 	err = stream.RecvMsg(&reply)
 	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "consumer")
 }
+
+// TestHasItemsFindsEveryBatch: the methods whose requests are batches
+// (batchItemsField) keep their item faults, and only they; a method the
+// registry does not know keeps them too.
+func TestHasItemsFindsEveryBatch(t *testing.T) {
+	cases := []struct {
+		service, method string
+		want            bool
+	}{
+		{"dedup.v1.DedupService", "ClaimBatch", true},
+		{"dedup.v1.DedupService", "FinishBatch", true},
+		{"dedup.v1.DedupService", "ExtendLeaseBatch", true},
+		{"dedup.v1.DedupService", "LookupBatch", true},
+		{"dedup.v1.DedupService", "Claim", false},
+		{"dedup.v1.DedupService", "Complete", false},
+		{"dedup.v1.AdminService", "SetPolicy", false},
+		{"dedup.v1.DedupService", "NoSuchMethod", true},
+		{"no.such.Service", "Claim", true},
+	}
+	for _, tc := range cases {
+		if got := hasItems(tc.service, tc.method); got != tc.want {
+			t.Errorf("hasItems(%s, %s) = %v, want %v", tc.service, tc.method, got, tc.want)
+		}
+	}
+	batches := 0
+	for _, desc := range []grpc.ServiceDesc{dedupv1.DedupService_ServiceDesc, dedupv1.AdminService_ServiceDesc} {
+		for _, m := range desc.Methods {
+			if hasItems(desc.ServiceName, m.MethodName) {
+				batches++
+			}
+		}
+	}
+	if batches != len(batchItemsField) {
+		t.Errorf("%d registered methods keep item faults, want the %d of batchItemsField", batches, len(batchItemsField))
+	}
+}

@@ -48,7 +48,7 @@ func serve(t *testing.T, b *replybudget.Budget) string {
 func servePlanned(t *testing.T, b *replybudget.Budget, plan replybudget.Planner) (string, *atomic.Int64) {
 	t.Helper()
 	ran := new(atomic.Int64)
-	srv := grpc.NewServer(grpc.UnaryInterceptor(b.UnaryServerInterceptor(plan)), grpc.StatsHandler(replybudget.StatsHandler()))
+	srv := grpc.NewServer(grpc.UnaryInterceptor(b.UnaryServerInterceptor(plan)), grpc.Creds(replybudget.Credentials(nil)))
 	testgrpc.RegisterTestServiceServer(srv, payloads{ran: ran})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -203,7 +203,7 @@ func (f *InFlight) Tap(exempt func(method string) bool) tap.ServerInHandle {
 			return nil, f.overloaded("", "refused on arrival")
 		}
 		t := &arrival{f: f}
-		context.AfterFunc(ctx, t.end)
+		t.stop = context.AfterFunc(ctx, t.end)
 		return context.WithValue(ctx, arrivalKey{}, t), nil
 	}
 }
@@ -212,6 +212,11 @@ func (f *InFlight) Tap(exempt func(method string) bool) tap.ServerInHandle {
 type arrival struct {
 	f     *InFlight
 	ended atomic.Bool
+	// stop cancels the AfterFunc that ends the arrival with its stream,
+	// once the call has ended it: left alone, it would start a goroutine
+	// for every call when the stream's context ends, only to find the
+	// arrival already ended.
+	stop func() bool
 }
 
 func (a *arrival) end() {
@@ -222,10 +227,12 @@ func (a *arrival) end() {
 
 type arrivalKey struct{}
 
-// endArrival uncounts the call of ctx, if Tap counted it.
+// endArrival uncounts the call of ctx, if Tap counted it. It runs on the
+// call's goroutine, which Tap's goroutine started after setting stop.
 func endArrival(ctx context.Context) {
 	if a, ok := ctx.Value(arrivalKey{}).(*arrival); ok {
 		a.end()
+		a.stop()
 	}
 }
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/tap"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/consumer"
@@ -83,5 +85,44 @@ func TestIdleBucketsAreSweptAtMostOncePerRefill(t *testing.T) {
 	fill("e", 1) // a refill period later every idle bucket is full: swept
 	if n := len(p.buckets); n != 1 {
 		t.Fatalf("%d buckets after the next sweep, want 1", n)
+	}
+}
+
+// TestArrivalEndsOnceWhicheverEndsIt: a call the interceptor ends is
+// uncounted once, and its stream's end later changes nothing; a call whose
+// interceptor never runs (its request did not decode) is uncounted when its
+// stream's context ends.
+func TestArrivalEndsOnceWhicheverEndsIt(t *testing.T) {
+	f := NewInFlight(4, 4, nil)
+	arrive := f.Tap(func(string) bool { return false })
+	interceptor := f.UnaryServerInterceptor()
+	info := &tap.Info{FullMethodName: "/dedup.v1.DedupService/Claim"}
+
+	stream, cancel := context.WithCancel(context.Background())
+	ctx, err := arrive(stream, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.arrived.Load(); got != 1 {
+		t.Fatalf("arrived = %d after Tap, want 1", got)
+	}
+	if _, err := interceptor(ctx, nil, &grpc.UnaryServerInfo{}, func(context.Context, any) (any, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.arrived.Load(); got != 0 {
+		t.Fatalf("arrived = %d after the interceptor, want 0", got)
+	}
+	cancel()
+	if got := f.arrived.Load(); got != 0 {
+		t.Fatalf("arrived = %d after the stream ended too, want 0", got)
+	}
+
+	stream, cancel = context.WithCancel(context.Background())
+	if _, err := arrive(stream, info); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // the interceptor never ran
+	for f.arrived.Load() != 0 {
+		runtime.Gosched() // the stream's end runs its AfterFunc on a goroutine of its own
 	}
 }
