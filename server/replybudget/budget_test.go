@@ -110,10 +110,15 @@ func TestUnreadRepliesHoldTheBudgetUntilTheyAreGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	stalled := grpctest.DialStalling(t, addr)
-	stalled.Send("/grpc.testing.TestService/UnaryCall", request, 5)
-	// The first reply takes the connection's share; the other four are
-	// refused (after MaxWait) without taking anything.
+	// The first reply takes the connection's share; four more are then
+	// refused (after MaxWait) without taking anything. They are sent only
+	// once the first holds its reply: sent together, all five could take
+	// their Floor before any grew to its whole reply, and then none fits
+	// in the share beside the others' floors, so all five wait out MaxWait
+	// and are refused (a run of the budget's rules, not what this tests).
+	stalled.Send("/grpc.testing.TestService/UnaryCall", request, 1)
 	eventually(t, "the stalled connection to hold one reply", func() bool { return b.InUse() == replySize })
+	stalled.Send("/grpc.testing.TestService/UnaryCall", request, 4)
 	time.Sleep(2 * replybudget.MaxWait) // let the refusals land; nothing may be added meanwhile
 	if got := b.InUse(); got != replySize {
 		t.Fatalf("a connection that never reads holds %d bytes of replies, want its one reply of %d", got, replySize)
