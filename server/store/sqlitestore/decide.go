@@ -52,8 +52,7 @@ func (w *writer) decideAt(consumer, key string, cmd store.Command, now time.Time
 // readApplyWrite reads the key's row, asks store.Apply what to do and
 // writes the outcome.
 func (w *writer) readApplyWrite(consumer, key string, cmd store.Command, now time.Time) (store.Decision, error) {
-	bg := context.Background()
-	stored, err := scanRecord(w.count(w.selectRecord).QueryRowContext(bg, consumer, key), consumer, key)
+	stored, err := scanRecord(w.queryRow(w.selectRecord, consumer, key), consumer, key)
 	if err != nil {
 		return store.Decision{}, dbError("reading record", err)
 	}
@@ -61,7 +60,7 @@ func (w *writer) readApplyWrite(consumer, key string, cmd store.Command, now tim
 	if err != nil || !d.Write {
 		return d, err
 	}
-	if _, err := w.count(w.upsertRecord).ExecContext(bg, recordArgs(&d.Record)...); err != nil {
+	if _, err := w.exec(w.upsertRecord, recordArgs(&d.Record)...); err != nil {
 		return store.Decision{}, dbError("writing record", err)
 	}
 	return d, nil
@@ -70,11 +69,11 @@ func (w *writer) readApplyWrite(consumer, key string, cmd store.Command, now tim
 // insertFresh inserts Apply's record for a claim of a key with no row. It
 // reports false, having changed nothing, when the key has a row.
 func (w *writer) insertFresh(c store.ClaimParams, now time.Time) (store.Decision, bool, error) {
-	d, err := store.Apply(nil, c, now)
-	if err != nil || !d.Write {
-		return store.Decision{}, false, nil // not a fresh write: the path that reads says why
+	d, applyErr := store.Apply(nil, c, now)
+	if fresh := applyErr == nil && d.Write; !fresh {
+		return store.Decision{}, false, nil // the path that reads answers it
 	}
-	res, err := w.count(w.insertFreshRecord).ExecContext(context.Background(), recordArgs(&d.Record)...)
+	res, err := w.exec(w.insertFreshRecord, recordArgs(&d.Record)...)
 	var n int64
 	if err == nil {
 		n, err = res.RowsAffected()
@@ -94,7 +93,7 @@ func (w *writer) finishHeld(consumer, key string, p finishPlan, now time.Time) (
 	}
 	args := append([]any{consumer, key, string(heldState), p.token, now.UnixMicro()}, p.values...)
 	rec := store.Record{Consumer: consumer, Key: key}
-	err = scanFields(w.count(stmt).QueryRowContext(context.Background(), args...), &rec)
+	err = scanFields(w.queryRow(stmt, args...), &rec)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Decision{}, false, nil
 	}
@@ -113,7 +112,7 @@ func (w *writer) finishStatement(set columnSet) (*sql.Stmt, error) {
 	if stmt, ok := w.finishes[set]; ok {
 		return stmt, nil
 	}
-	stmt, err := w.conn.PrepareContext(context.Background(), finishSQL(set)) //nolint:sqlclosecheck // closed by the writer's close
+	stmt, err := w.conn.PrepareContext(context.Background(), finishSQL(set))
 	if err != nil {
 		return nil, err
 	}
@@ -139,9 +138,15 @@ WHERE consumer = $1 AND key = $2 AND state = $3 AND fencing_token = $4 AND expir
 RETURNING ` + recordFields
 }
 
-// count notes one statement run for a command; the writer's slot guards the
-// counter, which only tests read (TestCommandStatements).
-func (w *writer) count(stmt *sql.Stmt) *sql.Stmt {
+// queryRow and exec run a statement for a command and count it; the
+// writer's slot guards the counter, which only tests read
+// (TestCommandStatements).
+func (w *writer) queryRow(stmt *sql.Stmt, args ...any) *sql.Row {
 	w.statements++
-	return stmt
+	return stmt.QueryRowContext(context.Background(), args...)
+}
+
+func (w *writer) exec(stmt *sql.Stmt, args ...any) (sql.Result, error) {
+	w.statements++
+	return stmt.ExecContext(context.Background(), args...)
 }
