@@ -39,9 +39,9 @@ type writer struct {
 	upsertRecord            *sql.Stmt
 	insertFreshRecord       *sql.Stmt
 	deleteBatch             *sql.Stmt
-	// finishes are the conditional UPDATEs of held leases, by the columns
-	// they set (decide.go); guarded by slot, like statements.
-	finishes map[columnSet]*sql.Stmt
+	// updates are the UPDATEs of stored rows, by the columns they set
+	// (decide.go); guarded by slot, like statements.
+	updates map[columnSet]*sql.Stmt
 	// statements counts the statements commands ran (see count).
 	statements int
 }
@@ -257,7 +257,7 @@ func (w *writer) close() error {
 			errs = append(errs, stmt.Close())
 		}
 	}
-	for _, stmt := range w.finishes {
+	for _, stmt := range w.updates {
 		errs = append(errs, stmt.Close())
 	}
 	if w.conn != nil {
