@@ -39,9 +39,11 @@ type writer struct {
 	upsertRecord            *sql.Stmt
 	insertFreshRecord       *sql.Stmt
 	deleteBatch             *sql.Stmt
-	// updates are the UPDATEs of stored rows, by the columns they set
-	// (decide.go); guarded by slot, like statements.
-	updates map[columnSet]*sql.Stmt
+	// updates and pinned are the UPDATEs of stored rows, by the columns
+	// they set (update.go); held are the leases this writer granted last
+	// (heldrows.go). All guarded by slot, like statements.
+	updates, pinned map[columnSet]*sql.Stmt
+	held            heldRows
 	// statements counts the statements commands ran (see count).
 	statements int
 }
@@ -257,8 +259,10 @@ func (w *writer) close() error {
 			errs = append(errs, stmt.Close())
 		}
 	}
-	for _, stmt := range w.updates {
-		errs = append(errs, stmt.Close())
+	for _, stmts := range []map[columnSet]*sql.Stmt{w.updates, w.pinned} {
+		for _, stmt := range stmts {
+			errs = append(errs, stmt.Close())
+		}
 	}
 	if w.conn != nil {
 		errs = append(errs, w.conn.Close())
