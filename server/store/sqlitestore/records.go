@@ -14,13 +14,21 @@ const (
 	selectRecord = `SELECT ` + recordFields + `
 FROM dedup_records WHERE consumer = $1 AND key = $2`
 
+	// insertRecord inserts a row of recordArgs, in recordColumns order.
+	insertRecord = `INSERT INTO dedup_records (consumer, key, state, digest, fencing_token, attempts, owner, result,
+       rejection_reason, rejection_message, rejection_detail, rejection_retryable,
+       created_at, updated_at, lease_expires_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+
+	// insertFreshRecord inserts the record of a claim of a key that has no
+	// row, and nothing when it has one (see decide.go).
+	insertFreshRecord = insertRecord + `
+ON CONFLICT (consumer, key) DO NOTHING`
+
 	// upsertRecord writes a decided record whether or not a row exists: an
 	// expired row is overwritten by a fresh claim, and one statement keeps
 	// the transaction short.
-	upsertRecord = `INSERT INTO dedup_records (consumer, key, state, digest, fencing_token, attempts, owner, result,
-       rejection_reason, rejection_message, rejection_detail, rejection_retryable,
-       created_at, updated_at, lease_expires_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+	upsertRecord = insertRecord + `
 ON CONFLICT (consumer, key) DO UPDATE SET
        state = excluded.state, digest = excluded.digest, fencing_token = excluded.fencing_token,
        attempts = excluded.attempts, owner = excluded.owner, result = excluded.result,
@@ -94,7 +102,13 @@ func scanFields(row rowScanner, r *store.Record, lead ...any) error {
 	return nil
 }
 
-// recordArgs are the arguments of upsertRecord for r.
+// recordColumns names the columns of recordArgs, in its order (that of
+// insertRecord).
+var recordColumns = [...]string{"consumer", "key", "state", "digest", "fencing_token", "attempts", "owner", "result",
+	"rejection_reason", "rejection_message", "rejection_detail", "rejection_retryable",
+	"created_at", "updated_at", "lease_expires_at", "expires_at"}
+
+// recordArgs are the arguments of insertRecord and upsertRecord for r.
 func recordArgs(r *store.Record) []any {
 	digest := r.Digest
 	if digest == nil {

@@ -18,9 +18,10 @@ import (
 // slot, a channel rather than a mutex so that a waiting caller can give up
 // when its context ends, and so that waiters are served in arrival order.
 //
-// Each command reads the row, lets store.Apply decide and writes the
-// result inside an IMMEDIATE transaction: its own, or, with group commit,
-// one shared with the commands queued beside it (see groupcommit.go).
+// Each command runs inside an IMMEDIATE transaction: its own, or, with
+// group commit, one shared with the commands queued beside it (see
+// groupcommit.go). store.Apply decides it, in one statement where the row
+// allows (decide.go), otherwise by reading the row and writing the result.
 type writer struct {
 	slot   chan struct{}
 	closed bool // guarded by slot
@@ -36,7 +37,15 @@ type writer struct {
 	begin, commit, rollback *sql.Stmt
 	selectRecord            *sql.Stmt
 	upsertRecord            *sql.Stmt
+	insertFreshRecord       *sql.Stmt
 	deleteBatch             *sql.Stmt
+	// updates and pinned are the UPDATEs of stored rows, by the columns
+	// they set (update.go); held are the leases this writer granted last
+	// (heldrows.go). All guarded by slot, like statements.
+	updates, pinned map[columnSet]*sql.Stmt
+	held            heldRows
+	// statements counts the statements commands ran (see count).
+	statements int
 }
 
 // openWriter opens the write connection, switches the database to WAL and
@@ -98,6 +107,7 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.rollback, "ROLLBACK"},
 		{&w.selectRecord, selectRecord},
 		{&w.upsertRecord, upsertRecord},
+		{&w.insertFreshRecord, insertFreshRecord},
 		{&w.deleteBatch, deleteExpired},
 	} {
 		stmt, err := w.conn.PrepareContext(ctx, p.sql) //nolint:sqlclosecheck // kept for the writer's life; closed by its close
@@ -196,24 +206,6 @@ func (w *writer) transact(fn func() (commit bool, err error)) error {
 	return nil
 }
 
-// decide reads the key's row, asks store.Apply what to do and writes the
-// outcome, all inside the open transaction.
-func (w *writer) decide(consumer, key string, cmd store.Command) (store.Decision, error) {
-	bg := context.Background()
-	stored, err := scanRecord(w.selectRecord.QueryRowContext(bg, consumer, key), consumer, key)
-	if err != nil {
-		return store.Decision{}, dbError("reading record", err)
-	}
-	d, err := store.Apply(stored, cmd, time.Now())
-	if err != nil || !d.Write {
-		return d, err
-	}
-	if _, err := w.upsertRecord.ExecContext(bg, recordArgs(&d.Record)...); err != nil {
-		return store.Decision{}, dbError("writing record", err)
-	}
-	return d, nil
-}
-
 // abort rolls back the open transaction. SQLite may already have rolled it
 // back itself (after an I/O error, say), which is no failure here.
 func (w *writer) abort() error {
@@ -262,8 +254,13 @@ func (w *writer) close() error {
 	}
 	w.closed = true
 	var errs []error
-	for _, stmt := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.selectRecord, w.upsertRecord, w.deleteBatch} {
+	for _, stmt := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.selectRecord, w.upsertRecord, w.insertFreshRecord, w.deleteBatch} {
 		if stmt != nil {
+			errs = append(errs, stmt.Close())
+		}
+	}
+	for _, stmts := range []map[columnSet]*sql.Stmt{w.updates, w.pinned} {
+		for _, stmt := range stmts {
 			errs = append(errs, stmt.Close())
 		}
 	}
