@@ -28,10 +28,16 @@ import (
 // together (28 µs against 10 + 9 µs per command in BenchmarkDecide's
 // setting) before the cost of planning it ahead of the read.
 
-// maxHeldRows bounds the rows kept: about 300 bytes each. A store whose
-// claims are not finished (abandoned, or finished elsewhere) fills it, and
-// it then starts again empty; those finishes take the path that reads.
-const maxHeldRows = 4096
+// maxHeldRows bounds the rows kept, and maxHeldRowBytes the variable part
+// of each (key, owner, digest, an earlier result): a row larger than that is
+// not kept, and its finish reads. So the rows kept hold at most about
+// 4096 × 1.3 KiB, whatever callers send. A store whose claims are not
+// finished (abandoned, or finished elsewhere) fills it, and it then starts
+// again empty; those finishes take the path that reads.
+const (
+	maxHeldRows     = 4096
+	maxHeldRowBytes = 1 << 10
+)
 
 // recordKey names a record.
 type recordKey struct{ consumer, key string }
@@ -43,7 +49,7 @@ type heldRows map[recordKey]store.Record
 // note keeps r when it is a held lease, and forgets its key otherwise.
 func (h *heldRows) note(r *store.Record) {
 	k := recordKey{r.Consumer, r.Key}
-	if r.State != store.Pending {
+	if r.State != store.Pending || heldRowBytes(r) > maxHeldRowBytes {
 		delete(*h, k)
 		return
 	}
@@ -51,6 +57,11 @@ func (h *heldRows) note(r *store.Record) {
 		*h = make(heldRows, 64)
 	}
 	(*h)[k] = *r
+}
+
+// heldRowBytes is the variable part of r, which maxHeldRowBytes bounds.
+func heldRowBytes(r *store.Record) int {
+	return len(r.Consumer) + len(r.Key) + len(r.Owner) + len(r.Digest) + len(r.Result)
 }
 
 // finishHeld decides a command of a lease on the row this writer wrote for
