@@ -40,19 +40,7 @@ func TestFullDiskStopsTheProcess(t *testing.T) {
 		runDiskFullChild(dir)
 		return
 	}
-	if testing.Short() {
-		t.Skip("starts a child process")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFullDiskStopsTheProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), diskFullChildEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	dir, cmd, stdout := startChild(t, diskFullChildEnv)
 	var acked []string
 	sawFull := false
 	lines := bufio.NewScanner(stdout)
@@ -66,7 +54,7 @@ func TestFullDiskStopsTheProcess(t *testing.T) {
 			t.Logf("child: %s", line)
 		}
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	switch {
 	case !sawFull:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,19 +171,7 @@ func TestCompleteSurvivesKill(t *testing.T) {
 		fmt.Println("completed")
 		time.Sleep(time.Minute) // killed here, with the store open
 	}
-	if testing.Short() {
-		t.Skip("starts a child process")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCompleteSurvivesKill$", "-test.count=1")
-	cmd.Env = append(os.Environ(), killChildEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	dir, cmd, stdout := startChild(t, killChildEnv)
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if line != "completed\n" {
 		_ = cmd.Process.Kill()
@@ -256,3 +245,24 @@ type quietLogger struct{}
 func (quietLogger) Infof(string, ...any)         {}
 func (quietLogger) Errorf(f string, args ...any) { pebble.DefaultLogger.Errorf(f, args...) }
 func (quietLogger) Fatalf(f string, args ...any) { pebble.DefaultLogger.Fatalf(f, args...) }
+
+// startChild runs this test binary's test again as a child process, with
+// env set to a new directory, which it returns with the child and its
+// standard output. It skips under -short.
+func startChild(t *testing.T, env string) (dir string, cmd *exec.Cmd, stdout io.Reader) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	dir = t.TempDir()
+	cmd = exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cmd, stdout
+}

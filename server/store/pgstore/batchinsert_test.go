@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/dedupd/dedupd/internal/testing/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
 )
@@ -152,12 +151,7 @@ func TestFreshBatchRacesAnInsert(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			var log statementLog
-			s, err := pgstore.OpenTraced(ctx, pgtest.URL(t), pgstore.Options{}, &log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			migrated(t, s)
+			s := newTracedStore(t, &log)
 			pool := pgstore.Pool(s)
 
 			tx, err := pool.Begin(ctx)

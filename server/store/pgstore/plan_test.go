@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/dedupd/dedupd/internal/testing/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
 )
@@ -24,12 +23,7 @@ import (
 func TestJoinStatementsAreNotPrepared(t *testing.T) {
 	var log statementLog
 	ctx := context.Background()
-	s, err := pgstore.OpenTraced(ctx, pgtest.URL(t), pgstore.Options{}, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	migrated(t, s)
+	s := newTracedStore(t, &log)
 	for round := range 7 { // past the five runs after which a generic plan is cached
 		claims := make([]store.Command, 3)
 		for i := range claims {

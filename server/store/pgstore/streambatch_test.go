@@ -160,12 +160,7 @@ func streamKeyOf(cmd store.StreamCommand) string {
 func TestStreamBatchStatements(t *testing.T) {
 	ctx := context.Background()
 	var log statementLog
-	s, err := pgstore.OpenTraced(ctx, pgtest.URL(t), pgstore.Options{}, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	migrated(t, s)
+	s := newTracedStore(t, &log)
 	const n = 8
 	var cmds []store.StreamCommand
 	for i := range n {
@@ -198,12 +193,7 @@ func TestStreamBatchStatements(t *testing.T) {
 func TestStreamWritesShareStatements(t *testing.T) {
 	ctx := context.Background()
 	var log statementLog
-	s, err := pgstore.OpenTraced(ctx, pgtest.URL(t), pgstore.Options{}, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	migrated(t, s)
+	s := newTracedStore(t, &log)
 	const callers, cycles = 16, 10
 	log.take()
 	var wg sync.WaitGroup

@@ -39,12 +39,7 @@ func streamStatements(sqls []string) int {
 func TestStreamWriteStatements(t *testing.T) {
 	ctx := context.Background()
 	var log statementLog
-	s, err := pgstore.OpenTraced(ctx, pgtest.URL(t), pgstore.Options{}, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	migrated(t, s)
+	s := newTracedStore(t, &log)
 	log.take()
 	for seq := int64(1); seq <= 3; seq++ {
 		c, err := s.ClaimStream(ctx, claimStream(seq, "w"))
