@@ -1,11 +1,9 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -106,7 +104,7 @@ func (s *Store) writeFreshClaims(ctx context.Context, batch []*call[freshClaim, 
 	// uncommitted rows; taking keys in one global order makes that a queue,
 	// never a deadlock.
 	slices.SortFunc(rows, func(a, b freshArgs) int {
-		return cmp.Or(strings.Compare(a.consumer, b.consumer), strings.Compare(a.key, b.key))
+		return store.CompareKeys(a.consumer, a.key, b.consumer, b.key)
 	})
 	inserted, err := s.insertMany(ctx, rows)
 	for _, c := range batch {

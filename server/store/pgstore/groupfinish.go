@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -128,7 +127,7 @@ func (s *Store) finishMany(ctx context.Context, calls []*call[finishCall, finish
 	// Rows are locked in one global key order, so concurrent batches queue
 	// instead of deadlocking (see writeFreshClaims).
 	slices.SortFunc(writes, func(a, b versionedRecord) int {
-		return cmp.Or(strings.Compare(a.rec.Consumer, b.rec.Consumer), strings.Compare(a.rec.Key, b.rec.Key))
+		return store.CompareKeys(a.rec.Consumer, a.rec.Key, b.rec.Consumer, b.rec.Key)
 	})
 	written, err := s.updateMany(ctx, writes)
 	if err != nil {

@@ -1,12 +1,11 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
@@ -75,7 +74,7 @@ func (s *Store) writeStreamsWith(ctx context.Context, sql string, calls []*call[
 	// Rows are locked in one global key order, so concurrent batches queue
 	// instead of deadlocking (see writeFreshClaims).
 	slices.SortFunc(calls, func(a, b *call[streamWrite, streamWriteResult]) int {
-		return cmp.Or(strings.Compare(a.req.key.consumer, b.req.key.consumer), strings.Compare(a.req.key.key, b.req.key.key))
+		return store.CompareKeys(a.req.key.consumer, a.req.key.key, b.req.key.consumer, b.req.key.key)
 	})
 	rows := make([][]any, len(calls))
 	for i, c := range calls {
