@@ -72,20 +72,13 @@ func (s lenientStream) RecvMsg(m any) error {
 // Only a batch request (items) has items whose faults its handler reads;
 // every other call is spared the faults and the context carrying them.
 func decodeLeniently(generated grpc.MethodHandler, items bool) grpc.MethodHandler {
-	if !items {
-		return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
-			return generated(srv, ctx, func(req any) error {
-				target := &decodeTarget{msg: req.(proto.Message)}
-				if err := dec(target); err != nil {
-					return err
-				}
-				return target.err
-			}, ic)
-		}
-	}
 	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
-		faults := &itemFaults{}
-		return generated(srv, context.WithValue(ctx, itemFaultsKey{}, faults), func(req any) error {
+		var faults *itemFaults
+		if items {
+			faults = &itemFaults{}
+			ctx = context.WithValue(ctx, itemFaultsKey{}, faults)
+		}
+		return generated(srv, ctx, func(req any) error {
 			target := &decodeTarget{msg: req.(proto.Message), faults: faults}
 			if err := dec(target); err != nil {
 				return err
@@ -100,10 +93,14 @@ func decodeLeniently(generated grpc.MethodHandler, items bool) grpc.MethodHandle
 func hasItems(service, method string) bool {
 	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(service))
 	sd, ok := d.(protoreflect.ServiceDescriptor)
-	if err != nil || !ok || sd.Methods().ByName(protoreflect.Name(method)) == nil {
+	if err != nil || !ok {
 		return true
 	}
-	_, items := batchItemsField[sd.Methods().ByName(protoreflect.Name(method)).Input().FullName()]
+	md := sd.Methods().ByName(protoreflect.Name(method))
+	if md == nil {
+		return true
+	}
+	_, items := batchItemsField[md.Input().FullName()]
 	return items
 }
 
