@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"database/sql"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -13,29 +15,6 @@ import (
 const (
 	selectRecord = `SELECT ` + recordFields + `
 FROM dedup_records WHERE consumer = $1 AND key = $2`
-
-	// insertRecord inserts a row of recordArgs, in recordColumns order.
-	insertRecord = `INSERT INTO dedup_records (consumer, key, state, digest, fencing_token, attempts, owner, result,
-       rejection_reason, rejection_message, rejection_detail, rejection_retryable,
-       created_at, updated_at, lease_expires_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
-
-	// insertFreshRecord inserts the record of a claim of a key that has no
-	// row, and nothing when it has one (see decide.go).
-	insertFreshRecord = insertRecord + `
-ON CONFLICT (consumer, key) DO NOTHING`
-
-	// upsertRecord writes a decided record whether or not a row exists: an
-	// expired row is overwritten by a fresh claim, and one statement keeps
-	// the transaction short.
-	upsertRecord = insertRecord + `
-ON CONFLICT (consumer, key) DO UPDATE SET
-       state = excluded.state, digest = excluded.digest, fencing_token = excluded.fencing_token,
-       attempts = excluded.attempts, owner = excluded.owner, result = excluded.result,
-       rejection_reason = excluded.rejection_reason, rejection_message = excluded.rejection_message,
-       rejection_detail = excluded.rejection_detail, rejection_retryable = excluded.rejection_retryable,
-       created_at = excluded.created_at, updated_at = excluded.updated_at,
-       lease_expires_at = excluded.lease_expires_at, expires_at = excluded.expires_at`
 
 	// deleteExpired: the table is WITHOUT ROWID, so the batch is picked by
 	// primary key (SQLite walks the expires_at index for the subquery, then
@@ -102,11 +81,48 @@ func scanFields(row rowScanner, r *store.Record, lead ...any) error {
 	return nil
 }
 
-// recordColumns names the columns of recordArgs, in its order (that of
-// insertRecord).
+// recordColumns names the columns of recordArgs, in its order: the one
+// list of them that the statements writing a row are built from.
 var recordColumns = [...]string{"consumer", "key", "state", "digest", "fencing_token", "attempts", "owner", "result",
 	"rejection_reason", "rejection_message", "rejection_detail", "rejection_retryable",
 	"created_at", "updated_at", "lease_expires_at", "expires_at"}
+
+// The writes of a whole row, their columns named once, in recordColumns.
+var (
+	// insertRecord inserts a row of recordArgs.
+	insertRecord = `INSERT INTO dedup_records (` + strings.Join(recordColumns[:], ", ") + `)
+VALUES (` + parameters(1, len(recordColumns)) + `)`
+
+	// insertFreshRecord inserts the record of a claim of a key that has no
+	// row, and nothing when it has one (see decide.go).
+	insertFreshRecord = insertRecord + `
+ON CONFLICT (consumer, key) DO NOTHING`
+
+	// upsertRecord writes a decided record whether or not a row exists: an
+	// expired row is overwritten by a fresh claim, and one statement keeps
+	// the transaction short.
+	upsertRecord = insertRecord + `
+ON CONFLICT (consumer, key) DO UPDATE SET ` + setExcluded(recordColumns[2:])
+)
+
+// parameters is "$first, ..., $(first+n-1)".
+func parameters(first, n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = "$" + strconv.Itoa(first+i)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// setExcluded is the SET list that gives each of columns the value the
+// insert proposed.
+func setExcluded(columns []string) string {
+	set := make([]string, len(columns))
+	for i, c := range columns {
+		set[i] = c + " = excluded." + c
+	}
+	return strings.Join(set, ", ")
+}
 
 // recordArgs are the arguments of insertRecord and upsertRecord for r.
 func recordArgs(r *store.Record) []any {
