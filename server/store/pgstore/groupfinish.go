@@ -197,13 +197,7 @@ func unnestRecords(first int) string {
 }
 
 // qualifiedRecord is recordColumns, each prefixed with a table alias.
-func qualifiedRecord(alias string) string {
-	fields := strings.Split(recordColumns, ",")
-	for i, f := range fields {
-		fields[i] = alias + "." + strings.TrimSpace(f)
-	}
-	return strings.Join(fields, ", ")
-}
+func qualifiedRecord(alias string) string { return qualifiedColumns(alias, recordColumns) }
 
 // updateMany writes records with a compare-and-set each, in one statement,
 // and returns those it wrote, by key.
