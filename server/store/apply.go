@@ -6,14 +6,30 @@ import (
 	"time"
 )
 
-// Command is a write to one key: a ClaimParams, CompleteParams, RejectParams
-// or ExtendLeaseParams.
-type Command interface{ isCommand() }
+// Command is a write to one key: a ClaimParams, CompleteParams, RejectParams,
+// ExtendLeaseParams or DeleteRecordParams. Op names it for metrics, traces
+// and retries, so a new command cannot be added without a name.
+type Command interface {
+	isCommand()
+	Op() Op
+}
 
-func (ClaimParams) isCommand()       {}
-func (CompleteParams) isCommand()    {}
-func (RejectParams) isCommand()      {}
-func (ExtendLeaseParams) isCommand() {}
+func (ClaimParams) isCommand()        {}
+func (CompleteParams) isCommand()     {}
+func (RejectParams) isCommand()       {}
+func (ExtendLeaseParams) isCommand()  {}
+func (DeleteRecordParams) isCommand() {}
+
+func (ClaimParams) Op() Op        { return OpClaim }
+func (CompleteParams) Op() Op     { return OpComplete }
+func (RejectParams) Op() Op       { return OpReject }
+func (ExtendLeaseParams) Op() Op  { return OpExtendLease }
+func (DeleteRecordParams) Op() Op { return OpDeleteRecord }
+
+// DeleteRecordParams are the inputs of Admin.DeleteRecord.
+type DeleteRecordParams struct {
+	Consumer, Key string
+}
 
 // Decision is what Apply decides.
 type Decision struct {
@@ -57,6 +73,8 @@ func Apply(stored *Record, cmd Command, now time.Time) (Decision, error) {
 		return applyReject(stored, c, now)
 	case ExtendLeaseParams:
 		return applyExtendLease(stored, c, now)
+	case DeleteRecordParams:
+		return Tombstone(stored, now)
 	}
 	return Decision{}, fmt.Errorf("store: unknown command %T", cmd)
 }
@@ -215,4 +233,17 @@ func applyExtendLease(stored *Record, c ExtendLeaseParams, now time.Time) (Decis
 		return Decision{}, conflict(ErrLeaseLost, stored)
 	}
 	return Decision{}, conflict(ErrAlreadyFinished, stored)
+}
+
+// Tombstone is DeleteRecord's rule: a live record is made to expire at now
+// (its row stays until reaped, so that the key's fencing tokens keep
+// counting; see Admin.DeleteRecord), and a key with no live record is
+// ErrNotFound. now is a normalised clock reading (see Now).
+func Tombstone(stored *Record, now time.Time) (Decision, error) {
+	if !IsLive(stored, now) {
+		return Decision{}, ErrNotFound
+	}
+	next := *stored
+	next.ExpiresAt = now
+	return Decision{Record: next, Write: true}, nil
 }

@@ -360,6 +360,7 @@ func TestApplyExtendLease(t *testing.T) {
 type bogus struct{}
 
 func (bogus) isCommand() {}
+func (bogus) Op() Op     { return Op{} }
 
 func TestApplyUnknownCommand(t *testing.T) {
 	_, err := Apply(pending(), bogus{}, t0)
@@ -503,6 +504,26 @@ func TestApplyCutsEveryTimeToMicroseconds(t *testing.T) {
 			if ts != Now(ts) {
 				t.Errorf("%s record holds %v, finer than a microsecond", r.State, ts)
 			}
+		}
+	}
+}
+
+// DeleteRecord's tombstone: a live record expires now and keeps its token,
+// anything else is not found.
+func TestTombstone(t *testing.T) {
+	live := pending()
+	d, err := Apply(live, DeleteRecordParams{Consumer: live.Consumer, Key: live.Key}, t0)
+	if err != nil || !d.Write {
+		t.Fatalf("delete of a live record: %+v, %v", d, err)
+	}
+	want := *live
+	want.ExpiresAt = Now(t0)
+	if !reflect.DeepEqual(d.Record, want) {
+		t.Errorf("tombstone = %+v, want %+v", d.Record, want)
+	}
+	for name, stored := range map[string]*Record{"absent": nil, "expired": &d.Record} {
+		if _, err := Apply(stored, DeleteRecordParams{}, t0); !errors.Is(err, ErrNotFound) {
+			t.Errorf("delete of an %s record: %v, want ErrNotFound", name, err)
 		}
 	}
 }

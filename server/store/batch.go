@@ -38,6 +38,9 @@ type ItemResult struct {
 type LookupBatchParams struct {
 	Consumer string
 	Keys     []string
+	// Single marks the lookup of one key that Lookup is: observers name it
+	// Lookup rather than LookupBatch. Stores ignore it.
+	Single bool
 }
 
 // LookupResult is the answer to one key of a LookupBatch: its record, or
@@ -91,6 +94,8 @@ func KeyOf(cmd Command) (consumer, key string) {
 	case RejectParams:
 		return c.Consumer, c.Key
 	case ExtendLeaseParams:
+		return c.Consumer, c.Key
+	case DeleteRecordParams:
 		return c.Consumer, c.Key
 	}
 	return "", ""

@@ -11,8 +11,47 @@ import (
 // CompleteStreamParams, RejectStreamParams, ReleaseStreamParams,
 // ExtendStreamLeaseParams, ResetStreamParams, or one of park mode's
 // ClaimParkedParams (of one named stream), DropParkedParams and
-// SkipGapParams.
-type StreamCommand interface{ isStreamCommand() }
+// SkipGapParams. Op names it, as Command's does.
+type StreamCommand interface {
+	isStreamCommand()
+	Op() Op
+}
+
+func (ClaimStreamParams) Op() Op       { return OpClaimStream }
+func (CompleteStreamParams) Op() Op    { return OpCompleteStream }
+func (RejectStreamParams) Op() Op      { return OpRejectStream }
+func (ReleaseStreamParams) Op() Op     { return OpReleaseStream }
+func (ExtendStreamLeaseParams) Op() Op { return OpExtendStreamLease }
+func (ResetStreamParams) Op() Op       { return OpResetStream }
+func (ClaimParkedParams) Op() Op       { return OpClaimParked }
+func (DropParkedParams) Op() Op        { return OpDropParked }
+func (SkipGapParams) Op() Op           { return OpSkipGap }
+
+// StreamOf returns the consumer and stream a stream command writes (the
+// stream is empty for a ClaimParked of any stream).
+func StreamOf(cmd StreamCommand) (consumer, stream string) {
+	switch c := cmd.(type) {
+	case ClaimStreamParams:
+		return c.Consumer, c.Stream
+	case CompleteStreamParams:
+		return c.Consumer, c.Stream
+	case RejectStreamParams:
+		return c.Consumer, c.Stream
+	case ReleaseStreamParams:
+		return c.Consumer, c.Stream
+	case ExtendStreamLeaseParams:
+		return c.Consumer, c.Stream
+	case ResetStreamParams:
+		return c.Consumer, c.Stream
+	case ClaimParkedParams:
+		return c.Consumer, c.Stream
+	case DropParkedParams:
+		return c.Consumer, c.Stream
+	case SkipGapParams:
+		return c.Consumer, c.Stream
+	}
+	return "", ""
+}
 
 func (ClaimStreamParams) isStreamCommand()       {}
 func (CompleteStreamParams) isStreamCommand()    {}

@@ -1,0 +1,83 @@
+package store
+
+import "context"
+
+// Engine is what a storage backend implements: every write through one of
+// three methods, each decided by the pure rules (Apply, ApplyStream,
+// ApplyStreamParked), and the reads. The typed API that handlers call
+// (Backend) is derived from it once, by NewAPI, and the decorators the
+// server stacks (Stack) wrap an Engine: a new write command passes through
+// them with no edit, as a value of Command or StreamCommand.
+//
+// The rules of Store, StreamStore and their parts hold for each method as
+// for the typed call it serves: atomic, safe for concurrent use, decided on
+// the store's clock, a refusal changing nothing.
+type Engine interface {
+	Writer
+	Reader
+	Upkeep
+	Reports
+}
+
+// Writer is every write of an Engine.
+type Writer interface {
+	// Apply runs one key command (Claim, Complete, Reject, ExtendLease,
+	// DeleteRecord) as Apply decides it, in one atomic step, and returns
+	// the decision that was stored.
+	Apply(ctx context.Context, cmd Command) (Decision, error)
+
+	// ApplyBatch: see Batcher.
+	ApplyBatch(ctx context.Context, p BatchParams) []ItemResult
+
+	// ApplyStream runs one stream command as ApplyStreamParked decides it,
+	// the stream and its parked events in one atomic step. A ClaimParked
+	// naming no stream tries the consumer's streams with a ready event
+	// (see ClaimParkedOf) and returns a zero decision when none has one.
+	ApplyStream(ctx context.Context, cmd StreamCommand) (StreamDecision, error)
+}
+
+// Reader is the reads the observing decorator traces or counts: records,
+// streams and parked events. Lookup is LookupBatch of one key.
+type Reader interface {
+	LookupBatch(ctx context.Context, p LookupBatchParams) []LookupResult
+	ListRecords(ctx context.Context, p ListParams) ([]Record, error)
+	GetStream(ctx context.Context, consumer, stream string) (Stream, error)
+	ListStreams(ctx context.Context, p ListStreamsParams) ([]Stream, error)
+	ListParked(ctx context.Context, p ListParkedParams) ([]ParkedEvent, error)
+	GetParkedSummary(ctx context.Context, consumer, stream string) (ParkedSummary, error)
+	ListOpenGaps(ctx context.Context, p ListOpenGapsParams) ([]OpenGap, error)
+	ParkedTotals(ctx context.Context) ([]ConsumerParked, error)
+}
+
+// Upkeep is the background work on a store: the reaper's deletes, the
+// health ping, and closing.
+type Upkeep interface {
+	DeleteExpired(ctx context.Context, limit int) (int, error)
+	DeleteExpiredStreams(ctx context.Context, limit int) (int, error)
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Reports is what operators and metrics read in bulk, the purges, and the
+// policies: calls no decorator observes, caches or wakes on, except that
+// a purge forgets what the replay cache holds.
+type Reports interface {
+	Stats(ctx context.Context, consumer string) ([]ConsumerStats, error)
+	StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error)
+	PendingLeases(ctx context.Context) ([]LeaseStats, error)
+	InFlightLeases(ctx context.Context) ([]LeaseStats, error)
+	PurgeBatch(ctx context.Context, p PurgeParams) (int, error)
+	CountPurge(ctx context.Context, p PurgeParams) (int64, error)
+	Policies
+}
+
+// Policies is the per-consumer policies of keys and of streams.
+type Policies interface {
+	PutPolicy(ctx context.Context, p ConsumerPolicy) (ConsumerPolicy, error)
+	GetPolicy(ctx context.Context, consumer string) (ConsumerPolicy, error)
+	ListPolicies(ctx context.Context) ([]ConsumerPolicy, error)
+	DeletePolicy(ctx context.Context, consumer string) (ConsumerPolicy, error)
+	PutStreamPolicy(ctx context.Context, p ConsumerStreamPolicy) (ConsumerStreamPolicy, error)
+	GetStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
+	DeleteStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
+}
