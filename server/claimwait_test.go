@@ -18,12 +18,14 @@ import (
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/stack"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // waitingStack is the whole in-process path of `dedupd serve` (guards,
 // interceptors, services, replay cache) on an embedded store, over
 // bufconn, with the guards kept for their counts; wrap, when set, wraps
-// the store the services get.
+// the store under the decorator stack.
 func waitingStack(tb testing.TB, cfg Config, wrap ...func(store.Backend) store.Backend) (dedupv1.DedupServiceClient, guards) {
 	tb.Helper()
 	log := slog.New(slog.DiscardHandler)
@@ -31,18 +33,18 @@ func waitingStack(tb testing.TB, cfg Config, wrap ...func(store.Backend) store.B
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st := withReplayCache(backend, cfg)
-	tb.Cleanup(func() { st.Close() })
+	var engine store.Engine = backend
+	for _, w := range wrap {
+		engine = storetest.AsEngine(w(backend))
+	}
 	m := metrics.New()
 	g, _, err := newGuards(cfg, m, log)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	observed := m.ObserveStore(st)
-	for _, w := range wrap {
-		observed = w(observed)
-	}
-	srv := newServices(cfg, log, health.NewServer(), g, observed)
+	st := stack.Build(engine, storeStack(cfg, m, nil, g.waits))
+	tb.Cleanup(func() { st.Close() })
+	srv := newServices(cfg, log, health.NewServer(), g, st)
 	return dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(tb, srv)), g
 }
 

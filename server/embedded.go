@@ -51,12 +51,12 @@ func EmbeddedEngine(cfg Config) (string, error) {
 
 // openEmbedded opens the embedded store in cfg.DataDir on the engine
 // EmbeddedEngine chooses.
-func openEmbedded(ctx context.Context, cfg Config, log *slog.Logger) (store.Backend, error) {
+func openEmbedded(ctx context.Context, cfg Config, log *slog.Logger) (store.Engine, error) {
 	engine, err := EmbeddedEngine(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening embedded store: %w", err)
 	}
-	var st store.Backend
+	var st store.Engine
 	switch engine {
 	case EnginePebble:
 		// Every Pebble write is synced and shares its fsync through

@@ -12,6 +12,7 @@ import (
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/stack"
 )
 
 // maxReplayAllocs bounds the allocations of one replayed Claim through the
@@ -35,14 +36,14 @@ func TestReplayedClaimAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := withReplayCache(backend, cfg)
-	t.Cleanup(func() { st.Close() })
 	m := metrics.New()
 	g, _, err := newGuards(cfg, m, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, newServices(cfg, log, health.NewServer(), g, m.ObserveStore(st))))
+	st := stack.Build(backend, storeStack(cfg, m, nil, g.waits))
+	t.Cleanup(func() { st.Close() })
+	c := dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, newServices(cfg, log, health.NewServer(), g, st)))
 	ctx := context.Background()
 	claim := &dedupv1.ClaimRequest{Consumer: "allocs", Key: "k", Digest: []byte("0123456789abcdef0123456789abcdef")}
 	res, err := c.Claim(ctx, claim)

@@ -16,6 +16,7 @@ import (
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/stack"
 )
 
 // BenchmarkHotPath is the whole in-process gRPC path of `dedupd serve`
@@ -35,15 +36,15 @@ func BenchmarkHotPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := withReplayCache(backend, cfg)
-	defer st.Close()
 	m := metrics.New()
 	g, _, err := newGuards(cfg, m, log)
 	if err != nil {
 		b.Fatal(err)
 	}
+	st := stack.Build(backend, storeStack(cfg, m, nil, g.waits))
+	defer st.Close()
 	hs := health.NewServer()
-	srv := newServices(cfg, log, hs, g, m.ObserveStore(st))
+	srv := newServices(cfg, log, hs, g, st)
 	conn := grpctest.ServeInMemory(b, srv)
 	c := dedupv1.NewDedupServiceClient(conn)
 	ctx := context.Background()

@@ -5,17 +5,29 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/dedupd/dedupd/server/claimwait"
+	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/replaycache"
+	"github.com/dedupd/dedupd/server/store/stack"
 )
 
-// withReplayCache puts the replay cache in front of st when it is on.
-func withReplayCache(st store.Backend, cfg Config) store.Backend {
-	if cfg.ReplayCacheBytes <= 0 {
-		return st
+// storeStack is the decorator stack cfg asks for (see stack.Build): the
+// replay cache when it is on, the store metrics (telling onOutcome, when
+// set, of each counted operation's outcome) and tracing when a tracer
+// provider is set, and the claim-wait notification of waits when waiting
+// is on. The server and its tests build the store through it.
+func storeStack(cfg Config, m *metrics.Metrics, onOutcome func(op string, err error), waits *claimwait.Registry) stack.Options {
+	o := stack.Options{Observe: m.StoreCounters(onOutcome)}
+	o.Observe.Tracer = cfg.TracerProvider
+	if cfg.ReplayCacheBytes > 0 {
+		o.Cache = replaycache.Options{MaxBytes: cfg.ReplayCacheBytes, TTL: cfg.ReplayCacheTTL}
 	}
-	return replaycache.New(st, replaycache.Options{MaxBytes: cfg.ReplayCacheBytes, TTL: cfg.ReplayCacheTTL})
+	if waits.On() {
+		o.Wake = waits
+	}
+	return o
 }
 
 // OpenStore opens the store the configuration selects. The embedded store
@@ -23,7 +35,7 @@ func withReplayCache(st store.Backend, cfg Config) store.Backend {
 // migrations (`dedupd migrate`), because several servers may share it and
 // schema changes there are an operator's decision. onRetry, when not nil,
 // is told of every retried attempt on a shared database (for metrics).
-func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, onRetry func(op string)) (store.Backend, error) {
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, onRetry func(op string)) (store.Engine, error) {
 	if cfg.DatabaseURL == "" {
 		return openEmbedded(ctx, cfg, log)
 	}

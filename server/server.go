@@ -25,7 +25,7 @@ import (
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
-	"github.com/dedupd/dedupd/server/store/storetrace"
+	"github.com/dedupd/dedupd/server/store/stack"
 )
 
 // Config is everything `dedupd serve` can be told.
@@ -235,14 +235,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st := withReplayCache(backend, cfg)
-	defer st.Close() // closes backend too
 	healthSrv := newHealthService()
 	watcher := newHealthWatcher(healthSrv.Server, healthServices, cfg, m, log)
-	observed := m.ObserveStoreOutcomes(st, watcher.observe)
-	if cfg.TracerProvider != nil {
-		observed = storetrace.Store(observed, cfg.TracerProvider)
-	}
+	observed := stack.Build(backend, storeStack(cfg, m, watcher.observe, g.waits))
+	defer observed.Close() // closes backend too
 	watcher.st = observed
 
 	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Listen)
@@ -310,13 +306,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 }
 
 // newServices builds the gRPC server with every service on st, which the
-// caller has wrapped in the replay cache, the store metrics and tracing:
-// key and stream calls alike go through them.
+// caller has built with storeStack (the replay cache, the store metrics
+// and tracing, the claim-wait notification): key and stream calls alike
+// go through them.
 func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Backend) *grpc.Server {
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
-	if g.waits.On() {
-		st = claimwait.Notify(st, g.waits) // a finish served here wakes this server's waiters
-	}
 	// One resolver for every service, so that a policy changed through
 	// AdminService applies to this server's next call.
 	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)

@@ -18,6 +18,7 @@ import (
 	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/stack"
 )
 
 // A batch answers once each waiting item has its answer: a free key at
@@ -159,7 +160,7 @@ func TestWaitingClaimOnAnotherReplica(t *testing.T) {
 			t.Cleanup(func() { inner.Close() })
 			replica := func(poll time.Duration) (dedupv1.DedupServiceClient, *claimwait.Registry) {
 				waits := claimwait.New(claimwait.Options{MaxWait: time.Hour, Poll: poll})
-				st := claimwait.Notify(inner, waits)
+				st := stack.Build(inner, stack.Options{Wake: waits})
 				srv := grpc.NewServer()
 				Register(srv, NewDedupServiceWith(st, NewPolicies(st, testDefaults, time.Hour), slog.New(slog.DiscardHandler), ServiceOptions{Waits: waits}))
 				return dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, srv)), waits

@@ -17,6 +17,7 @@ import (
 	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/stack"
 )
 
 // A poll interval no test outlives: a waiter in these tests is woken by
@@ -42,7 +43,7 @@ func newWaitingServer(t *testing.T, opts claimwait.Options) waitingServer {
 		t.Fatal(err)
 	}
 	waits := claimwait.New(opts)
-	st := claimwait.Notify(inner, waits)
+	st := stack.Build(inner, stack.Options{Wake: waits})
 	t.Cleanup(func() { st.Close() })
 	srv := grpc.NewServer()
 	log := slog.New(slog.DiscardHandler)

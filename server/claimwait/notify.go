@@ -6,109 +6,82 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// Notify wraps a store so that every call that can end a claim's wait
-// wakes this server's waiters on its key or stream once it has
-// succeeded: Complete and Reject (a retryable Reject releases the key),
-// their commands in ApplyBatch (FinishBatch), DeleteRecord, and
-// CompleteStream, RejectStream, ReleaseStream, ResetStream and SkipGap
-// (which moves the mark, and may drop a claim in flight). A call that
-// failed changed nothing, so it wakes nobody. The rest pass straight
-// through (passthrough.go).
-func Notify(inner store.Backend, r *Registry) store.Backend {
-	return &notifying{inner: inner, r: r}
+// Notify wraps a store engine so that every write that can end a claim's
+// wait wakes this server's waiters on its key or stream once it has
+// succeeded (Wakes says which). A write that failed changed nothing, so
+// it wakes nobody. The reads pass straight through: they end no wait, and
+// purges and expiry deletes of many keys are seen by the waiters' own
+// polls (Options.Poll).
+func Notify(inner store.Engine, r *Registry) store.Engine {
+	return &notifying{Reader: inner, Upkeep: inner, Reports: inner, inner: inner, r: r}
 }
 
 type notifying struct {
-	inner store.Backend
+	store.Reader
+	store.Upkeep
+	store.Reports
+	inner store.Engine
 	r     *Registry
 }
 
-var _ store.Backend = (*notifying)(nil)
+var _ store.Engine = (*notifying)(nil)
 
-func (n *notifying) wakeKey(consumer, key string) {
-	n.r.Wake(Key{Consumer: consumer, Name: key})
-}
-
-func (n *notifying) wakeStream(consumer, stream string) {
-	n.r.Wake(Key{Consumer: consumer, Name: stream, Stream: true})
-}
-
-func (n *notifying) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
-	rec, err := n.inner.Complete(ctx, p)
-	if err == nil {
-		n.wakeKey(p.Consumer, p.Key)
+// Wakes reports whether cmd, once it succeeded, can end a claim's wait on
+// its key or stream, and whether that is decided here at all (a test
+// holds every command decided). Complete and Reject end one (a retryable
+// Reject releases the key), as does DeleteRecord; of streams, the
+// finishes and the release, and a ResetStream or SkipGap that wrote
+// (which move the mark, and may drop a claim in flight). Claims and lease
+// extensions keep what they hold; ClaimParked takes a parked event no
+// waiter claims; DropParked leaves the mark and the claim in flight.
+func Wakes(cmd any) (wake, decided bool) {
+	switch c := cmd.(type) {
+	case store.CompleteParams, store.RejectParams, store.DeleteRecordParams,
+		store.CompleteStreamParams, store.RejectStreamParams, store.ReleaseStreamParams:
+		return true, true
+	case store.ResetStreamParams:
+		return !c.DryRun, true
+	case store.SkipGapParams:
+		return !c.DryRun, true
+	case store.ClaimParams, store.ExtendLeaseParams,
+		store.ClaimStreamParams, store.ExtendStreamLeaseParams, store.ClaimParkedParams, store.DropParkedParams:
+		return false, true
 	}
-	return rec, err
+	return false, false
 }
 
-func (n *notifying) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
-	rec, err := n.inner.Reject(ctx, p)
+func (n *notifying) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
+	d, err := n.inner.Apply(ctx, cmd)
 	if err == nil {
-		n.wakeKey(p.Consumer, p.Key)
+		n.wakeKey(cmd)
 	}
-	return rec, err
+	return d, err
 }
 
 func (n *notifying) ApplyBatch(ctx context.Context, p store.BatchParams) []store.ItemResult {
 	results := n.inner.ApplyBatch(ctx, p)
 	for i, cmd := range p.Commands {
-		if i >= len(results) || results[i].Err != nil {
-			continue
-		}
-		switch c := cmd.(type) {
-		case store.CompleteParams:
-			n.wakeKey(c.Consumer, c.Key)
-		case store.RejectParams:
-			n.wakeKey(c.Consumer, c.Key)
+		if i < len(results) && results[i].Err == nil {
+			n.wakeKey(cmd)
 		}
 	}
 	return results
 }
 
-func (n *notifying) DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error) {
-	rec, err := n.inner.DeleteRecord(ctx, consumer, key)
+func (n *notifying) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store.StreamDecision, error) {
+	d, err := n.inner.ApplyStream(ctx, cmd)
 	if err == nil {
-		n.wakeKey(consumer, key)
+		if wake, _ := Wakes(cmd); wake {
+			consumer, stream := store.StreamOf(cmd)
+			n.r.Wake(Key{Consumer: consumer, Name: stream, Stream: true})
+		}
 	}
-	return rec, err
+	return d, err
 }
 
-func (n *notifying) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
-	res, err := n.inner.CompleteStream(ctx, p)
-	if err == nil {
-		n.wakeStream(p.Consumer, p.Stream)
+func (n *notifying) wakeKey(cmd store.Command) {
+	if wake, _ := Wakes(cmd); wake {
+		consumer, key := store.KeyOf(cmd)
+		n.r.Wake(Key{Consumer: consumer, Name: key})
 	}
-	return res, err
-}
-
-func (n *notifying) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
-	res, err := n.inner.RejectStream(ctx, p)
-	if err == nil {
-		n.wakeStream(p.Consumer, p.Stream)
-	}
-	return res, err
-}
-
-func (n *notifying) ReleaseStream(ctx context.Context, p store.ReleaseStreamParams) (store.Stream, error) {
-	st, err := n.inner.ReleaseStream(ctx, p)
-	if err == nil {
-		n.wakeStream(p.Consumer, p.Stream)
-	}
-	return st, err
-}
-
-func (n *notifying) ResetStream(ctx context.Context, p store.ResetStreamParams) (store.Stream, error) {
-	st, err := n.inner.ResetStream(ctx, p)
-	if err == nil && !p.DryRun {
-		n.wakeStream(p.Consumer, p.Stream)
-	}
-	return st, err
-}
-
-func (n *notifying) SkipGap(ctx context.Context, p store.SkipGapParams) (store.SkipGapResult, error) {
-	res, err := n.inner.SkipGap(ctx, p)
-	if err == nil && !p.DryRun {
-		n.wakeStream(p.Consumer, p.Stream)
-	}
-	return res, err
 }

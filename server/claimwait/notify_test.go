@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := Notify(inner, r)
+			s := store.NewAPI(Notify(inner, r))
 			t.Cleanup(func() { s.Close() })
 			return s
 		})
@@ -38,7 +38,7 @@ func TestConformance(t *testing.T) {
 			if _, err := inner.Migrate(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			s := Notify(inner, r)
+			s := store.NewAPI(Notify(inner, r))
 			t.Cleanup(func() { s.Close() })
 			return s
 		})
@@ -131,7 +131,7 @@ func TestNotifyWakes(t *testing.T) {
 					t.Fatal(err)
 				}
 				r := New(Options{MaxWait: time.Minute})
-				s := Notify(inner, r)
+				s := store.NewAPI(Notify(inner, r))
 				defer s.Close()
 				w, other := r.Join(), r.Join()
 				defer w.Leave()
@@ -155,4 +155,20 @@ func TestNotifyWakes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Every command is decided (wakes or not) and every Engine method too.
+func TestEveryCommandIsDecided(t *testing.T) {
+	storetest.CommandsDecided(t, func(cmd any) bool { _, decided := Wakes(cmd); return decided })
+	storetest.EngineMethodsDecided(t, map[string]string{
+		"Apply": "wakes on Wakes", "ApplyBatch": "wakes on Wakes per item", "ApplyStream": "wakes on Wakes",
+		"LookupBatch": "Reader: ends no wait", "ListRecords": "Reader", "GetStream": "Reader", "ListStreams": "Reader",
+		"ListParked": "Reader", "GetParkedSummary": "Reader", "ListOpenGaps": "Reader", "ParkedTotals": "Reader",
+		"DeleteExpired": "Upkeep: the waiters' polls see it", "DeleteExpiredStreams": "Upkeep: as DeleteExpired",
+		"Ping": "Upkeep", "Close": "Upkeep",
+		"Stats": "Reports", "StreamStats": "Reports", "PendingLeases": "Reports", "InFlightLeases": "Reports",
+		"PurgeBatch": "Reports: the waiters' polls see it", "CountPurge": "Reports",
+		"PutPolicy": "Reports", "GetPolicy": "Reports", "ListPolicies": "Reports", "DeletePolicy": "Reports",
+		"PutStreamPolicy": "Reports", "GetStreamPolicy": "Reports", "DeleteStreamPolicy": "Reports",
+	})
 }

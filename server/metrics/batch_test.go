@@ -14,6 +14,7 @@ import (
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // A batch reply is counted item by item, as its lone calls would be, and
@@ -91,7 +92,7 @@ func (f batchFailingStore) ApplyBatch(context.Context, store.BatchParams) []stor
 // operation; refusals are answers, not failures.
 func TestObservedStoreCountsBatchItems(t *testing.T) {
 	m := New()
-	s := m.ObserveStore(batchFailingStore{errs: []error{nil, store.ErrUnavailable, store.ErrLeaseLost, context.DeadlineExceeded}})
+	s := m.ObserveStore(storetest.AsEngine(batchFailingStore{errs: []error{nil, store.ErrUnavailable, store.ErrLeaseLost, context.DeadlineExceeded}}))
 	s.ApplyBatch(context.Background(), store.BatchParams{Commands: []store.Command{
 		store.ClaimParams{}, store.ClaimParams{}, store.CompleteParams{}, store.ExtendLeaseParams{}}})
 	for _, c := range []struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/stack"
 	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
@@ -20,7 +21,7 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := New()
-		s := m.ObserveStore(inner)
+		s := stack.Build(inner, stack.Options{Observe: m.StoreCounters(nil)})
 		t.Cleanup(func() {
 			s.Close()
 			for _, class := range []string{store.FailureUnavailable, store.FailureInternal} {

@@ -101,12 +101,7 @@ func New() *Metrics {
 // storeOps are the op label values of the store metrics, classes the
 // class values of dedupd_store_errors_total.
 var (
-	storeOps = []string{
-		"claim", "complete", "reject", "extend_lease", "lookup", "delete_expired", "ping",
-		"claim_stream", "complete_stream", "reject_stream", "release_stream", "extend_stream_lease",
-		"get_stream", "delete_expired_streams",
-		"claim_parked", "list_parked", "get_parked_summary", "list_open_gaps", "parked_totals", "drop_parked", "skip_gap",
-	}
+	storeOps     = countedOps()
 	errorClasses = []string{store.FailureUnavailable, store.FailureDeadline, store.FailureCanceled, store.FailureInternal}
 )
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // TestConsumerLabelIsCapped: past MaxConsumerLabels distinct consumers,
@@ -75,7 +77,7 @@ func TestObservedStoreCountsFailuresNotRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		m := New()
-		s := m.ObserveStore(failingStore{err: tc.err})
+		s := m.ObserveStore(storetest.AsEngine(failingStore{err: tc.err}))
 		_, _ = s.Lookup(context.Background(), "c", "k")
 		total := sumOf(t, m, "dedupd_store_errors_total")
 		if tc.class == "" && total != 0 || tc.class != "" && (total != 1 || testutil.ToFloat64(m.storeErrors.WithLabelValues("lookup", tc.class)) != 1) {
@@ -151,4 +153,19 @@ func sumOf(t *testing.T, m *Metrics, name string) float64 {
 		}
 	}
 	return total
+}
+
+// The op labels come from store.Ops; they must stay the ones dashboards and
+// alerts name.
+func TestStoreOpLabelsAreUnchanged(t *testing.T) {
+	want := []string{
+		"claim", "complete", "reject", "extend_lease", "lookup", "delete_expired", "ping",
+		"claim_stream", "complete_stream", "reject_stream", "release_stream", "extend_stream_lease",
+		"get_stream", "delete_expired_streams",
+		"claim_parked", "list_parked", "get_parked_summary", "list_open_gaps", "parked_totals", "drop_parked", "skip_gap",
+	}
+	got := slices.Sorted(slices.Values(storeOps))
+	if slices.Sort(want); !slices.Equal(got, want) {
+		t.Errorf("store op labels %v, want %v", got, want)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // streamFailing fails every stream call of the hot path with err.
@@ -159,7 +160,7 @@ func TestObservedStreamCalls(t *testing.T) {
 	for op, call := range streamCalls {
 		for _, f := range failures {
 			m := New()
-			if err := call(context.Background(), m.ObserveStore(streamFailing{err: f.err})); err != f.err {
+			if err := call(context.Background(), m.ObserveStore(storetest.AsEngine(streamFailing{err: f.err}))); err != f.err {
 				t.Fatalf("%s: the decorator changed the error %v to %v", op, f.err, err)
 			}
 			if total, got := sumOf(t, m, "dedupd_store_errors_total"),
@@ -170,7 +171,7 @@ func TestObservedStreamCalls(t *testing.T) {
 		}
 		for _, refusal := range refusals {
 			m := New()
-			_ = call(context.Background(), m.ObserveStore(streamFailing{err: refusal}))
+			_ = call(context.Background(), m.ObserveStore(storetest.AsEngine(streamFailing{err: refusal})))
 			if total := sumOf(t, m, "dedupd_store_errors_total"); total != 0 {
 				t.Errorf("%s refused with %v: %v errors counted, want 0", op, refusal, total)
 			}

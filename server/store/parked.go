@@ -262,15 +262,15 @@ type ParkStore interface {
 // A candidate taken by a concurrent caller meanwhile simply hands out
 // nothing, so the next is tried.
 func ClaimParkedOf(ctx context.Context, p ClaimParkedParams, candidates []string,
-	claimOne func(context.Context, ClaimParkedParams) (ParkedClaimResult, error)) (ParkedClaimResult, error) {
+	claimOne func(context.Context, ClaimParkedParams) (StreamDecision, error)) (StreamDecision, error) {
 	for _, stream := range candidates {
 		p.Stream = stream
-		r, err := claimOne(ctx, p)
-		if err != nil || r.Event != nil {
-			return r, err
+		d, err := claimOne(ctx, p)
+		if err != nil || d.HandedOut != nil {
+			return d, err
 		}
 	}
-	return ParkedClaimResult{}, nil
+	return StreamDecision{}, nil
 }
 
 // ParkedClaimOf is the result of a ClaimParked decision.

@@ -77,37 +77,6 @@ func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Re
 	return out, nil
 }
 
-// DeleteRecord forgets a live record by making it expire now; see
-// store.Admin for why the row stays until reaped.
-func (s *Store) DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error) {
-	if err := s.enter(); err != nil {
-		return store.Record{}, err
-	}
-	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return store.Record{}, err
-	}
-	defer s.keys.lockOne(consumer, key)()
-	k := rowKey(tableRecord, consumer, key)
-	stored, err := getRecord(s.db, k, consumer, key)
-	if err != nil {
-		return store.Record{}, dbError("reading record", err)
-	}
-	at := now()
-	if !store.IsLive(stored, at) {
-		return store.Record{}, store.ErrNotFound
-	}
-	next := *stored
-	next.ExpiresAt = at
-	b := s.db.NewBatch()
-	defer b.Close()
-	putRecord(b, k, stored, &next)
-	if err := b.Commit(pebble.Sync); err != nil {
-		return store.Record{}, dbError("deleting record", err)
-	}
-	return next, nil
-}
-
 // purgeRetries bounds how often PurgeBatch reads candidates again when
 // every one it found changed under it before it could lock them.
 const purgeRetries = 5

@@ -74,23 +74,19 @@ func writeParked(b *pebble.Batch, consumer, stream string, d store.StreamDecisio
 	}
 }
 
-// ClaimParked hands out a ready parked event of one stream, or of the
-// first stream of the consumer that has one.
-func (s *Store) ClaimParked(ctx context.Context, p store.ClaimParkedParams) (store.ParkedClaimResult, error) {
-	one := func(ctx context.Context, p store.ClaimParkedParams) (store.ParkedClaimResult, error) {
-		d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-		return store.ParkedClaimOf(d), err
-	}
-	if p.Stream != "" {
-		return one(ctx, p)
+// claimAnyParked hands out a ready parked event of the first stream of
+// the consumer that has one.
+func (s *Store) claimAnyParked(ctx context.Context, p store.ClaimParkedParams) (store.StreamDecision, error) {
+	one := func(ctx context.Context, p store.ClaimParkedParams) (store.StreamDecision, error) {
+		return s.applyStream(ctx, p.Consumer, p.Stream, p)
 	}
 	if err := s.enter(); err != nil {
-		return store.ParkedClaimResult{}, err
+		return store.StreamDecision{}, err
 	}
 	candidates, err := s.readyStreams(ctx, p.Consumer, now())
 	s.leave()
 	if err != nil {
-		return store.ParkedClaimResult{}, dbError("finding parked events", err)
+		return store.StreamDecision{}, dbError("finding parked events", err)
 	}
 	return store.ClaimParkedOf(ctx, p, candidates, one)
 }
@@ -255,19 +251,4 @@ func (s *Store) ParkedTotals(ctx context.Context) ([]store.ConsumerParked, error
 		return nil, dbError("parked totals", err)
 	}
 	return out, nil
-}
-
-// DropParked deletes a stream's parked events in a range.
-func (s *Store) DropParked(ctx context.Context, p store.DropParkedParams) (store.DropParkedResult, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return store.DropParkedResult{Stream: d.Stream, Dropped: d.Dropped}, err
-}
-
-// SkipGap gives up on a stream's gap.
-func (s *Store) SkipGap(ctx context.Context, p store.SkipGapParams) (store.SkipGapResult, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	if err != nil {
-		return store.SkipGapResult{}, err
-	}
-	return store.SkipGapResult{Stream: d.Stream, Skipped: *d.Skipped}, nil
 }

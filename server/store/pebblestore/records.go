@@ -10,37 +10,11 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// Claim applies a claim to the key.
-func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
-	d, err := s.applyKey(ctx, p.Consumer, p.Key, p)
-	if err != nil {
-		return store.ClaimResult{}, err
-	}
-	return store.ClaimResult{Outcome: d.Outcome, Record: d.Record, RetryAfter: d.RetryAfter}, nil
-}
-
-// Complete stores a result under the current fencing token.
-func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
-	d, err := s.applyKey(ctx, p.Consumer, p.Key, p)
-	return d.Record, err
-}
-
-// Reject stores a rejection, or releases the key when it is retryable.
-func (s *Store) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
-	d, err := s.applyKey(ctx, p.Consumer, p.Key, p)
-	return d.Record, err
-}
-
-// ExtendLease renews the lease of a pending claim.
-func (s *Store) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
-	d, err := s.applyKey(ctx, p.Consumer, p.Key, p)
-	return d.Record, err
-}
-
-// applyKey is every write to one key: under the key's stripe, read the
+// Apply is every write to one key: under the key's stripe, read the
 // record, let store.Apply decide, and commit what it decided with its index
 // entries in one synced batch.
-func (s *Store) applyKey(ctx context.Context, consumer, key string, cmd store.Command) (store.Decision, error) {
+func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
+	consumer, key := store.KeyOf(cmd)
 	if err := s.enter(); err != nil {
 		return store.Decision{}, err
 	}
@@ -106,15 +80,6 @@ func deleteRecord(b *pebble.Batch, old *store.Record) {
 	if old.State == store.Pending {
 		_ = b.Delete(rowKey(tablePending, old.Consumer, old.Key), nil)
 	}
-}
-
-// Lookup returns the live record of a key.
-func (s *Store) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
-	if err := s.enter(); err != nil {
-		return store.Record{}, err
-	}
-	defer s.leave()
-	return s.lookup(ctx, consumer, key, now())
 }
 
 func (s *Store) lookup(ctx context.Context, consumer, key string, at time.Time) (store.Record, error) {

@@ -51,6 +51,9 @@ type Options struct {
 // Store is the embedded store.Backend on Pebble. Its methods are safe for
 // concurrent use.
 type Store struct {
+	// API is the typed contract, derived from this engine.
+	*store.API
+
 	dir  string
 	lock *flock.Flock
 	db   *pebble.DB
@@ -69,7 +72,10 @@ type Store struct {
 	policyMu sync.Mutex
 }
 
-var _ store.Backend = (*Store)(nil)
+var (
+	_ store.Engine  = (*Store)(nil)
+	_ store.Backend = (*Store)(nil)
+)
 
 // Open opens, creating it if needed, the store in dataDir. It fails at once
 // with an error matching ErrLocked when the directory is already open
@@ -114,6 +120,7 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}
 	s := &Store{dir: dir, lock: lock, db: db}
+	s.API = store.NewAPI(s)
 	if err := s.loadBudgets(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: %s: counting parked events: %w", dir, err)

@@ -10,43 +10,17 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// ClaimStream claims one sequence of a stream.
-func (s *Store) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (store.StreamClaimResult, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return store.StreamClaimResult{Outcome: d.Outcome, Stream: d.Stream, RetryAfter: d.RetryAfter}, err
+// ApplyStream is every write to one stream; a ClaimParked of any stream
+// tries the streams with a ready event.
+func (s *Store) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store.StreamDecision, error) {
+	if c, ok := cmd.(store.ClaimParkedParams); ok && c.Stream == "" {
+		return s.claimAnyParked(ctx, c)
+	}
+	consumer, stream := store.StreamOf(cmd)
+	return s.applyStream(ctx, consumer, stream, cmd)
 }
 
-// CompleteStream finishes the in-flight sequence.
-func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
-}
-
-// RejectStream finishes the in-flight sequence as a poison event.
-func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
-}
-
-// ReleaseStream gives up the in-flight claim.
-func (s *Store) ReleaseStream(ctx context.Context, p store.ReleaseStreamParams) (store.Stream, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return d.Stream, err
-}
-
-// ExtendStreamLease renews the in-flight lease.
-func (s *Store) ExtendStreamLease(ctx context.Context, p store.ExtendStreamLeaseParams) (store.Stream, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return d.Stream, err
-}
-
-// ResetStream sets the high-water mark.
-func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (store.Stream, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return d.Stream, err
-}
-
-// applyStream is every write to one stream, as applyKey is for keys.
+// applyStream is every write to one stream, as Apply is for keys.
 func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
 	if err := s.enter(); err != nil {
 		return store.StreamDecision{}, err

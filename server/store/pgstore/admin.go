@@ -78,22 +78,23 @@ func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Re
 	return recs, nil
 }
 
-// DeleteRecord forgets a live record by making it expire now, in one
-// statement; see store.Admin for why the row stays until reaped.
-func (s *Store) DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error) {
+// deleteRecord forgets a live record by making it expire now, in one
+// statement: store.Tombstone on the database's clock (see store.Admin for
+// why the row stays until reaped).
+func (s *Store) deleteRecord(ctx context.Context, p store.DeleteRecordParams) (store.Decision, error) {
 	var rec store.Record
-	err := s.withRetry(ctx, "delete record", func(ctx context.Context) error {
+	err := s.withRetry(ctx, p.Op().Label, func(ctx context.Context) error {
 		var err error
-		rec, err = scanRecord(s.pool.QueryRow(ctx, tombstoneSQL, consumer, key))
+		rec, err = scanRecord(s.pool.QueryRow(ctx, tombstoneSQL, p.Consumer, p.Key))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
 		}
 		return err
 	})
 	if err != nil {
-		return store.Record{}, err
+		return store.Decision{}, err
 	}
-	return rec, nil
+	return store.Decision{Record: rec, Write: true}, nil
 }
 
 // PurgeBatch deletes one batch in one statement. The subquery picks the

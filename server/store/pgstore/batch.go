@@ -239,6 +239,10 @@ RETURNING r.consumer, r.key`
 // LookupBatch reads every key in one statement per chunk.
 func (s *Store) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
 	results := make([]store.LookupResult, len(p.Keys))
+	if len(p.Keys) == 1 {
+		results[0].Record, results[0].Err = s.lookup(ctx, p.Consumer, p.Keys[0])
+		return results
+	}
 	for start := 0; start < len(p.Keys); start += maxChunk {
 		end := min(start+maxChunk, len(p.Keys))
 		keys := make([]recordKey, 0, end-start)

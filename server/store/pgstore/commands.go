@@ -10,11 +10,22 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// Claim claims a key: one INSERT when the key is free, the read-modify-write
-// transaction otherwise.
-func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
-	rec, inserted, err := s.insertFreshClaim(ctx, p)
-	return s.finishClaim(ctx, p, rec, inserted, err)
+// Apply runs a key command. A claim is one INSERT when the key is free
+// (shared with concurrent claims under group commit), the read-modify-write
+// transaction otherwise; DeleteRecord is one UPDATE (deleteRecord); the
+// finishing commands are compare-and-sets, grouped when group commit is on.
+// Each retries under its operation's label.
+func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
+	switch c := cmd.(type) {
+	case store.ClaimParams:
+		rec, inserted, err := s.insertFreshClaim(ctx, c)
+		r, err := s.finishClaim(ctx, c, rec, inserted, err)
+		return store.Decision{Record: r.Record, Write: r.Outcome == store.Acquired, Outcome: r.Outcome, RetryAfter: r.RetryAfter}, err
+	case store.DeleteRecordParams:
+		return s.deleteRecord(ctx, c)
+	}
+	consumer, key := store.KeyOf(cmd)
+	return s.finishKey(ctx, cmd.Op().Label, consumer, key, cmd)
 }
 
 // finishClaim answers a claim once its fresh insert is done: the inserted
@@ -26,7 +37,7 @@ func (s *Store) finishClaim(ctx context.Context, p store.ClaimParams, rec store.
 	if inserted {
 		return store.ClaimResult{Outcome: store.Acquired, Record: rec}, nil
 	}
-	d, err := s.readModifyWrite(ctx, "claim", p.Consumer, p.Key, p)
+	d, err := s.readModifyWrite(ctx, store.OpClaim.Label, p.Consumer, p.Key, p)
 	if err != nil {
 		return store.ClaimResult{}, err
 	}
@@ -108,32 +119,15 @@ func freshRecord(p store.ClaimParams, at time.Time) (store.Record, error) {
 	return d.Record, err
 }
 
-// Complete stores the result of the current lease holder.
-func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
-	d, err := s.finishKey(ctx, "complete", p.Consumer, p.Key, p)
-	return d.Record, err
-}
-
-// Reject stores a rejection, or releases the key for a retryable one.
-func (s *Store) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
-	d, err := s.finishKey(ctx, "reject", p.Consumer, p.Key, p)
-	return d.Record, err
-}
-
-// ExtendLease renews the current lease from the database's now.
-func (s *Store) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
-	d, err := s.finishKey(ctx, "extend lease", p.Consumer, p.Key, p)
-	return d.Record, err
-}
-
 // readModifyWrite applies cmd to the key's record with compareAndSet.
 func (s *Store) readModifyWrite(ctx context.Context, op, consumer, key string, cmd store.Command) (store.Decision, error) {
 	return compareAndSet(ctx, s, recordTable, op, consumer, key, cmd)
 }
 
-// Lookup returns the key's record, or store.ErrNotFound when it has none or
-// it has expired by the database's clock.
-func (s *Store) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
+// lookup returns the key's record, or store.ErrNotFound when it has none or
+// it has expired by the database's clock: LookupBatch of one key, in the
+// single-row statement.
+func (s *Store) lookup(ctx context.Context, consumer, key string) (store.Record, error) {
 	var (
 		rec store.Record
 		now time.Time

@@ -10,17 +10,13 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// The park calls that read, and those that write through applyStream.
+// The park calls that read, and the search of ClaimParked of any stream.
 
-// ClaimParked hands out a ready parked event of one stream, or of the
-// first stream of the consumer that has one.
-func (s *Store) ClaimParked(ctx context.Context, p store.ClaimParkedParams) (store.ParkedClaimResult, error) {
-	one := func(ctx context.Context, p store.ClaimParkedParams) (store.ParkedClaimResult, error) {
-		d, err := s.applyStream(ctx, "claim parked", p.Consumer, p.Stream, p)
-		return store.ParkedClaimOf(d), err
-	}
-	if p.Stream != "" {
-		return one(ctx, p)
+// claimAnyParked hands out a ready parked event of the first stream of
+// the consumer that has one.
+func (s *Store) claimAnyParked(ctx context.Context, p store.ClaimParkedParams) (store.StreamDecision, error) {
+	one := func(ctx context.Context, p store.ClaimParkedParams) (store.StreamDecision, error) {
+		return s.applyStream(ctx, p.Op().Label, p.Consumer, p.Stream, p)
 	}
 	var candidates []string
 	err := s.withRetry(ctx, "find parked", func(ctx context.Context) error {
@@ -37,7 +33,7 @@ ORDER BY s.stream LIMIT 16`, p.Consumer)
 		return err
 	})
 	if err != nil {
-		return store.ParkedClaimResult{}, err
+		return store.StreamDecision{}, err
 	}
 	return store.ClaimParkedOf(ctx, p, candidates, one)
 }
@@ -145,19 +141,4 @@ WHERE s.expires_at > statement_timestamp() GROUP BY p.consumer ORDER BY p.consum
 		return nil, err
 	}
 	return out, nil
-}
-
-// DropParked deletes a stream's parked events in a range.
-func (s *Store) DropParked(ctx context.Context, p store.DropParkedParams) (store.DropParkedResult, error) {
-	d, err := s.applyStream(ctx, "drop parked", p.Consumer, p.Stream, p)
-	return store.DropParkedResult{Stream: d.Stream, Dropped: d.Dropped}, err
-}
-
-// SkipGap gives up on a stream's gap.
-func (s *Store) SkipGap(ctx context.Context, p store.SkipGapParams) (store.SkipGapResult, error) {
-	d, err := s.applyStream(ctx, "skip gap", p.Consumer, p.Stream, p)
-	if err != nil {
-		return store.SkipGapResult{}, err
-	}
-	return store.SkipGapResult{Stream: d.Stream, Skipped: *d.Skipped}, nil
 }

@@ -54,6 +54,9 @@ const maxMigrateRetries = 10
 
 // Store is a store.Store backed by a pgx connection pool.
 type Store struct {
+	// API is the typed contract, derived from this engine.
+	*store.API
+
 	pool *pgxpool.Pool
 	// onRetry, when set, is told of every retried attempt (for metrics).
 	onRetry func(op string)
@@ -72,7 +75,10 @@ type Store struct {
 	clock   dbClock
 }
 
-var _ store.Backend = (*Store)(nil)
+var (
+	_ store.Engine  = (*Store)(nil)
+	_ store.Backend = (*Store)(nil)
+)
 
 // Open returns a store on the database at databaseURL (a postgres:// URL or
 // a key=value connection string; pgxpool's pool_* settings apply), tuned by
@@ -103,6 +109,7 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 		return nil, fmt.Errorf("pgstore: creating connection pool: %w", err)
 	}
 	s := &Store{pool: pool, onRetry: opts.OnRetry, streams: newStreamCache()}
+	s.API = store.NewAPI(s)
 	if n := opts.maxBatch(); n > 1 {
 		s.fresh = s.newFreshBatcher(n)
 		s.finish = s.newFinishBatcher(n)

@@ -48,40 +48,15 @@ WHERE expires_at <= now()
     SELECT consumer, stream FROM dedup_streams WHERE expires_at <= now() LIMIT $1)`
 )
 
-// ClaimStream claims one sequence of a stream.
-func (s *Store) ClaimStream(ctx context.Context, p store.ClaimStreamParams) (store.StreamClaimResult, error) {
-	d, err := s.applyStream(ctx, "claim stream", p.Consumer, p.Stream, p)
-	return store.StreamClaimResult{Outcome: d.Outcome, Stream: d.Stream, RetryAfter: d.RetryAfter}, err
-}
-
-// CompleteStream finishes the in-flight sequence.
-func (s *Store) CompleteStream(ctx context.Context, p store.CompleteStreamParams) (store.StreamFinishResult, error) {
-	d, err := s.applyStream(ctx, "complete stream", p.Consumer, p.Stream, p)
-	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
-}
-
-// RejectStream finishes the in-flight sequence as a poison event.
-func (s *Store) RejectStream(ctx context.Context, p store.RejectStreamParams) (store.StreamFinishResult, error) {
-	d, err := s.applyStream(ctx, "reject stream", p.Consumer, p.Stream, p)
-	return store.StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
-}
-
-// ReleaseStream gives up the in-flight claim.
-func (s *Store) ReleaseStream(ctx context.Context, p store.ReleaseStreamParams) (store.Stream, error) {
-	d, err := s.applyStream(ctx, "release stream", p.Consumer, p.Stream, p)
-	return d.Stream, err
-}
-
-// ExtendStreamLease renews the in-flight lease.
-func (s *Store) ExtendStreamLease(ctx context.Context, p store.ExtendStreamLeaseParams) (store.Stream, error) {
-	d, err := s.applyStream(ctx, "extend stream lease", p.Consumer, p.Stream, p)
-	return d.Stream, err
-}
-
-// ResetStream sets the high-water mark.
-func (s *Store) ResetStream(ctx context.Context, p store.ResetStreamParams) (store.Stream, error) {
-	d, err := s.applyStream(ctx, "reset stream", p.Consumer, p.Stream, p)
-	return d.Stream, err
+// ApplyStream runs a stream command (streamwrite.go), retried under its
+// operation's label; a ClaimParked of any stream tries the streams with a
+// ready event.
+func (s *Store) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store.StreamDecision, error) {
+	if c, ok := cmd.(store.ClaimParkedParams); ok && c.Stream == "" {
+		return s.claimAnyParked(ctx, c)
+	}
+	consumer, stream := store.StreamOf(cmd)
+	return s.applyStream(ctx, cmd.Op().Label, consumer, stream, cmd)
 }
 
 // GetStream returns a live stream, judged on the database's clock.

@@ -7,7 +7,7 @@ import (
 )
 
 // ApplyBatch answers the claims of cached finished keys from memory, as
-// Claim does, and sends every other command to the wrapped store in one
+// Apply does, and sends every other command to the wrapped store in one
 // batch, caching the finished records it returns. Answering a cached claim
 // before the rest of the batch keeps the batch order on its key: a finished
 // record does not change, so every command on that key before the claim
@@ -23,8 +23,10 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 		c, ok := cmd.(store.ClaimParams)
 		if ok {
 			if rec, hit := s.cache.get(c.Consumer, c.Key, now); hit {
-				results[i] = store.ResultOf(s.replay(ctx, rec, c))
-				continue
+				if d, answered, err := s.replay(ctx, rec, c); answered {
+					results[i] = store.ResultOf(d, err)
+					continue
+				}
 			}
 		}
 		rest = append(rest, cmd)

@@ -9,6 +9,7 @@ import (
 	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/replaycache"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/stack"
 	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
@@ -24,7 +25,7 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := replaycache.New(inner, opts)
+			s := stack.Build(inner, stack.Options{Cache: opts})
 			t.Cleanup(func() { s.Close() })
 			return s
 		})
@@ -38,7 +39,7 @@ func TestConformance(t *testing.T) {
 			if _, err := inner.Migrate(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			s := replaycache.New(inner, opts)
+			s := stack.Build(inner, stack.Options{Cache: opts})
 			t.Cleanup(func() { s.Close() })
 			return s
 		})

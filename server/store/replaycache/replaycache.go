@@ -8,7 +8,7 @@
 //
 // Store wraps any store.Backend. It caches the terminal records that calls
 // return, bounded by bytes (least recently used first out), and answers
-// Claim and Lookup from them while they are fresh:
+// claims and lookups from them while they are fresh:
 //
 //   - An entry lives at most Options.TTL. That bounds how long a record
 //     deleted by another server sharing the database (an operator's
@@ -26,7 +26,6 @@
 package replaycache
 
 import (
-	"bytes"
 	"context"
 	"sync/atomic"
 	"time"
@@ -52,12 +51,18 @@ type Options struct {
 	ClockSkew time.Duration
 }
 
-// Store is a store.Backend that answers claims of finished keys from
-// memory. It implements every method itself, without embedding the
-// wrapped store, so that a method added to store.Backend must be decided
-// here before the server compiles.
+// Store is a store.Engine that answers claims of finished keys from
+// memory. It writes out the three write methods and the reads it answers
+// or invalidates on; the other reads (store.Reader, Upkeep and Reports)
+// pass through embedded, as none of them can make a cached record wrong:
+// DeleteExpired removes only records past the ExpiresAt the cache already
+// stops at, and the rest only read records or touch policies. Its test
+// holds that every Engine method and command is decided here.
 type Store struct {
-	inner store.Backend
+	store.Reader
+	store.Upkeep
+	store.Reports
+	inner store.Engine
 	cache *lru
 	// deletions counts the invalidations so far. A record read from the
 	// store is cached only if no invalidation happened since the read began,
@@ -68,92 +73,73 @@ type Store struct {
 	now       func() time.Time
 }
 
-var _ store.Backend = (*Store)(nil)
+var _ store.Engine = (*Store)(nil)
 
 // New wraps inner. Closing the Store closes inner.
-func New(inner store.Backend, opts Options) *Store {
+func New(inner store.Engine, opts Options) *Store {
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultTTL
 	}
 	if opts.ClockSkew <= 0 {
 		opts.ClockSkew = DefaultClockSkew
 	}
-	return &Store{inner: inner, cache: newLRU(opts.MaxBytes), ttl: opts.TTL, skew: opts.ClockSkew, now: time.Now}
+	return &Store{Reader: inner, Upkeep: inner, Reports: inner, inner: inner,
+		cache: newLRU(opts.MaxBytes), ttl: opts.TTL, skew: opts.ClockSkew, now: time.Now}
 }
 
-// Claim answers a claim of a cached finished key as the store would: the
-// record with the same digest, a digest mismatch carrying it otherwise.
-func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
-	if rec, ok := s.cache.get(p.Consumer, p.Key, s.now()); ok {
-		d, err := s.replay(ctx, rec, p)
-		return store.ClaimResult{Outcome: d.Outcome, Record: d.Record}, err
-	}
-	since := s.deletions.Load()
-	res, err := s.inner.Claim(ctx, p)
-	if err == nil {
-		s.remember(res.Record, since)
-	}
-	return res, err
-}
-
-// replay answers a claim of a cached finished record as the store would:
-// the record with the same digest, a digest mismatch carrying it otherwise.
-func (s *Store) replay(ctx context.Context, rec store.Record, p store.ClaimParams) (store.Decision, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Decision{}, err
-	}
-	if !bytes.Equal(rec.Digest, p.Digest) {
-		return store.Decision{}, &store.ConflictError{Err: store.ErrDigestMismatch, Record: rec}
-	}
-	outcome := store.AlreadyCompleted
-	if rec.State == store.Rejected {
-		outcome = store.AlreadyRejected
-	}
-	return store.Decision{Outcome: outcome, Record: rec}, nil
-}
-
-// Complete stores a result and caches the completed record.
-func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
-	since := s.deletions.Load()
-	rec, err := s.inner.Complete(ctx, p)
-	if err == nil {
-		s.remember(rec, since)
-	}
-	return rec, err
-}
-
-// Reject stores a rejection and caches it when it is terminal.
-func (s *Store) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
-	since := s.deletions.Load()
-	rec, err := s.inner.Reject(ctx, p)
-	if err == nil {
-		s.remember(rec, since)
-	}
-	return rec, err
-}
-
-// Lookup answers from the cache for finished keys.
-func (s *Store) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
-	if rec, ok := s.cache.get(consumer, key, s.now()); ok {
-		if err := ctx.Err(); err != nil {
-			return store.Record{}, err
+// Apply answers a claim of a cached finished key as the store would, and
+// caches the finished records the store returns. A DeleteRecord forgets
+// its key here once the store has run it (even on error: the delete may
+// have landed), so that this server's next claim runs the work again.
+func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
+	switch c := cmd.(type) {
+	case store.ClaimParams:
+		if rec, ok := s.cache.get(c.Consumer, c.Key, s.now()); ok {
+			if d, answered, err := s.replay(ctx, rec, c); answered {
+				return d, err
+			}
 		}
-		return rec, nil
+	case store.DeleteRecordParams:
+		d, err := s.inner.Apply(ctx, cmd)
+		s.Invalidate(c.Consumer, c.Key)
+		return d, err
 	}
 	since := s.deletions.Load()
-	rec, err := s.inner.Lookup(ctx, consumer, key)
+	d, err := s.inner.Apply(ctx, cmd)
 	if err == nil {
-		s.remember(rec, since)
+		s.remember(d.Record, since)
 	}
-	return rec, err
+	return d, err
 }
 
-// DeleteRecord deletes the record in the store, then forgets it here, so
-// that this server's next claim of the key runs the work again.
-func (s *Store) DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error) {
-	rec, err := s.inner.DeleteRecord(ctx, consumer, key)
-	s.Invalidate(consumer, key) // even on error: the delete may have landed
-	return rec, err
+// replay answers a claim of a cached finished record through store.Apply,
+// as the store would: the record with the same digest, a digest mismatch
+// carrying it otherwise. answered is false when Apply would write (never
+// for a record the cache still trusts), and then the store must decide.
+func (s *Store) replay(ctx context.Context, rec store.Record, c store.ClaimParams) (_ store.Decision, answered bool, _ error) {
+	if err := ctx.Err(); err != nil {
+		return store.Decision{}, true, err
+	}
+	d, err := store.Apply(&rec, c, s.now())
+	if err == nil && d.Write {
+		return store.Decision{}, false, nil
+	}
+	return d, true, err
+}
+
+// ApplyStream goes to the wrapped store: streams are not cached. Only a
+// DUPLICATE (a sequence at or below the high-water mark) could be
+// answered from memory, and not faithfully: a claim's answer carries the
+// stream as it is now, and unlike a finished key's record the stream row
+// changes with every event (mark, in-flight sequence, fencing token,
+// expiry), so a cached answer would show a stream that has since moved
+// on. Keeping the entry current would mean repeating ApplyStream's rules
+// here on every write, and ResetStream may lower the mark on any server
+// sharing the database, after which a cached DUPLICATE would skip events
+// that must run again. A stream claim is one row's compare-and-set that
+// mostly acquires the next sequence, so there is little to win.
+func (s *Store) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store.StreamDecision, error) {
+	return s.inner.ApplyStream(ctx, cmd)
 }
 
 // PurgeBatch deletes a batch in the store, then forgets every cached record:
@@ -179,10 +165,6 @@ func (s *Store) InvalidateAll() {
 	s.deletions.Add(1)
 	s.cache.clear()
 }
-
-// Unwrap returns the wrapped store. Deleting records through it bypasses
-// the cache: call Invalidate or InvalidateAll afterwards.
-func (s *Store) Unwrap() store.Backend { return s.inner }
 
 // CacheStats reports the cache's hits and misses so far, and its size.
 func (s *Store) CacheStats() Stats { return s.cache.stats() }

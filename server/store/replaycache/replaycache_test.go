@@ -13,6 +13,7 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/replaycache"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // counting counts the reads that reach the wrapped store.
@@ -46,18 +47,31 @@ func claimP(key string) store.ClaimParams {
 	return store.ClaimParams{Consumer: "c", Key: key, Digest: []byte("d"), Owner: "w", Policy: policy}
 }
 
-func newCached(t testing.TB, opts replaycache.Options) (*replaycache.Store, *counting, *clock) {
+// cachedStore is the cache as handlers see it (the typed API over it),
+// with the cache's own controls.
+type cachedStore struct {
+	*store.API
+	cache *replaycache.Store
+}
+
+func cached(c *replaycache.Store) cachedStore { return cachedStore{store.NewAPI(c), c} }
+
+func (c cachedStore) CacheStats() replaycache.Stats   { return c.cache.CacheStats() }
+func (c cachedStore) Invalidate(consumer, key string) { c.cache.Invalidate(consumer, key) }
+func (c cachedStore) InvalidateAll()                  { c.cache.InvalidateAll() }
+
+func newCached(t testing.TB, opts replaycache.Options) (cachedStore, *counting, *clock) {
 	t.Helper()
 	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &counting{Backend: inner}
-	s := replaycache.New(c, opts)
+	s := replaycache.New(storetest.AsEngine(c), opts)
 	t.Cleanup(func() { s.Close() })
 	clk := newClock()
 	replaycache.SetClock(s, clk.now)
-	return s, c, clk
+	return cached(s), c, clk
 }
 
 // finish claims key and completes it, or rejects it terminally.
@@ -118,9 +132,6 @@ func TestClaimsOfFinishedKeysAreAnsweredFromMemory(t *testing.T) {
 		if rec, err := s.Lookup(ctx, "c", tc.key); err != nil || !reflect.DeepEqual(rec, stored) || inner.lookups.Load() != 0 {
 			t.Errorf("%s: Lookup = %+v, %v after %d store lookups", tc.key, rec, err, inner.lookups.Load())
 		}
-	}
-	if s.Unwrap() != store.Backend(inner) {
-		t.Error("Unwrap does not return the wrapped store")
 	}
 	if st := s.CacheStats(); st.Hits < 12 || st.Entries != 2 {
 		t.Errorf("stats %+v, want at least 12 hits and 2 entries", st)
@@ -285,7 +296,7 @@ func TestDeleteRacingAReadIsNotUndone(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := &gated{Backend: inner, read: make(chan struct{}), release: make(chan struct{})}
-			s := replaycache.New(g, replaycache.Options{MaxBytes: 1 << 20})
+			s := cached(replaycache.New(storetest.AsEngine(g), replaycache.Options{MaxBytes: 1 << 20}))
 			t.Cleanup(func() { s.Close() })
 			ctx := context.Background()
 			go func() { // finish the key; its claim passes the gate
@@ -321,4 +332,34 @@ func TestDeleteRacingAReadIsNotUndone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every Engine method and command is decided here: cached, invalidated on,
+// or passed through on purpose.
+func TestEveryEngineMethodIsDecided(t *testing.T) {
+	storetest.EngineMethodsDecided(t, map[string]string{
+		"Apply": "claims answered, finished records cached, deletes invalidate", "ApplyBatch": "as Apply",
+		"ApplyStream": "streams are not cached", "LookupBatch": "answered from the cache",
+		"PurgeBatch":  "invalidates everything",
+		"ListRecords": "Reader: reads", "GetStream": "Reader: reads", "ListStreams": "Reader: reads",
+		"ListParked": "Reader: reads", "GetParkedSummary": "Reader: reads", "ListOpenGaps": "Reader: reads",
+		"ParkedTotals": "Reader: reads", "DeleteExpired": "Upkeep: only what the cache no longer trusts",
+		"DeleteExpiredStreams": "Upkeep: streams", "Ping": "Upkeep", "Close": "Upkeep",
+		"Stats": "Reports: reads", "StreamStats": "Reports: reads", "PendingLeases": "Reports: reads",
+		"InFlightLeases": "Reports: reads", "CountPurge": "Reports: reads",
+		"PutPolicy": "Reports: policies", "GetPolicy": "Reports: policies", "ListPolicies": "Reports: policies",
+		"DeletePolicy": "Reports: policies", "PutStreamPolicy": "Reports: policies",
+		"GetStreamPolicy": "Reports: policies", "DeleteStreamPolicy": "Reports: policies",
+	})
+	storetest.CommandsDecided(t, func(cmd any) bool {
+		switch cmd.(type) {
+		case store.ClaimParams, store.DeleteRecordParams: // answered; invalidates
+			return true
+		case store.CompleteParams, store.RejectParams, store.ExtendLeaseParams: // cached when finished
+			return true
+		case store.StreamCommand: // streams are not cached
+			return true
+		}
+		return false
+	})
 }

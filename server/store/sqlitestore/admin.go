@@ -35,8 +35,6 @@ FROM (SELECT consumer, state, updated_at, lease_expires_at, expires_at > $1 AS l
       FROM dedup_records %s)
 GROUP BY consumer
 ORDER BY consumer`
-
-	tombstoneSQL = `UPDATE dedup_records SET expires_at = $3 WHERE consumer = $1 AND key = $2`
 )
 
 // ListRecords lists live records in key order, one keyset page at a time,
@@ -68,33 +66,6 @@ func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Re
 		return nil, dbError("list records", err)
 	}
 	return recs, nil
-}
-
-// DeleteRecord forgets a live record by making it expire now; see
-// store.Admin for why the row stays until reaped.
-func (s *Store) DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error) {
-	var rec store.Record
-	err := s.w.write(ctx, func() error {
-		bg := context.Background()
-		stored, err := scanRecord(s.w.selectRecord.QueryRowContext(bg, consumer, key), consumer, key)
-		if err != nil {
-			return dbError("reading record", err)
-		}
-		now := store.Now(time.Now())
-		if !store.IsLive(stored, now) {
-			return store.ErrNotFound
-		}
-		if _, err := s.w.conn.ExecContext(bg, tombstoneSQL, consumer, key, now.UnixMicro()); err != nil {
-			return dbError("deleting record", err)
-		}
-		rec = *stored
-		rec.ExpiresAt = now
-		return nil
-	})
-	if err != nil {
-		return store.Record{}, err
-	}
-	return rec, nil
 }
 
 // PurgeBatch deletes one batch in one transaction on the writer. Like the

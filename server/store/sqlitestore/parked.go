@@ -144,18 +144,14 @@ func notNil(b []byte) []byte {
 	return b
 }
 
-// ClaimParked hands out a ready parked event of one stream, or of the
-// first stream of the consumer that has one.
-func (s *Store) ClaimParked(ctx context.Context, p store.ClaimParkedParams) (store.ParkedClaimResult, error) {
-	one := func(ctx context.Context, p store.ClaimParkedParams) (store.ParkedClaimResult, error) {
-		d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-		return store.ParkedClaimOf(d), err
-	}
-	if p.Stream != "" {
-		return one(ctx, p)
+// claimAnyParked hands out a ready parked event of the first stream of
+// the consumer that has one.
+func (s *Store) claimAnyParked(ctx context.Context, p store.ClaimParkedParams) (store.StreamDecision, error) {
+	one := func(ctx context.Context, p store.ClaimParkedParams) (store.StreamDecision, error) {
+		return s.applyStream(ctx, p.Consumer, p.Stream, p)
 	}
 	if s.closed.Load() {
-		return store.ParkedClaimResult{}, errClosed
+		return store.StreamDecision{}, errClosed
 	}
 	rows, err := s.r.db.QueryContext(ctx, `SELECT s.stream FROM dedup_streams s
 WHERE s.consumer = $1 AND s.parked > 0 AND s.mode = 'DENSE' AND s.expires_at > $2
@@ -164,11 +160,11 @@ WHERE s.consumer = $1 AND s.parked > 0 AND s.mode = 'DENSE' AND s.expires_at > $
               WHERE p.consumer = s.consumer AND p.stream = s.stream AND p.sequence = s.high_water + 1)
 ORDER BY s.stream LIMIT 16`, p.Consumer, store.Now(time.Now()).UnixMicro())
 	if err != nil {
-		return store.ParkedClaimResult{}, dbError("finding parked events", err)
+		return store.StreamDecision{}, dbError("finding parked events", err)
 	}
 	candidates, err := scanStrings(rows)
 	if err != nil {
-		return store.ParkedClaimResult{}, dbError("finding parked events", err)
+		return store.StreamDecision{}, dbError("finding parked events", err)
 	}
 	return store.ClaimParkedOf(ctx, p, candidates, one)
 }
@@ -287,19 +283,4 @@ WHERE s.expires_at > $1 GROUP BY p.consumer ORDER BY p.consumer`, store.Now(time
 		return nil, dbError("parked totals", err)
 	}
 	return out, nil
-}
-
-// DropParked deletes a stream's parked events in a range.
-func (s *Store) DropParked(ctx context.Context, p store.DropParkedParams) (store.DropParkedResult, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	return store.DropParkedResult{Stream: d.Stream, Dropped: d.Dropped}, err
-}
-
-// SkipGap gives up on a stream's gap.
-func (s *Store) SkipGap(ctx context.Context, p store.SkipGapParams) (store.SkipGapResult, error) {
-	d, err := s.applyStream(ctx, p.Consumer, p.Stream, p)
-	if err != nil {
-		return store.SkipGapResult{}, err
-	}
-	return store.SkipGapResult{Stream: d.Stream, Skipped: *d.Skipped}, nil
 }

@@ -101,6 +101,9 @@ func (o Options) maxBatch() int {
 
 // Store is the embedded store.Store. Its methods are safe for concurrent use.
 type Store struct {
+	// API is the typed contract, derived from this engine.
+	*store.API
+
 	dir    string
 	lock   *flock.Flock
 	closed atomic.Bool
@@ -111,7 +114,10 @@ type Store struct {
 	applied []migrations.Migration
 }
 
-var _ store.Backend = (*Store)(nil)
+var (
+	_ store.Engine  = (*Store)(nil)
+	_ store.Backend = (*Store)(nil)
+)
 
 // Open opens, creating it if needed, the store in dataDir and brings its
 // schema up to date. It fails at once with an error matching ErrLocked when
@@ -129,6 +135,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 		return nil, err
 	}
 	s := &Store{dir: dir, lock: lock}
+	s.API = store.NewAPI(s)
 	defer func() {
 		if err != nil {
 			_ = s.closeAll() // err already says why Open failed
@@ -187,39 +194,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.r.ping(ctx)
 }
 
-// Lookup returns the live record of a key.
-func (s *Store) Lookup(ctx context.Context, consumer, key string) (store.Record, error) {
-	if s.closed.Load() {
-		return store.Record{}, errClosed
-	}
-	return s.r.lookup(ctx, consumer, key, store.Now(time.Now()))
-}
-
-// Claim applies a claim to the key.
-func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error) {
-	d, err := s.w.apply(ctx, p.Consumer, p.Key, p)
-	if err != nil {
-		return store.ClaimResult{}, err
-	}
-	return store.ClaimResult{Outcome: d.Outcome, Record: d.Record, RetryAfter: d.RetryAfter}, nil
-}
-
-// Complete stores a result under the current fencing token.
-func (s *Store) Complete(ctx context.Context, p store.CompleteParams) (store.Record, error) {
-	d, err := s.w.apply(ctx, p.Consumer, p.Key, p)
-	return d.Record, err
-}
-
-// Reject stores a rejection, or releases the key when it is retryable.
-func (s *Store) Reject(ctx context.Context, p store.RejectParams) (store.Record, error) {
-	d, err := s.w.apply(ctx, p.Consumer, p.Key, p)
-	return d.Record, err
-}
-
-// ExtendLease renews the lease of a pending claim.
-func (s *Store) ExtendLease(ctx context.Context, p store.ExtendLeaseParams) (store.Record, error) {
-	d, err := s.w.apply(ctx, p.Consumer, p.Key, p)
-	return d.Record, err
+// Apply runs a key command on the write connection (see decide.go for
+// its statements): with group commit in the transaction of the commands
+// queued beside it.
+func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
+	consumer, key := store.KeyOf(cmd)
+	return s.w.apply(ctx, consumer, key, cmd)
 }
 
 // DeleteExpired deletes at most limit expired records.

@@ -65,12 +65,12 @@ func (m *memStreams) writeParked(k [2]string, d store.StreamDecision) {
 }
 
 func (m *memStreams) ClaimParked(ctx context.Context, p store.ClaimParkedParams) (store.ParkedClaimResult, error) {
-	one := func(ctx context.Context, p store.ClaimParkedParams) (store.ParkedClaimResult, error) {
-		d, err := m.apply(ctx, p.Consumer, p.Stream, p)
-		return store.ParkedClaimOf(d), err
+	one := func(ctx context.Context, p store.ClaimParkedParams) (store.StreamDecision, error) {
+		return m.apply(ctx, p.Consumer, p.Stream, p)
 	}
 	if p.Stream != "" {
-		return one(ctx, p)
+		d, err := one(ctx, p)
+		return store.ParkedClaimOf(d), err
 	}
 	m.mu.Lock()
 	var candidates []string
@@ -81,7 +81,8 @@ func (m *memStreams) ClaimParked(ctx context.Context, p store.ClaimParkedParams)
 	}
 	m.mu.Unlock()
 	slices.Sort(candidates)
-	return store.ClaimParkedOf(ctx, p, candidates, one)
+	d, err := store.ClaimParkedOf(ctx, p, candidates, one)
+	return store.ParkedClaimOf(d), err
 }
 
 func (m *memStreams) ListParked(ctx context.Context, p store.ListParkedParams) ([]store.ParkedEvent, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/stack"
 	"github.com/dedupd/dedupd/server/store/storetest"
 	"github.com/dedupd/dedupd/server/store/storetrace"
 )
@@ -29,7 +30,7 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		spans := tracetest.NewSpanRecorder()
-		s := storetrace.Store(inner, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+		s := stack.Build(inner, stack.Options{Observe: storetrace.Options{Tracer: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))}})
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
@@ -51,7 +52,7 @@ func TestOutcomes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		spans := tracetest.NewSpanRecorder()
-		s := storetrace.Store(failing{err: tc.err}, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+		s := storetrace.Store(storetest.AsEngine(failing{err: tc.err}), sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
 		_, _ = s.Complete(context.Background(), store.CompleteParams{Consumer: "billing", Key: "k-secret"})
 		ended := spans.Ended()
 		if len(ended) != 1 {
@@ -185,4 +186,35 @@ func TestStreamSpans(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("spans %v, want %v", got, want)
 	}
+}
+
+// Every Engine method is observed or passed through on purpose, and
+// every command is named, so a new one cannot slip past unobserved.
+func TestEveryEngineMethodIsDecided(t *testing.T) {
+	storetest.EngineMethodsDecided(t, map[string]string{
+		"Apply": "observed as the command's op", "ApplyBatch": "one span, items counted by op",
+		"ApplyStream": "observed as the command's op", "LookupBatch": "Lookup or LookupBatch",
+		"ListRecords": "traced", "GetStream": "traced and counted", "ListStreams": "traced",
+		"ListParked": "traced and counted", "GetParkedSummary": "traced and counted",
+		"ListOpenGaps": "traced and counted", "ParkedTotals": "traced and counted",
+		"DeleteExpired": "counted", "DeleteExpiredStreams": "counted", "Ping": "counted",
+		"Close": "passes through",
+		"Stats": "Reports: unobserved", "StreamStats": "Reports: unobserved",
+		"PendingLeases": "Reports: unobserved", "InFlightLeases": "Reports: unobserved",
+		"PurgeBatch": "Reports: unobserved", "CountPurge": "Reports: unobserved",
+		"PutPolicy": "Reports: unobserved", "GetPolicy": "Reports: unobserved",
+		"ListPolicies": "Reports: unobserved", "DeletePolicy": "Reports: unobserved",
+		"PutStreamPolicy": "Reports: unobserved", "GetStreamPolicy": "Reports: unobserved",
+		"DeleteStreamPolicy": "Reports: unobserved",
+	})
+	storetest.CommandsDecided(t, func(cmd any) bool {
+		var op store.Op
+		switch c := cmd.(type) {
+		case store.Command:
+			op = c.Op()
+		case store.StreamCommand:
+			op = c.Op()
+		}
+		return op.Name != "" && slices.Contains(store.Ops(), op)
+	})
 }
