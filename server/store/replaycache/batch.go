@@ -23,7 +23,7 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 		c, ok := cmd.(store.ClaimParams)
 		if ok {
 			if rec, hit := s.cache.get(c.Consumer, c.Key, now); hit {
-				if d, answered, err := s.replay(ctx, rec, c); answered {
+				if d, answered, err := s.replay(ctx, rec, cmd); answered {
 					results[i] = store.ResultOf(d, err)
 					continue
 				}

@@ -95,7 +95,7 @@ func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, e
 	switch c := cmd.(type) {
 	case store.ClaimParams:
 		if rec, ok := s.cache.get(c.Consumer, c.Key, s.now()); ok {
-			if d, answered, err := s.replay(ctx, rec, c); answered {
+			if d, answered, err := s.replay(ctx, rec, cmd); answered {
 				return d, err
 			}
 		}
@@ -112,15 +112,16 @@ func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, e
 	return d, err
 }
 
-// replay answers a claim of a cached finished record through store.Apply,
+// replay answers a claim (already a Command, so that it is not boxed
+// again) of a cached finished record through store.Apply,
 // as the store would: the record with the same digest, a digest mismatch
 // carrying it otherwise. answered is false when Apply would write (never
 // for a record the cache still trusts), and then the store must decide.
-func (s *Store) replay(ctx context.Context, rec store.Record, c store.ClaimParams) (_ store.Decision, answered bool, _ error) {
+func (s *Store) replay(ctx context.Context, rec store.Record, claim store.Command) (_ store.Decision, answered bool, _ error) {
 	if err := ctx.Err(); err != nil {
 		return store.Decision{}, true, err
 	}
-	d, err := store.Apply(&rec, c, s.now())
+	d, err := store.Apply(&rec, claim, s.now())
 	if err == nil && d.Write {
 		return store.Decision{}, false, nil
 	}
