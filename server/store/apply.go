@@ -8,11 +8,19 @@ import (
 
 // Command is a write to one key: a ClaimParams, CompleteParams, RejectParams,
 // ExtendLeaseParams or DeleteRecordParams. Op names it for metrics, traces
-// and retries, so a new command cannot be added without a name.
+// and retries, so a new command cannot be added without a name; Target is
+// the consumer and key it writes.
 type Command interface {
 	isCommand()
 	Op() Op
+	Target() (consumer, key string)
 }
+
+func (p ClaimParams) Target() (consumer, key string)        { return p.Consumer, p.Key }
+func (p CompleteParams) Target() (consumer, key string)     { return p.Consumer, p.Key }
+func (p RejectParams) Target() (consumer, key string)       { return p.Consumer, p.Key }
+func (p ExtendLeaseParams) Target() (consumer, key string)  { return p.Consumer, p.Key }
+func (p DeleteRecordParams) Target() (consumer, key string) { return p.Consumer, p.Key }
 
 func (ClaimParams) isCommand()        {}
 func (CompleteParams) isCommand()     {}

@@ -359,8 +359,9 @@ func TestApplyExtendLease(t *testing.T) {
 // bogus is a Command that Apply does not know.
 type bogus struct{}
 
-func (bogus) isCommand() {}
-func (bogus) Op() Op     { return Op{} }
+func (bogus) isCommand()               {}
+func (bogus) Op() Op                   { return Op{} }
+func (bogus) Target() (string, string) { return "", "" }
 
 func TestApplyUnknownCommand(t *testing.T) {
 	_, err := Apply(pending(), bogus{}, t0)

@@ -85,21 +85,7 @@ type Batcher interface {
 }
 
 // KeyOf returns the consumer and key a command writes.
-func KeyOf(cmd Command) (consumer, key string) {
-	switch c := cmd.(type) {
-	case ClaimParams:
-		return c.Consumer, c.Key
-	case CompleteParams:
-		return c.Consumer, c.Key
-	case RejectParams:
-		return c.Consumer, c.Key
-	case ExtendLeaseParams:
-		return c.Consumer, c.Key
-	case DeleteRecordParams:
-		return c.Consumer, c.Key
-	}
-	return "", ""
-}
+func KeyOf(cmd Command) (consumer, key string) { return cmd.Target() }
 
 // CompareKeys is the one global order of keys in which multi-key writes
 // take their rows: by consumer, then by key, both bytewise.

@@ -11,10 +11,12 @@ import (
 // CompleteStreamParams, RejectStreamParams, ReleaseStreamParams,
 // ExtendStreamLeaseParams, ResetStreamParams, or one of park mode's
 // ClaimParkedParams (of one named stream), DropParkedParams and
-// SkipGapParams. Op names it, as Command's does.
+// SkipGapParams. Op and Target name it and what it writes, as Command's
+// do.
 type StreamCommand interface {
 	isStreamCommand()
 	Op() Op
+	Target() (consumer, stream string)
 }
 
 func (ClaimStreamParams) Op() Op       { return OpClaimStream }
@@ -27,32 +29,6 @@ func (ClaimParkedParams) Op() Op       { return OpClaimParked }
 func (DropParkedParams) Op() Op        { return OpDropParked }
 func (SkipGapParams) Op() Op           { return OpSkipGap }
 
-// StreamOf returns the consumer and stream a stream command writes (the
-// stream is empty for a ClaimParked of any stream).
-func StreamOf(cmd StreamCommand) (consumer, stream string) {
-	switch c := cmd.(type) {
-	case ClaimStreamParams:
-		return c.Consumer, c.Stream
-	case CompleteStreamParams:
-		return c.Consumer, c.Stream
-	case RejectStreamParams:
-		return c.Consumer, c.Stream
-	case ReleaseStreamParams:
-		return c.Consumer, c.Stream
-	case ExtendStreamLeaseParams:
-		return c.Consumer, c.Stream
-	case ResetStreamParams:
-		return c.Consumer, c.Stream
-	case ClaimParkedParams:
-		return c.Consumer, c.Stream
-	case DropParkedParams:
-		return c.Consumer, c.Stream
-	case SkipGapParams:
-		return c.Consumer, c.Stream
-	}
-	return "", ""
-}
-
 func (ClaimStreamParams) isStreamCommand()       {}
 func (CompleteStreamParams) isStreamCommand()    {}
 func (RejectStreamParams) isStreamCommand()      {}
@@ -62,6 +38,20 @@ func (ResetStreamParams) isStreamCommand()       {}
 func (ClaimParkedParams) isStreamCommand()       {}
 func (DropParkedParams) isStreamCommand()        {}
 func (SkipGapParams) isStreamCommand()           {}
+
+func (p ClaimStreamParams) Target() (consumer, stream string)       { return p.Consumer, p.Stream }
+func (p CompleteStreamParams) Target() (consumer, stream string)    { return p.Consumer, p.Stream }
+func (p RejectStreamParams) Target() (consumer, stream string)      { return p.Consumer, p.Stream }
+func (p ReleaseStreamParams) Target() (consumer, stream string)     { return p.Consumer, p.Stream }
+func (p ExtendStreamLeaseParams) Target() (consumer, stream string) { return p.Consumer, p.Stream }
+func (p ResetStreamParams) Target() (consumer, stream string)       { return p.Consumer, p.Stream }
+func (p ClaimParkedParams) Target() (consumer, stream string)       { return p.Consumer, p.Stream }
+func (p DropParkedParams) Target() (consumer, stream string)        { return p.Consumer, p.Stream }
+func (p SkipGapParams) Target() (consumer, stream string)           { return p.Consumer, p.Stream }
+
+// StreamOf returns the consumer and stream a stream command writes (the
+// stream is empty for a ClaimParked of any stream).
+func StreamOf(cmd StreamCommand) (consumer, stream string) { return cmd.Target() }
 
 // StreamDecision is what ApplyStream decides.
 type StreamDecision struct {

@@ -51,13 +51,9 @@ func (e typedEngine) ApplyStream(ctx context.Context, cmd store.StreamCommand) (
 		r, err = e.ClaimStream(ctx, c)
 		d = store.StreamDecision{Stream: r.Stream, Outcome: r.Outcome, RetryAfter: r.RetryAfter}
 	case store.CompleteStreamParams:
-		var r store.StreamFinishResult
-		r, err = e.CompleteStream(ctx, c)
-		d = store.StreamDecision{Stream: r.Stream, HandedOut: r.Next}
+		return finished(e.CompleteStream(ctx, c))
 	case store.RejectStreamParams:
-		var r store.StreamFinishResult
-		r, err = e.RejectStream(ctx, c)
-		d = store.StreamDecision{Stream: r.Stream, HandedOut: r.Next}
+		return finished(e.RejectStream(ctx, c))
 	case store.ReleaseStreamParams:
 		d.Stream, err = e.ReleaseStream(ctx, c)
 	case store.ExtendStreamLeaseParams:
@@ -80,6 +76,11 @@ func (e typedEngine) ApplyStream(ctx context.Context, cmd store.StreamCommand) (
 		return store.StreamDecision{}, fmt.Errorf("storetest: unknown stream command %T", cmd)
 	}
 	return d, err
+}
+
+// finished is the decision a finish returned.
+func finished(r store.StreamFinishResult, err error) (store.StreamDecision, error) {
+	return store.StreamDecision{Stream: r.Stream, HandedOut: r.Next}, err
 }
 
 // EngineMethodsDecided fails t unless decided names every method of

@@ -3,16 +3,30 @@ package storetrace
 import (
 	"context"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dedupd/dedupd/server/store"
 )
 
-func (x *observed) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
+// command is what the observer needs of a key or stream command.
+type command interface {
+	Op() store.Op
+	Target() (consumer, name string)
+}
+
+// startCommand opens the span of cmd's op, with the consumer it writes.
+func (x *observed) startCommand(ctx context.Context, cmd command) (context.Context, trace.Span, store.Op) {
 	op := cmd.Op()
-	var consumer string
-	if x.tracer != nil {
-		consumer, _ = store.KeyOf(cmd)
+	if x.tracer == nil {
+		return ctx, nil, op
 	}
+	consumer, _ := cmd.Target()
 	ctx, span := x.start(ctx, op, consumer)
+	return ctx, span, op
+}
+
+func (x *observed) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
+	ctx, span, op := x.startCommand(ctx, cmd)
 	d, err := x.inner.Apply(ctx, cmd)
 	outcome := ""
 	if _, claim := cmd.(store.ClaimParams); claim && span != nil {
@@ -28,7 +42,7 @@ func (x *observed) Apply(ctx context.Context, cmd store.Command) (store.Decision
 func (x *observed) ApplyBatch(ctx context.Context, p store.BatchParams) []store.ItemResult {
 	consumer := ""
 	if len(p.Commands) > 0 {
-		consumer, _ = store.KeyOf(p.Commands[0])
+		consumer, _ = p.Commands[0].Target()
 	}
 	ctx, span := x.start(ctx, store.OpApplyBatch, consumer)
 	if span != nil {
@@ -48,28 +62,29 @@ func (x *observed) ApplyBatch(ctx context.Context, p store.BatchParams) []store.
 // ApplyStream observes a stream command as its op; a stream's id is never
 // an attribute, as it may name an entity as a key does.
 func (x *observed) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store.StreamDecision, error) {
-	op := cmd.Op()
-	var consumer string
-	if x.tracer != nil {
-		consumer, _ = store.StreamOf(cmd)
-	}
-	ctx, span := x.start(ctx, op, consumer)
+	ctx, span, op := x.startCommand(ctx, cmd)
 	d, err := x.inner.ApplyStream(ctx, cmd)
-	outcome := ""
-	if span != nil {
-		switch cmd.(type) {
-		case store.ClaimStreamParams:
-			outcome = lower(d.Outcome.String())
-		case store.ClaimParkedParams:
-			outcome = "none"
-			if d.HandedOut != nil {
-				outcome = "acquired"
-			}
-		}
-	}
-	x.end(span, op, outcome, err)
+	x.end(span, op, streamOutcome(span, cmd, &d), err)
 	if err == nil && x.o.StreamApplied != nil {
 		x.o.StreamApplied(cmd, &d)
 	}
 	return d, err
+}
+
+// streamOutcome names a stream claim's success more precisely than "ok":
+// acquired, in_progress or duplicate; a ClaimParked's acquired or none.
+func streamOutcome(span trace.Span, cmd store.StreamCommand, d *store.StreamDecision) string {
+	if span == nil {
+		return ""
+	}
+	switch cmd.(type) {
+	case store.ClaimStreamParams:
+		return lower(d.Outcome.String())
+	case store.ClaimParkedParams:
+		if d.HandedOut != nil {
+			return "acquired"
+		}
+		return "none"
+	}
+	return ""
 }
