@@ -17,27 +17,27 @@ var _ Backend = (*API)(nil)
 func NewAPI(e Engine) *API { return &API{Engine: e} }
 
 func (a *API) Claim(ctx context.Context, p ClaimParams) (ClaimResult, error) {
-	d, err := a.Engine.Apply(ctx, p)
+	d, err := a.Apply(ctx, p)
 	return ClaimResult{Outcome: d.Outcome, Record: d.Record, RetryAfter: d.RetryAfter}, err
 }
 
 func (a *API) Complete(ctx context.Context, p CompleteParams) (Record, error) {
-	d, err := a.Engine.Apply(ctx, p)
+	d, err := a.Apply(ctx, p)
 	return d.Record, err
 }
 
 func (a *API) Reject(ctx context.Context, p RejectParams) (Record, error) {
-	d, err := a.Engine.Apply(ctx, p)
+	d, err := a.Apply(ctx, p)
 	return d.Record, err
 }
 
 func (a *API) ExtendLease(ctx context.Context, p ExtendLeaseParams) (Record, error) {
-	d, err := a.Engine.Apply(ctx, p)
+	d, err := a.Apply(ctx, p)
 	return d.Record, err
 }
 
 func (a *API) DeleteRecord(ctx context.Context, consumer, key string) (Record, error) {
-	d, err := a.Engine.Apply(ctx, DeleteRecordParams{Consumer: consumer, Key: key})
+	d, err := a.Apply(ctx, DeleteRecordParams{Consumer: consumer, Key: key})
 	return d.Record, err
 }
 
@@ -45,7 +45,7 @@ func (a *API) DeleteRecord(ctx context.Context, consumer, key string) (Record, e
 // it Lookup.
 func (a *API) Lookup(ctx context.Context, consumer, key string) (Record, error) {
 	keys := [1]string{key}
-	r := a.Engine.LookupBatch(ctx, LookupBatchParams{Consumer: consumer, Keys: keys[:], Single: true})
+	r := a.LookupBatch(ctx, LookupBatchParams{Consumer: consumer, Keys: keys[:], Single: true})
 	if len(r) != 1 {
 		return Record{}, ErrNotFound
 	}
@@ -53,47 +53,47 @@ func (a *API) Lookup(ctx context.Context, consumer, key string) (Record, error) 
 }
 
 func (a *API) ClaimStream(ctx context.Context, p ClaimStreamParams) (StreamClaimResult, error) {
-	d, err := a.Engine.ApplyStream(ctx, p)
+	d, err := a.ApplyStream(ctx, p)
 	return StreamClaimResult{Outcome: d.Outcome, Stream: d.Stream, RetryAfter: d.RetryAfter}, err
 }
 
 func (a *API) CompleteStream(ctx context.Context, p CompleteStreamParams) (StreamFinishResult, error) {
-	d, err := a.Engine.ApplyStream(ctx, p)
+	d, err := a.ApplyStream(ctx, p)
 	return StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
 func (a *API) RejectStream(ctx context.Context, p RejectStreamParams) (StreamFinishResult, error) {
-	d, err := a.Engine.ApplyStream(ctx, p)
+	d, err := a.ApplyStream(ctx, p)
 	return StreamFinishResult{Stream: d.Stream, Next: d.HandedOut}, err
 }
 
 func (a *API) ReleaseStream(ctx context.Context, p ReleaseStreamParams) (Stream, error) {
-	d, err := a.Engine.ApplyStream(ctx, p)
+	d, err := a.ApplyStream(ctx, p)
 	return d.Stream, err
 }
 
 func (a *API) ExtendStreamLease(ctx context.Context, p ExtendStreamLeaseParams) (Stream, error) {
-	d, err := a.Engine.ApplyStream(ctx, p)
+	d, err := a.ApplyStream(ctx, p)
 	return d.Stream, err
 }
 
 func (a *API) ResetStream(ctx context.Context, p ResetStreamParams) (Stream, error) {
-	d, err := a.Engine.ApplyStream(ctx, p)
+	d, err := a.ApplyStream(ctx, p)
 	return d.Stream, err
 }
 
 func (a *API) ClaimParked(ctx context.Context, p ClaimParkedParams) (ParkedClaimResult, error) {
-	d, err := a.Engine.ApplyStream(ctx, p)
+	d, err := a.ApplyStream(ctx, p)
 	return ParkedClaimOf(d), err
 }
 
 func (a *API) DropParked(ctx context.Context, p DropParkedParams) (DropParkedResult, error) {
-	d, err := a.Engine.ApplyStream(ctx, p)
+	d, err := a.ApplyStream(ctx, p)
 	return DropParkedResult{Stream: d.Stream, Dropped: d.Dropped}, err
 }
 
 func (a *API) SkipGap(ctx context.Context, p SkipGapParams) (SkipGapResult, error) {
-	d, err := a.Engine.ApplyStream(ctx, p)
+	d, err := a.ApplyStream(ctx, p)
 	if err != nil || d.Skipped == nil {
 		return SkipGapResult{Stream: d.Stream}, err
 	}

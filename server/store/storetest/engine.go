@@ -90,8 +90,8 @@ func finished(r store.StreamFinishResult, err error) (store.StreamDecision, erro
 func EngineMethodsDecided(t *testing.T, decided map[string]string) {
 	t.Helper()
 	engine := reflect.TypeFor[store.Engine]()
-	for i := range engine.NumMethod() {
-		if name := engine.Method(i).Name; decided[name] == "" {
+	for m := range engine.Methods() {
+		if name := m.Name; decided[name] == "" {
 			t.Errorf("store.Engine.%s is not decided here: say what this decorator does with it", name)
 		}
 	}
