@@ -7,26 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
-// Both read only the rows of a partial index (dedup_records_pending_lease,
-// dedup_streams_in_flight): their WHERE repeats the index's predicate so
-// the planner uses it on PostgreSQL and CockroachDB alike. count(CASE ...)
-// for an INT on both, as in statsSQL.
-const (
-	pendingLeasesSQL = `SELECT consumer, count(*),
-    count(CASE WHEN lease_expires_at <= now THEN 1 END), min(updated_at)
-FROM dedup_records, (SELECT statement_timestamp() AS now) AS clock
-WHERE state = 'PENDING' AND expires_at > now
-GROUP BY consumer
-ORDER BY consumer`
-
-	inFlightLeasesSQL = `SELECT consumer, count(*),
-    count(CASE WHEN lease_expires_at <= now THEN 1 END), min(updated_at)
-FROM dedup_streams, (SELECT statement_timestamp() AS now) AS clock
-WHERE in_flight <> 0 AND expires_at > now
-GROUP BY consumer
-ORDER BY consumer`
+// The lease sums, as sqlstmt writes them (the tests of the partial indexes
+// read them here).
+var (
+	pendingLeasesSQL  = sqlstmt.PendingLeases(sqlstmt.Postgres)
+	inFlightLeasesSQL = sqlstmt.InFlightLeases(sqlstmt.Postgres)
 )
 
 // PendingLeases sums up the pending claims per consumer.

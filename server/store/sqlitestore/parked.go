@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
 // Park mode on SQLite: parked events are rows of dedup_parked, read and
@@ -157,20 +158,21 @@ func (s *Store) ClaimParked(ctx context.Context, p store.ClaimParkedParams) (sto
 	if s.closed.Load() {
 		return store.ParkedClaimResult{}, errClosed
 	}
-	rows, err := s.r.db.QueryContext(ctx, `SELECT s.stream FROM dedup_streams s
-WHERE s.consumer = $1 AND s.parked > 0 AND s.mode = 'DENSE' AND s.expires_at > $2
-  AND (s.in_flight = 0 OR s.lease_expires_at <= $2)
-  AND EXISTS (SELECT 1 FROM dedup_parked p
-              WHERE p.consumer = s.consumer AND p.stream = s.stream AND p.sequence = s.high_water + 1)
-ORDER BY s.stream LIMIT 16`, p.Consumer, store.Now(time.Now()).UnixMicro())
-	if err != nil {
-		return store.ParkedClaimResult{}, dbError("finding parked events", err)
-	}
-	candidates, err := scanStrings(rows)
+	candidates, err := s.readyStreams(ctx, sqlstmt.SQLite, p.Consumer)
 	if err != nil {
 		return store.ParkedClaimResult{}, dbError("finding parked events", err)
 	}
 	return store.ClaimParkedOf(ctx, p, candidates, one)
+}
+
+// readyStreams lists the streams of consumer that ClaimParked may pick
+// (store.ParkedReady), on d's clock.
+func (s *Store) readyStreams(ctx context.Context, d sqlstmt.Dialect, consumer string) ([]string, error) {
+	rows, err := s.r.db.QueryContext(ctx, sqlstmt.ReadyStreams(d), d.Args(consumer)...)
+	if err != nil {
+		return nil, err
+	}
+	return scanStrings(rows)
 }
 
 func scanStrings(rows *sql.Rows) ([]string, error) {
