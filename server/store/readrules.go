@@ -92,7 +92,7 @@ func StatsOf(recs []Record, consumer string, now time.Time) []ConsumerStats {
 		}
 		c.Count(r, now)
 	}
-	out := make([]ConsumerStats, 0, len(byConsumer))
+	var out []ConsumerStats
 	for _, c := range byConsumer {
 		out = append(out, *c)
 	}

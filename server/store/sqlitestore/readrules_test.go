@@ -14,6 +14,8 @@ import (
 // package store, on rows at every clock boundary (see sqlreadtest).
 func TestReadRulesOracle(t *testing.T) {
 	s := newStore(t)
-	exec := func(ctx context.Context, sql string, args ...any) error { return sqlitestore.Exec(s, ctx, sql, args...) }
+	exec := func(ctx context.Context, sql string, args ...any) error {
+		return sqlitestore.Exec(s, ctx, sql, args...)
+	}
 	sqlreadtest.Run(t, sqlreadtest.Backend[*sqlitestore.Store]{Store: s, Dialect: sqlstmt.SQLite, Exec: exec, Reads: sqlitestore.StoppedReads})
 }
