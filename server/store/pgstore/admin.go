@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,21 +39,7 @@ func (s *Store) listRecords(ctx context.Context, d sqlstmt.Dialect, p store.List
 	}
 	q := sqlstmt.ListWhere(d, p)
 	sql := sqlstmt.SelectListed(recordColumns, q, p.Limit)
-	var recs []store.Record
-	err := s.withRetry(ctx, "list records", func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, sql, q.Args()...)
-		if err != nil {
-			return err
-		}
-		recs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) {
-			return scanRecord(row)
-		})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil
+	return queryAll(ctx, s, "list records", sql, q.Args(), func(row sqlstmt.Row) (store.Record, error) { return scanRecord(row) })
 }
 
 // DeleteRecord forgets a live record by making it expire now, in one
@@ -128,28 +113,7 @@ func (s *Store) stats(ctx context.Context, d sqlstmt.Dialect, consumer string) (
 	if consumer != "" {
 		sql, args = sqlstmt.Stats(d, true), d.Args(consumer)
 	}
-	var stats []store.ConsumerStats
-	err := s.withRetry(ctx, "stats", func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		stats, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ConsumerStats, error) {
-			var (
-				c      store.ConsumerStats
-				oldest *time.Time
-			)
-			err := row.Scan(&c.Consumer, &c.Pending, &c.Completed, &c.Rejected, &c.Released,
-				&c.PendingLeaseExpired, &oldest, &c.Expired)
-			if oldest != nil {
-				c.OldestPendingAt = store.Now(*oldest)
-			}
-			return c, err
-		})
-		return err
+	return queryAll(ctx, s, "stats", sql, args, func(row sqlstmt.Row) (store.ConsumerStats, error) {
+		return sqlstmt.ScanStats(row, nullTime)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return stats, nil
 }

@@ -2,9 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
@@ -28,27 +25,7 @@ func (s *Store) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) 
 }
 
 func (s *Store) leaseStats(ctx context.Context, op, query string) ([]store.LeaseStats, error) {
-	var out []store.LeaseStats
-	err := s.withRetry(ctx, op, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, query)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.LeaseStats, error) {
-			var (
-				l      store.LeaseStats
-				oldest *time.Time
-			)
-			err := row.Scan(&l.Consumer, &l.Held, &l.Expired, &oldest)
-			if oldest != nil {
-				l.OldestUpdatedAt = store.Now(*oldest)
-			}
-			return l, err
-		})
-		return err
+	return queryAll(ctx, s, op, query, nil, func(row sqlstmt.Row) (store.LeaseStats, error) {
+		return sqlstmt.ScanLeaseStats(row, nullTime)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

@@ -33,16 +33,7 @@ func (s *Store) ClaimParked(ctx context.Context, p store.ClaimParkedParams) (sto
 // readyStreams lists the streams of consumer that ClaimParked may pick
 // (store.ParkedReady), on d's clock.
 func (s *Store) readyStreams(ctx context.Context, d sqlstmt.Dialect, consumer string) ([]string, error) {
-	var out []string
-	err := s.withRetry(ctx, "find parked", func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, sqlstmt.ReadyStreams(d), d.Args(consumer)...)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
-	return out, err
+	return queryAll(ctx, s, "find parked", sqlstmt.ReadyStreams(d), d.Args(consumer), sqlstmt.ScanStream)
 }
 
 // ListParked pages through a live stream's parked events.

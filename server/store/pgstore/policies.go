@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -35,21 +34,9 @@ func (s *Store) DeletePolicy(ctx context.Context, consumer string) (store.Consum
 
 // ListPolicies returns every policy, ordered by consumer.
 func (s *Store) ListPolicies(ctx context.Context) ([]store.ConsumerPolicy, error) {
-	var ps []store.ConsumerPolicy
-	err := s.withRetry(ctx, "list policies", func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, sqlstmt.ListPolicies)
-		if err != nil {
-			return err
-		}
-		ps, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ConsumerPolicy, error) {
-			return scanPolicy(row)
-		})
-		return err
+	return queryAll(ctx, s, "list policies", sqlstmt.ListPolicies, nil, func(row sqlstmt.Row) (store.ConsumerPolicy, error) {
+		return sqlstmt.ScanPolicy(row, store.Now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return ps, nil
 }
 
 // onePolicy runs a statement that returns at most one policy row; no row
@@ -58,7 +45,7 @@ func (s *Store) onePolicy(ctx context.Context, op, sql string, args ...any) (sto
 	var p store.ConsumerPolicy
 	err := s.withRetry(ctx, op, func(ctx context.Context) error {
 		var err error
-		p, err = scanPolicy(s.pool.QueryRow(ctx, sql, args...))
+		p, err = sqlstmt.ScanPolicy(s.pool.QueryRow(ctx, sql, args...), store.Now)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNoPolicy
 		}
@@ -68,22 +55,4 @@ func (s *Store) onePolicy(ctx context.Context, op, sql string, args ...any) (sto
 		return store.ConsumerPolicy{}, err
 	}
 	return p, nil
-}
-
-func scanPolicy(row pgx.Row) (store.ConsumerPolicy, error) {
-	var (
-		p                             store.ConsumerPolicy
-		completed, rejected, released int64
-		defaultLease, maxLease        int64
-		updated                       time.Time
-	)
-	err := row.Scan(&p.Consumer, &completed, &rejected, &released, &defaultLease, &maxLease,
-		&p.MaxResultBytes, &p.RequireDigest, &updated)
-	p.CompletedTTL = time.Duration(completed) * time.Microsecond
-	p.RejectedTTL = time.Duration(rejected) * time.Microsecond
-	p.ReleasedTTL = time.Duration(released) * time.Microsecond
-	p.DefaultLeaseTTL = time.Duration(defaultLease) * time.Microsecond
-	p.MaxLeaseTTL = time.Duration(maxLease) * time.Microsecond
-	p.UpdatedAt = store.Now(updated)
-	return p, err
 }

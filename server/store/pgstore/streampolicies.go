@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -34,19 +33,11 @@ func (s *Store) DeleteStreamPolicy(ctx context.Context, consumer string) (store.
 func (s *Store) oneStreamPolicy(ctx context.Context, op, sql string, args ...any) (store.ConsumerStreamPolicy, error) {
 	var p store.ConsumerStreamPolicy
 	err := s.withRetry(ctx, op, func(ctx context.Context) error {
-		var (
-			mode, start, onGap string
-			ttl, gap           int64
-			updated            time.Time
-		)
-		err := s.pool.QueryRow(ctx, sql, args...).Scan(&p.Consumer, &ttl, &mode, &start, &updated,
-			&p.MaxParked, &gap, &onGap)
-		p.GapTimeout, p.OnGapTimeout = time.Duration(gap)*time.Microsecond, store.GapAction(onGap)
+		var err error
+		p, err = sqlstmt.ScanStreamPolicy(s.pool.QueryRow(ctx, sql, args...), store.Now)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNoPolicy
 		}
-		p.StreamTTL = time.Duration(ttl) * time.Microsecond
-		p.Mode, p.Start, p.UpdatedAt = store.StreamMode(mode), store.StreamStart(start), store.Now(updated)
 		return err
 	})
 	return p, err

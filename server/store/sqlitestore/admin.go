@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -25,27 +24,12 @@ func (s *Store) listRecords(ctx context.Context, d sqlstmt.Dialect, p store.List
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, errClosed
-	}
 	q := sqlstmt.ListWhere(d, p)
-	rows, err := s.r.db.QueryContext(ctx, sqlstmt.SelectListed("key, "+recordFields, q, p.Limit), q.Args()...)
-	if err != nil {
-		return nil, dbError("list records", err)
-	}
-	defer rows.Close()
-	var recs []store.Record
-	for rows.Next() {
-		r := store.Record{Consumer: p.Consumer}
-		if err := scanFields(rows, &r, &r.Key); err != nil {
-			return nil, dbError("list records", err)
-		}
-		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("list records", err)
-	}
-	return recs, nil
+	return queryAll(ctx, s, "list records", sqlstmt.SelectListed("key, "+recordFields, q, p.Limit), q.Args(),
+		func(row sqlstmt.Row) (store.Record, error) {
+			r := store.Record{Consumer: p.Consumer}
+			return r, scanFields(row, &r, &r.Key)
+		})
 }
 
 // DeleteRecord forgets a live record by making it expire now; see
@@ -130,35 +114,11 @@ func (s *Store) Stats(ctx context.Context, consumer string) ([]store.ConsumerSta
 }
 
 func (s *Store) stats(ctx context.Context, d sqlstmt.Dialect, consumer string) ([]store.ConsumerStats, error) {
-	if s.closed.Load() {
-		return nil, errClosed
-	}
 	text, args := sqlstmt.Stats(d, false), d.Args()
 	if consumer != "" {
 		text, args = sqlstmt.Stats(d, true), d.Args(consumer)
 	}
-	rows, err := s.r.db.QueryContext(ctx, text, args...)
-	if err != nil {
-		return nil, dbError("stats", err)
-	}
-	defer rows.Close()
-	var stats []store.ConsumerStats
-	for rows.Next() {
-		var (
-			c      store.ConsumerStats
-			oldest sql.NullInt64
-		)
-		if err := rows.Scan(&c.Consumer, &c.Pending, &c.Completed, &c.Rejected, &c.Released,
-			&c.PendingLeaseExpired, &oldest, &c.Expired); err != nil {
-			return nil, dbError("stats", err)
-		}
-		if oldest.Valid {
-			c.OldestPendingAt = fromMicros(oldest.Int64)
-		}
-		stats = append(stats, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("stats", err)
-	}
-	return stats, nil
+	return queryAll(ctx, s, "stats", text, args, func(row sqlstmt.Row) (store.ConsumerStats, error) {
+		return sqlstmt.ScanStats(row, nullTime)
+	})
 }

@@ -155,12 +155,9 @@ func (s *Store) ClaimParked(ctx context.Context, p store.ClaimParkedParams) (sto
 	if p.Stream != "" {
 		return one(ctx, p)
 	}
-	if s.closed.Load() {
-		return store.ParkedClaimResult{}, errClosed
-	}
 	candidates, err := s.readyStreams(ctx, sqlstmt.SQLite, p.Consumer)
 	if err != nil {
-		return store.ParkedClaimResult{}, dbError("finding parked events", err)
+		return store.ParkedClaimResult{}, err
 	}
 	return store.ClaimParkedOf(ctx, p, candidates, one)
 }
@@ -168,24 +165,7 @@ func (s *Store) ClaimParked(ctx context.Context, p store.ClaimParkedParams) (sto
 // readyStreams lists the streams of consumer that ClaimParked may pick
 // (store.ParkedReady), on d's clock.
 func (s *Store) readyStreams(ctx context.Context, d sqlstmt.Dialect, consumer string) ([]string, error) {
-	rows, err := s.r.db.QueryContext(ctx, sqlstmt.ReadyStreams(d), d.Args(consumer)...)
-	if err != nil {
-		return nil, err
-	}
-	return scanStrings(rows)
-}
-
-func scanStrings(rows *sql.Rows) ([]string, error) {
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "finding parked events", sqlstmt.ReadyStreams(d), d.Args(consumer), sqlstmt.ScanStream)
 }
 
 // ListParked pages through a live stream's parked events.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
@@ -51,26 +50,9 @@ func (s *Store) DeletePolicy(ctx context.Context, consumer string) (store.Consum
 
 // ListPolicies returns every policy, ordered by consumer.
 func (s *Store) ListPolicies(ctx context.Context) ([]store.ConsumerPolicy, error) {
-	if s.closed.Load() {
-		return nil, errClosed
-	}
-	rows, err := s.r.db.QueryContext(ctx, sqlstmt.ListPolicies)
-	if err != nil {
-		return nil, dbError("list policies", err)
-	}
-	defer rows.Close()
-	var ps []store.ConsumerPolicy
-	for rows.Next() {
-		p, err := scanPolicy(rows)
-		if err != nil {
-			return nil, dbError("list policies", err)
-		}
-		ps = append(ps, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("list policies", err)
-	}
-	return ps, nil
+	return queryAll(ctx, s, "list policies", sqlstmt.ListPolicies, nil, func(row sqlstmt.Row) (store.ConsumerPolicy, error) {
+		return scanPolicy(row)
+	})
 }
 
 // policyError turns "no row" into store.ErrNoPolicy.
@@ -85,19 +67,5 @@ func policyError(op string, err error) error {
 }
 
 func scanPolicy(row rowScanner) (store.ConsumerPolicy, error) {
-	var (
-		p                             store.ConsumerPolicy
-		completed, rejected, released int64
-		defaultLease, maxLease        int64
-		updated                       int64
-	)
-	err := row.Scan(&p.Consumer, &completed, &rejected, &released, &defaultLease, &maxLease,
-		&p.MaxResultBytes, &p.RequireDigest, &updated)
-	p.CompletedTTL = time.Duration(completed) * time.Microsecond
-	p.RejectedTTL = time.Duration(rejected) * time.Microsecond
-	p.ReleasedTTL = time.Duration(released) * time.Microsecond
-	p.DefaultLeaseTTL = time.Duration(defaultLease) * time.Microsecond
-	p.MaxLeaseTTL = time.Duration(maxLease) * time.Microsecond
-	p.UpdatedAt = fromMicros(updated)
-	return p, err
+	return sqlstmt.ScanPolicy(row, fromMicros)
 }

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"time"
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
@@ -46,14 +45,5 @@ func (s *Store) DeleteStreamPolicy(ctx context.Context, consumer string) (store.
 }
 
 func scanStreamPolicy(row rowScanner) (store.ConsumerStreamPolicy, error) {
-	var (
-		p                  store.ConsumerStreamPolicy
-		mode, start, onGap string
-		ttl, upd, gap      int64
-	)
-	err := row.Scan(&p.Consumer, &ttl, &mode, &start, &upd, &p.MaxParked, &gap, &onGap)
-	p.GapTimeout, p.OnGapTimeout = time.Duration(gap)*time.Microsecond, store.GapAction(onGap)
-	p.StreamTTL = time.Duration(ttl) * time.Microsecond
-	p.Mode, p.Start, p.UpdatedAt = store.StreamMode(mode), store.StreamStart(start), fromMicros(upd)
-	return p, err
+	return sqlstmt.ScanStreamPolicy(row, fromMicros)
 }

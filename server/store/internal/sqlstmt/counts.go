@@ -2,6 +2,7 @@ package sqlstmt
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -81,4 +82,53 @@ WHERE s.consumer = ` + d.Arg(1) + ` AND s.parked > 0 AND s.mode = 'DENSE' AND s.
   AND EXISTS (SELECT 1 FROM dedup_parked p
               WHERE p.consumer = s.consumer AND p.stream = s.stream AND p.sequence = s.high_water + 1)
 ORDER BY s.stream LIMIT ` + strconv.Itoa(store.ReadyCandidates)
+}
+
+// ScanStream reads a row of ReadyStreams.
+func ScanStream(row Row) (string, error) {
+	var stream string
+	return stream, row.Scan(&stream)
+}
+
+// The rows of the counts. Each ends in a nullable least time, which a
+// store reads as T and at turns into the time, zero for NULL.
+
+// ScanStats reads a row of Stats.
+func ScanStats[T any](row Row, at func(T) time.Time) (store.ConsumerStats, error) {
+	var (
+		c      store.ConsumerStats
+		oldest T
+	)
+	err := row.Scan(&c.Consumer, &c.Pending, &c.Completed, &c.Rejected, &c.Released,
+		&c.PendingLeaseExpired, &oldest, &c.Expired)
+	if err == nil {
+		c.OldestPendingAt = at(oldest)
+	}
+	return c, err
+}
+
+// ScanStreamStats reads a row of StreamStats.
+func ScanStreamStats[T any](row Row, at func(T) time.Time) (store.ConsumerStreamStats, error) {
+	var (
+		c      store.ConsumerStreamStats
+		oldest T
+	)
+	err := row.Scan(&c.Consumer, &c.Streams, &c.InFlight, &c.LeaseExpired, &oldest)
+	if err == nil {
+		c.OldestInFlightAt = at(oldest)
+	}
+	return c, err
+}
+
+// ScanLeaseStats reads a row of PendingLeases or InFlightLeases.
+func ScanLeaseStats[T any](row Row, at func(T) time.Time) (store.LeaseStats, error) {
+	var (
+		l      store.LeaseStats
+		oldest T
+	)
+	err := row.Scan(&l.Consumer, &l.Held, &l.Expired, &oldest)
+	if err == nil {
+		l.OldestUpdatedAt = at(oldest)
+	}
+	return l, err
 }

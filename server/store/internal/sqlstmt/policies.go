@@ -1,5 +1,11 @@
 package sqlstmt
 
+import (
+	"time"
+
+	"github.com/dedupd/dedupd/server/store"
+)
+
 // The policy statements. A put is INSERT ... ON CONFLICT DO UPDATE, not
 // CockroachDB's UPSERT, which PostgreSQL lacks; both run it atomically,
 // without a serialization failure on PostgreSQL's default READ COMMITTED.
@@ -54,3 +60,45 @@ ON CONFLICT (consumer) DO UPDATE SET
     gap_timeout_us = excluded.gap_timeout_us, on_gap_timeout = excluded.on_gap_timeout
 RETURNING ` + StreamPolicyColumns
 }
+
+// Row is one row of a result, as both drivers give it.
+type Row interface{ Scan(dest ...any) error }
+
+// ScanPolicy reads a row of PolicyColumns. A store keeps updated_at as T,
+// which at turns into the time.
+func ScanPolicy[T any](row Row, at func(T) time.Time) (store.ConsumerPolicy, error) {
+	var (
+		p                             store.ConsumerPolicy
+		completed, rejected, released int64
+		defaultLease, maxLease        int64
+		updated                       T
+	)
+	err := row.Scan(&p.Consumer, &completed, &rejected, &released, &defaultLease, &maxLease,
+		&p.MaxResultBytes, &p.RequireDigest, &updated)
+	p.CompletedTTL, p.RejectedTTL, p.ReleasedTTL = durationOf(completed), durationOf(rejected), durationOf(released)
+	p.DefaultLeaseTTL, p.MaxLeaseTTL = durationOf(defaultLease), durationOf(maxLease)
+	if err == nil {
+		p.UpdatedAt = at(updated)
+	}
+	return p, err
+}
+
+// ScanStreamPolicy reads a row of StreamPolicyColumns, as ScanPolicy.
+func ScanStreamPolicy[T any](row Row, at func(T) time.Time) (store.ConsumerStreamPolicy, error) {
+	var (
+		p                  store.ConsumerStreamPolicy
+		mode, start, onGap string
+		ttl, gap           int64
+		updated            T
+	)
+	err := row.Scan(&p.Consumer, &ttl, &mode, &start, &updated, &p.MaxParked, &gap, &onGap)
+	p.StreamTTL, p.GapTimeout = durationOf(ttl), durationOf(gap)
+	p.Mode, p.Start, p.OnGapTimeout = store.StreamMode(mode), store.StreamStart(start), store.GapAction(onGap)
+	if err == nil {
+		p.UpdatedAt = at(updated)
+	}
+	return p, err
+}
+
+// durationOf reads a duration stored in microseconds.
+func durationOf(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
