@@ -26,7 +26,7 @@ RETURNING ` + recordColumns
 
 // The admin reads take the dialect whose clock they read: the database's
 // (sqlstmt.Postgres), or, in the oracle tests of the read rules, one
-// stopped at a chosen time (see export_test.go).
+// stopped at a chosen time (see readrules_export_test.go).
 
 // ListRecords lists live records in key order, one keyset page at a time.
 func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Record, error) {

@@ -12,7 +12,7 @@ const tombstoneSQL = `UPDATE dedup_records SET expires_at = $3 WHERE consumer = 
 
 // The admin reads take the dialect whose clock they read: the process's
 // (sqlstmt.SQLite), or, in the oracle tests of the read rules, one stopped
-// at a chosen time (see export_test.go).
+// at a chosen time (see readrules_export_test.go).
 
 // ListRecords lists live records in key order, one keyset page at a time,
 // on the read pool.

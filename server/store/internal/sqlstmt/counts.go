@@ -95,40 +95,38 @@ func ScanStream(row Row) (string, error) {
 
 // ScanStats reads a row of Stats.
 func ScanStats[T any](row Row, at func(T) time.Time) (store.ConsumerStats, error) {
-	var (
-		c      store.ConsumerStats
-		oldest T
-	)
-	err := row.Scan(&c.Consumer, &c.Pending, &c.Completed, &c.Rejected, &c.Released,
-		&c.PendingLeaseExpired, &oldest, &c.Expired)
-	if err == nil {
-		c.OldestPendingAt = at(oldest)
-	}
+	var c store.ConsumerStats
+	err := scanTimed(row, at, &c.OldestPendingAt, func(oldest *T) []any {
+		return []any{&c.Consumer, &c.Pending, &c.Completed, &c.Rejected, &c.Released, &c.PendingLeaseExpired, oldest, &c.Expired}
+	})
 	return c, err
 }
 
 // ScanStreamStats reads a row of StreamStats.
 func ScanStreamStats[T any](row Row, at func(T) time.Time) (store.ConsumerStreamStats, error) {
-	var (
-		c      store.ConsumerStreamStats
-		oldest T
-	)
-	err := row.Scan(&c.Consumer, &c.Streams, &c.InFlight, &c.LeaseExpired, &oldest)
-	if err == nil {
-		c.OldestInFlightAt = at(oldest)
-	}
+	var c store.ConsumerStreamStats
+	err := scanTimed(row, at, &c.OldestInFlightAt, func(oldest *T) []any {
+		return []any{&c.Consumer, &c.Streams, &c.InFlight, &c.LeaseExpired, oldest}
+	})
 	return c, err
 }
 
 // ScanLeaseStats reads a row of PendingLeases or InFlightLeases.
 func ScanLeaseStats[T any](row Row, at func(T) time.Time) (store.LeaseStats, error) {
-	var (
-		l      store.LeaseStats
-		oldest T
-	)
-	err := row.Scan(&l.Consumer, &l.Held, &l.Expired, &oldest)
-	if err == nil {
-		l.OldestUpdatedAt = at(oldest)
-	}
+	var l store.LeaseStats
+	err := scanTimed(row, at, &l.OldestUpdatedAt, func(oldest *T) []any {
+		return []any{&l.Consumer, &l.Held, &l.Expired, oldest}
+	})
 	return l, err
+}
+
+// scanTimed scans row into the destinations that dests lists around the
+// one time, which it reads as a T and sets *t to, by at.
+func scanTimed[T any](row Row, at func(T) time.Time, t *time.Time, dests func(*T) []any) error {
+	var v T
+	if err := row.Scan(dests(&v)...); err != nil {
+		return err
+	}
+	*t = at(v)
+	return nil
 }

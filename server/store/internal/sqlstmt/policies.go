@@ -68,18 +68,15 @@ type Row interface{ Scan(dest ...any) error }
 // which at turns into the time.
 func ScanPolicy[T any](row Row, at func(T) time.Time) (store.ConsumerPolicy, error) {
 	var (
-		p                             store.ConsumerPolicy
-		completed, rejected, released int64
-		defaultLease, maxLease        int64
-		updated                       T
+		p                                                     store.ConsumerPolicy
+		completed, rejected, released, defaultLease, maxLease int64
 	)
-	err := row.Scan(&p.Consumer, &completed, &rejected, &released, &defaultLease, &maxLease,
-		&p.MaxResultBytes, &p.RequireDigest, &updated)
+	err := scanTimed(row, at, &p.UpdatedAt, func(updated *T) []any {
+		return []any{&p.Consumer, &completed, &rejected, &released, &defaultLease, &maxLease,
+			&p.MaxResultBytes, &p.RequireDigest, updated}
+	})
 	p.CompletedTTL, p.RejectedTTL, p.ReleasedTTL = durationOf(completed), durationOf(rejected), durationOf(released)
 	p.DefaultLeaseTTL, p.MaxLeaseTTL = durationOf(defaultLease), durationOf(maxLease)
-	if err == nil {
-		p.UpdatedAt = at(updated)
-	}
 	return p, err
 }
 
@@ -89,14 +86,12 @@ func ScanStreamPolicy[T any](row Row, at func(T) time.Time) (store.ConsumerStrea
 		p                  store.ConsumerStreamPolicy
 		mode, start, onGap string
 		ttl, gap           int64
-		updated            T
 	)
-	err := row.Scan(&p.Consumer, &ttl, &mode, &start, &updated, &p.MaxParked, &gap, &onGap)
+	err := scanTimed(row, at, &p.UpdatedAt, func(updated *T) []any {
+		return []any{&p.Consumer, &ttl, &mode, &start, updated, &p.MaxParked, &gap, &onGap}
+	})
 	p.StreamTTL, p.GapTimeout = durationOf(ttl), durationOf(gap)
 	p.Mode, p.Start, p.OnGapTimeout = store.StreamMode(mode), store.StreamStart(start), store.GapAction(onGap)
-	if err == nil {
-		p.UpdatedAt = at(updated)
-	}
 	return p, err
 }
 
