@@ -21,7 +21,8 @@ func checkStats[S any](ctx context.Context, t *testing.T, b Backend[S], d sqlstm
 		if err != nil {
 			t.Fatalf("Stats(%q): %v", consumer, err)
 		}
-		if want := store.StatsOf(recs, consumer, now); !reflect.DeepEqual(got, want) {
+		// No consumer is no row, whether the store says nil or empty.
+		if want := store.StatsOf(recs, consumer, now); !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
 			t.Errorf("Stats(%q)\n got %+v\nwant %+v", consumer, got, want)
 		}
 	}
