@@ -2,39 +2,12 @@ package pebblestore
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/dedupd/dedupd/server/store"
 )
-
-// The filters of the admin calls, as store.ListParams and store.PurgeParams
-// define them: what the SQL stores write as WHERE clauses
-// (internal/sqlfilter), this store tests on each decoded record. The key
-// prefix and paging are ranges of the scan, not tests.
-
-func listed(r *store.Record, p store.ListParams, at time.Time) bool {
-	return store.IsLive(r, at) &&
-		(len(p.States) == 0 || slices.Contains(p.States, r.State)) &&
-		strings.HasPrefix(r.Key, p.KeyPrefix) &&
-		inRange(r.CreatedAt, p.CreatedAfter, p.CreatedBefore) &&
-		inRange(r.UpdatedAt, p.UpdatedAfter, p.UpdatedBefore) &&
-		(!p.LeaseExpired || r.State == store.Pending && !at.Before(r.LeaseExpiresAt))
-}
-
-func inRange(t, after, before time.Time) bool {
-	return (after.IsZero() || !t.Before(store.Now(after))) && (before.IsZero() || t.Before(store.Now(before)))
-}
-
-func purged(r *store.Record, p store.PurgeParams, at time.Time) bool {
-	return (p.Consumer == "" || r.Consumer == p.Consumer) &&
-		(len(p.States) == 0 || slices.Contains(p.States, r.State)) &&
-		(p.UpdatedBefore.IsZero() || r.UpdatedAt.Before(store.Now(p.UpdatedBefore))) &&
-		(!p.ExpiredOnly || !store.IsLive(r, at))
-}
 
 // ListRecords lists live records in key order. A listing of expired leases
 // walks the index of Pending records, not the whole consumer.
@@ -66,7 +39,7 @@ func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Re
 		if err != nil {
 			return false, err
 		}
-		if rec != nil && listed(rec, p, at) {
+		if rec != nil && p.Matches(rec, at) {
 			out = append(out, *rec)
 		}
 		return len(out) < p.Limit, nil
@@ -120,7 +93,7 @@ func (s *Store) purgeNames(names [][2]string, p store.PurgeParams, at time.Time)
 		if err != nil {
 			return 0, dbError("purging records", err)
 		}
-		if rec != nil && purged(rec, p, at) {
+		if rec != nil && p.Matches(rec, at) {
 			deleteRecord(b, rec)
 			n++
 		}
@@ -156,7 +129,7 @@ func (s *Store) eachPurgeCandidate(ctx context.Context, p store.PurgeParams, at 
 	if p.Consumer != "" {
 		err = s.scanConsumer(ctx, tableRecord, p.Consumer, "", func(key string, v []byte) (bool, error) {
 			rec, err := decodeRecord(v, p.Consumer, key)
-			if err != nil || !purged(rec, p, at) {
+			if err != nil || !p.Matches(rec, at) {
 				return err == nil, err
 			}
 			return fn(rec), nil
@@ -168,7 +141,7 @@ func (s *Store) eachPurgeCandidate(ctx context.Context, p store.PurgeParams, at 
 				return true, nil
 			}
 			rec, err := getRecord(s.db, rowKey(tableRecord, c, key), c, key)
-			if err != nil || rec == nil || !purged(rec, p, at) {
+			if err != nil || rec == nil || !p.Matches(rec, at) {
 				return err == nil, err
 			}
 			return fn(rec), nil
@@ -205,35 +178,11 @@ func (s *Store) Stats(ctx context.Context, consumer string) ([]store.ConsumerSta
 		if len(out) == 0 || out[len(out)-1].Consumer != c {
 			out = append(out, store.ConsumerStats{Consumer: c})
 		}
-		count(&out[len(out)-1], rec, at)
+		out[len(out)-1].Count(rec, at)
 		return true, nil
 	})
 	if err != nil {
 		return nil, dbError("stats", err)
 	}
 	return out, nil
-}
-
-// count adds one record to its consumer's counts.
-func count(c *store.ConsumerStats, r *store.Record, at time.Time) {
-	if !store.IsLive(r, at) {
-		c.Expired++
-		return
-	}
-	switch r.State {
-	case store.Pending:
-		c.Pending++
-		if !at.Before(r.LeaseExpiresAt) {
-			c.PendingLeaseExpired++
-		}
-		if c.OldestPendingAt.IsZero() || r.UpdatedAt.Before(c.OldestPendingAt) {
-			c.OldestPendingAt = r.UpdatedAt
-		}
-	case store.Completed:
-		c.Completed++
-	case store.Rejected:
-		c.Rejected++
-	case store.Released:
-		c.Released++
-	}
 }

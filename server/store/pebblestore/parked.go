@@ -91,17 +91,14 @@ func (s *Store) claimAnyParked(ctx context.Context, p store.ClaimParkedParams) (
 	return store.ClaimParkedOf(ctx, p, candidates, one)
 }
 
-// readyCandidates bounds how many streams one ClaimParked of any stream
-// tries.
-const readyCandidates = 16
-
 // readyStreams lists streams of consumer whose parked mark + 1 no live
 // lease holds, in stream order.
 func (s *Store) readyStreams(ctx context.Context, consumer string, at time.Time) ([]string, error) {
 	var out []string
 	err := s.scanConsumer(ctx, tableStreamParked, consumer, "", func(name string, _ []byte) (bool, error) {
 		st, err := getStream(s.db, rowKey(tableStream, consumer, name), consumer, name)
-		if err != nil || st == nil || !store.IsStreamLive(st, at) || st.Mode != store.Dense || st.LeaseLive(at) {
+		// Ready if its next event is parked: only then is that looked up.
+		if err != nil || !store.ParkedReady(st, true, at) {
 			return err == nil, err
 		}
 		_, closer, err := s.db.Get(parkedKey(consumer, name, st.HighWater+1))
@@ -113,7 +110,7 @@ func (s *Store) readyStreams(ctx context.Context, consumer string, at time.Time)
 		}
 		closer.Close()
 		out = append(out, name)
-		return len(out) < readyCandidates, nil
+		return len(out) < store.ReadyCandidates, nil
 	})
 	return out, err
 }

@@ -3,23 +3,12 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/internal/sqlfilter"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
-
-// dialect is how the shared admin filters are written here: the clock is
-// the database's, and a key prefix is a key range (see sqlfilter.KeyRange).
-var dialect = sqlfilter.Dialect{
-	Now:       "statement_timestamp()",
-	Time:      func(t time.Time) any { return t },
-	KeyPrefix: sqlfilter.KeyRange,
-}
 
 const (
 	// tombstoneSQL makes a live record expire now. The row stays, so that
@@ -33,49 +22,24 @@ const (
 	tombstoneSQL = `UPDATE dedup_records SET expires_at = statement_timestamp(), row_version = row_version + 1
 WHERE consumer = $1 AND key = $2 AND expires_at > clock_timestamp()
 RETURNING ` + recordColumns
-
-	// statsSQL counts every consumer's records in one pass over the primary
-	// key. count(CASE ...) rather than sum or FILTER: it is INT on both
-	// databases (CockroachDB's sum of INT is DECIMAL).
-	statsSQL = `SELECT consumer,
-    count(CASE WHEN live AND state = 'PENDING' THEN 1 END),
-    count(CASE WHEN live AND state = 'COMPLETED' THEN 1 END),
-    count(CASE WHEN live AND state = 'REJECTED' THEN 1 END),
-    count(CASE WHEN live AND state = 'RELEASED' THEN 1 END),
-    count(CASE WHEN live AND state = 'PENDING' AND lease_expires_at <= now THEN 1 END),
-    min(CASE WHEN live AND state = 'PENDING' THEN updated_at END),
-    count(CASE WHEN NOT live THEN 1 END)
-FROM (SELECT consumer, state, updated_at, lease_expires_at, expires_at > now AS live, now
-      FROM dedup_records, (SELECT statement_timestamp() AS now) AS clock
-      %s) AS r
-GROUP BY consumer
-ORDER BY consumer`
 )
+
+// The admin reads take the dialect whose clock they read: the database's
+// (sqlstmt.Postgres), or, in the oracle tests of the read rules, one
+// stopped at a chosen time (see readrules_export_test.go).
 
 // ListRecords lists live records in key order, one keyset page at a time.
 func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Record, error) {
+	return s.listRecords(ctx, sqlstmt.Postgres, p)
+}
+
+func (s *Store) listRecords(ctx context.Context, d sqlstmt.Dialect, p store.ListParams) ([]store.Record, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	q := sqlfilter.NewQuery()
-	sqlfilter.ListRecords(dialect, q, p)
-	sql := `SELECT ` + recordColumns + ` FROM dedup_records WHERE ` + q.Clause() +
-		` ORDER BY key LIMIT ` + strconv.Itoa(p.Limit)
-	var recs []store.Record
-	err := s.withRetry(ctx, "list records", func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, sql, q.Args()...)
-		if err != nil {
-			return err
-		}
-		recs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) {
-			return scanRecord(row)
-		})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil
+	q := sqlstmt.ListWhere(d, p)
+	sql := sqlstmt.SelectListed(recordColumns, q, p.Limit)
+	return queryAll(ctx, s, "list records", sql, q.Args(), func(row sqlstmt.Row) (store.Record, error) { return scanRecord(row) })
 }
 
 // deleteRecord forgets a live record by making it expire now, in one
@@ -97,19 +61,17 @@ func (s *Store) deleteRecord(ctx context.Context, p store.DeleteRecordParams) (s
 	return store.Decision{Record: rec, Write: true}, nil
 }
 
-// PurgeBatch deletes one batch in one statement. The subquery picks the
-// batch (neither database runs the other's DELETE ... LIMIT); the outer
-// filter is checked again on each row deleted, so a row that a concurrent
-// write moved out of the selection since survives.
+// PurgeBatch deletes one batch in one statement (sqlstmt.DeletePurged).
 func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
+	return s.purgeBatch(ctx, sqlstmt.Postgres, p)
+}
+
+func (s *Store) purgeBatch(ctx context.Context, d sqlstmt.Dialect, p store.PurgeParams) (int, error) {
 	if err := p.Validate(true); err != nil {
 		return 0, err
 	}
-	q := sqlfilter.NewQuery()
-	sqlfilter.Purge(dialect, q, p)
-	where := q.Clause()
-	sql := `DELETE FROM dedup_records WHERE ` + where + ` AND (consumer, key) IN (
-    SELECT consumer, key FROM dedup_records WHERE ` + where + ` LIMIT ` + strconv.Itoa(p.Limit) + `)`
+	q := sqlstmt.PurgeWhere(d, p)
+	sql := sqlstmt.DeletePurged(q, p.Limit)
 	var deleted int
 	err := s.withRetry(ctx, "purge", func(ctx context.Context) error {
 		tag, err := s.pool.Exec(ctx, sql, q.Args()...)
@@ -124,14 +86,17 @@ func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error
 
 // CountPurge counts what PurgeBatch would delete.
 func (s *Store) CountPurge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	return s.countPurge(ctx, sqlstmt.Postgres, p)
+}
+
+func (s *Store) countPurge(ctx context.Context, d sqlstmt.Dialect, p store.PurgeParams) (int64, error) {
 	if err := p.Validate(false); err != nil {
 		return 0, err
 	}
-	q := sqlfilter.NewQuery()
-	sqlfilter.Purge(dialect, q, p)
+	q := sqlstmt.PurgeWhere(d, p)
 	var n int64
 	err := s.withRetry(ctx, "count purge", func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, `SELECT count(*) FROM dedup_records WHERE `+q.Clause(), q.Args()...).Scan(&n)
+		return s.pool.QueryRow(ctx, sqlstmt.CountPurged(q), q.Args()...).Scan(&n)
 	})
 	if err != nil {
 		return 0, err
@@ -141,34 +106,15 @@ func (s *Store) CountPurge(ctx context.Context, p store.PurgeParams) (int64, err
 
 // Stats counts records per consumer in one grouped query.
 func (s *Store) Stats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
-	// Two texts rather than "$1 = '' OR consumer = $1", which would keep
-	// a generic plan from seeking to the one consumer.
-	sql, args := fmt.Sprintf(statsSQL, ""), []any(nil)
+	return s.stats(ctx, sqlstmt.Postgres, consumer)
+}
+
+func (s *Store) stats(ctx context.Context, d sqlstmt.Dialect, consumer string) ([]store.ConsumerStats, error) {
+	sql, args := sqlstmt.Stats(d, false), d.Args()
 	if consumer != "" {
-		sql, args = fmt.Sprintf(statsSQL, "WHERE consumer = $1"), []any{consumer}
+		sql, args = sqlstmt.Stats(d, true), d.Args(consumer)
 	}
-	var stats []store.ConsumerStats
-	err := s.withRetry(ctx, "stats", func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		stats, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ConsumerStats, error) {
-			var (
-				c      store.ConsumerStats
-				oldest *time.Time
-			)
-			err := row.Scan(&c.Consumer, &c.Pending, &c.Completed, &c.Rejected, &c.Released,
-				&c.PendingLeaseExpired, &oldest, &c.Expired)
-			if oldest != nil {
-				c.OldestPendingAt = store.Now(*oldest)
-			}
-			return c, err
-		})
-		return err
+	return queryAll(ctx, s, "stats", sql, args, func(row sqlstmt.Row) (store.ConsumerStats, error) {
+		return sqlstmt.ScanStats(row, nullTime)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return stats, nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/dedupd/dedupd/internal/testing/pgtest"
 	"github.com/dedupd/dedupd/server/store"
-	"github.com/dedupd/dedupd/server/store/internal/sqlfilter"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
 // icuDatabaseURL creates a database whose default collation is ICU en-US,
@@ -98,9 +98,9 @@ func TestKeysOrderBytewiseOnAnICUDatabase(t *testing.T) {
 	// cached statement generically it no longer sees the value, and LIKE $n
 	// would become a filter. The store's own range condition stays a range
 	// on the primary key under a generic plan.
-	q := sqlfilter.NewQuery()
+	q := sqlstmt.NewQuery()
 	q.Where("consumer = " + q.Bind("billing"))
-	sqlfilter.KeyRange(q, "pa")
+	sqlstmt.KeyRange(q, "pa")
 	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
 		t.Fatal(err)
 	}

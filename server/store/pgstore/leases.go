@@ -2,31 +2,16 @@ package pgstore
 
 import (
 	"context"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
-// Both read only the rows of a partial index (dedup_records_pending_lease,
-// dedup_streams_in_flight): their WHERE repeats the index's predicate so
-// the planner uses it on PostgreSQL and CockroachDB alike. count(CASE ...)
-// for an INT on both, as in statsSQL.
-const (
-	pendingLeasesSQL = `SELECT consumer, count(*),
-    count(CASE WHEN lease_expires_at <= now THEN 1 END), min(updated_at)
-FROM dedup_records, (SELECT statement_timestamp() AS now) AS clock
-WHERE state = 'PENDING' AND expires_at > now
-GROUP BY consumer
-ORDER BY consumer`
-
-	inFlightLeasesSQL = `SELECT consumer, count(*),
-    count(CASE WHEN lease_expires_at <= now THEN 1 END), min(updated_at)
-FROM dedup_streams, (SELECT statement_timestamp() AS now) AS clock
-WHERE in_flight <> 0 AND expires_at > now
-GROUP BY consumer
-ORDER BY consumer`
+// The lease sums, as sqlstmt writes them (the tests of the partial indexes
+// read them here).
+var (
+	pendingLeasesSQL  = sqlstmt.PendingLeases(sqlstmt.Postgres)
+	inFlightLeasesSQL = sqlstmt.InFlightLeases(sqlstmt.Postgres)
 )
 
 // PendingLeases sums up the pending claims per consumer.
@@ -40,27 +25,7 @@ func (s *Store) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) 
 }
 
 func (s *Store) leaseStats(ctx context.Context, op, query string) ([]store.LeaseStats, error) {
-	var out []store.LeaseStats
-	err := s.withRetry(ctx, op, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, query)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.LeaseStats, error) {
-			var (
-				l      store.LeaseStats
-				oldest *time.Time
-			)
-			err := row.Scan(&l.Consumer, &l.Held, &l.Expired, &oldest)
-			if oldest != nil {
-				l.OldestUpdatedAt = store.Now(*oldest)
-			}
-			return l, err
-		})
-		return err
+	return queryAll(ctx, s, op, query, nil, func(row sqlstmt.Row) (store.LeaseStats, error) {
+		return sqlstmt.ScanLeaseStats(row, nullTime)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

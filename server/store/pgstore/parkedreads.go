@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
 // The park calls that read, and the search of ClaimParked of any stream.
@@ -18,24 +19,17 @@ func (s *Store) claimAnyParked(ctx context.Context, p store.ClaimParkedParams) (
 	one := func(ctx context.Context, p store.ClaimParkedParams) (store.StreamDecision, error) {
 		return s.applyStream(ctx, p.Op().Label, p.Consumer, p.Stream, p)
 	}
-	var candidates []string
-	err := s.withRetry(ctx, "find parked", func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, `SELECT s.stream FROM dedup_streams s
-WHERE s.consumer = $1 AND s.parked > 0 AND s.mode = 'DENSE' AND s.expires_at > statement_timestamp()
-  AND (s.in_flight = 0 OR s.lease_expires_at <= statement_timestamp())
-  AND EXISTS (SELECT 1 FROM dedup_parked p
-              WHERE p.consumer = s.consumer AND p.stream = s.stream AND p.sequence = s.high_water + 1)
-ORDER BY s.stream LIMIT 16`, p.Consumer)
-		if err != nil {
-			return err
-		}
-		candidates, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
+	candidates, err := s.readyStreams(ctx, sqlstmt.Postgres, p.Consumer)
 	if err != nil {
 		return store.StreamDecision{}, err
 	}
 	return store.ClaimParkedOf(ctx, p, candidates, one)
+}
+
+// readyStreams lists the streams of consumer that ClaimParked may pick
+// (store.ParkedReady), on d's clock.
+func (s *Store) readyStreams(ctx context.Context, d sqlstmt.Dialect, consumer string) ([]string, error) {
+	return queryAll(ctx, s, "find parked", sqlstmt.ReadyStreams(d), d.Args(consumer), sqlstmt.ScanStream)
 }
 
 // ListParked pages through a live stream's parked events.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
 // Export: every row as it is stored, expired ones included (their fencing
@@ -72,7 +73,7 @@ func (s *Store) ExportStreamPolicies(ctx context.Context) ([]store.ConsumerStrea
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	rows, err := s.r.db.QueryContext(ctx, `SELECT `+streamPolicyColumns+` FROM dedup_stream_policies ORDER BY consumer`)
+	rows, err := s.r.db.QueryContext(ctx, `SELECT `+sqlstmt.StreamPolicyColumns+` FROM dedup_stream_policies ORDER BY consumer`)
 	if err != nil {
 		return nil, dbError("export stream policies", err)
 	}

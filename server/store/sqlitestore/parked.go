@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
 // Park mode on SQLite: parked events are rows of dedup_parked, read and
@@ -150,36 +151,17 @@ func (s *Store) claimAnyParked(ctx context.Context, p store.ClaimParkedParams) (
 	one := func(ctx context.Context, p store.ClaimParkedParams) (store.StreamDecision, error) {
 		return s.applyStream(ctx, p.Consumer, p.Stream, p)
 	}
-	if s.closed.Load() {
-		return store.StreamDecision{}, errClosed
-	}
-	rows, err := s.r.db.QueryContext(ctx, `SELECT s.stream FROM dedup_streams s
-WHERE s.consumer = $1 AND s.parked > 0 AND s.mode = 'DENSE' AND s.expires_at > $2
-  AND (s.in_flight = 0 OR s.lease_expires_at <= $2)
-  AND EXISTS (SELECT 1 FROM dedup_parked p
-              WHERE p.consumer = s.consumer AND p.stream = s.stream AND p.sequence = s.high_water + 1)
-ORDER BY s.stream LIMIT 16`, p.Consumer, store.Now(time.Now()).UnixMicro())
+	candidates, err := s.readyStreams(ctx, sqlstmt.SQLite, p.Consumer)
 	if err != nil {
-		return store.StreamDecision{}, dbError("finding parked events", err)
-	}
-	candidates, err := scanStrings(rows)
-	if err != nil {
-		return store.StreamDecision{}, dbError("finding parked events", err)
+		return store.StreamDecision{}, err
 	}
 	return store.ClaimParkedOf(ctx, p, candidates, one)
 }
 
-func scanStrings(rows *sql.Rows) ([]string, error) {
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+// readyStreams lists the streams of consumer that ClaimParked may pick
+// (store.ParkedReady), on d's clock.
+func (s *Store) readyStreams(ctx context.Context, d sqlstmt.Dialect, consumer string) ([]string, error) {
+	return queryAll(ctx, s, "finding parked events", sqlstmt.ReadyStreams(d), d.Args(consumer), sqlstmt.ScanStream)
 }
 
 // ListParked pages through a live stream's parked events.

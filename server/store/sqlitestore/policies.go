@@ -4,27 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	"github.com/dedupd/dedupd/server/store"
-)
-
-const (
-	policyColumns = `consumer, completed_ttl_us, rejected_ttl_us, released_ttl_us,
-    default_lease_ttl_us, max_lease_ttl_us, max_result_bytes, require_digest, updated_at`
-
-	putPolicySQL = `INSERT INTO dedup_policies (` + policyColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-ON CONFLICT (consumer) DO UPDATE SET
-    completed_ttl_us = excluded.completed_ttl_us, rejected_ttl_us = excluded.rejected_ttl_us,
-    released_ttl_us = excluded.released_ttl_us, default_lease_ttl_us = excluded.default_lease_ttl_us,
-    max_lease_ttl_us = excluded.max_lease_ttl_us, max_result_bytes = excluded.max_result_bytes,
-    require_digest = excluded.require_digest, updated_at = excluded.updated_at
-RETURNING ` + policyColumns
-
-	getPolicySQL    = `SELECT ` + policyColumns + ` FROM dedup_policies WHERE consumer = $1`
-	listPoliciesSQL = `SELECT ` + policyColumns + ` FROM dedup_policies ORDER BY consumer`
-	deletePolicySQL = `DELETE FROM dedup_policies WHERE consumer = $1 RETURNING ` + policyColumns
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
 // PutPolicy creates or replaces a consumer's policy, on the writer.
@@ -33,12 +15,13 @@ func (s *Store) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.Co
 		return store.ConsumerPolicy{}, err
 	}
 	var stored store.ConsumerPolicy
+	d := sqlstmt.SQLite
 	err := s.w.write(ctx, func() error {
 		var err error
-		stored, err = scanPolicy(s.w.conn.QueryRowContext(context.Background(), putPolicySQL, p.Consumer,
+		stored, err = scanPolicy(s.w.conn.QueryRowContext(context.Background(), sqlstmt.PutPolicy(d), d.Args(p.Consumer,
 			p.CompletedTTL.Microseconds(), p.RejectedTTL.Microseconds(), p.ReleasedTTL.Microseconds(),
 			p.DefaultLeaseTTL.Microseconds(), p.MaxLeaseTTL.Microseconds(), p.MaxResultBytes,
-			p.RequireDigest, store.Now(time.Now()).UnixMicro()))
+			p.RequireDigest)...))
 		return policyError("put policy", err)
 	})
 	return stored, err
@@ -49,7 +32,7 @@ func (s *Store) GetPolicy(ctx context.Context, consumer string) (store.ConsumerP
 	if s.closed.Load() {
 		return store.ConsumerPolicy{}, errClosed
 	}
-	p, err := scanPolicy(s.r.db.QueryRowContext(ctx, getPolicySQL, consumer))
+	p, err := scanPolicy(s.r.db.QueryRowContext(ctx, sqlstmt.GetPolicy, consumer))
 	return p, policyError("get policy", err)
 }
 
@@ -59,7 +42,7 @@ func (s *Store) DeletePolicy(ctx context.Context, consumer string) (store.Consum
 	var p store.ConsumerPolicy
 	err := s.w.write(ctx, func() error {
 		var err error
-		p, err = scanPolicy(s.w.conn.QueryRowContext(context.Background(), deletePolicySQL, consumer))
+		p, err = scanPolicy(s.w.conn.QueryRowContext(context.Background(), sqlstmt.DeletePolicy, consumer))
 		return policyError("delete policy", err)
 	})
 	return p, err
@@ -67,26 +50,9 @@ func (s *Store) DeletePolicy(ctx context.Context, consumer string) (store.Consum
 
 // ListPolicies returns every policy, ordered by consumer.
 func (s *Store) ListPolicies(ctx context.Context) ([]store.ConsumerPolicy, error) {
-	if s.closed.Load() {
-		return nil, errClosed
-	}
-	rows, err := s.r.db.QueryContext(ctx, listPoliciesSQL)
-	if err != nil {
-		return nil, dbError("list policies", err)
-	}
-	defer rows.Close()
-	var ps []store.ConsumerPolicy
-	for rows.Next() {
-		p, err := scanPolicy(rows)
-		if err != nil {
-			return nil, dbError("list policies", err)
-		}
-		ps = append(ps, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("list policies", err)
-	}
-	return ps, nil
+	return queryAll(ctx, s, "list policies", sqlstmt.ListPolicies, nil, func(row sqlstmt.Row) (store.ConsumerPolicy, error) {
+		return scanPolicy(row)
+	})
 }
 
 // policyError turns "no row" into store.ErrNoPolicy.
@@ -101,19 +67,5 @@ func policyError(op string, err error) error {
 }
 
 func scanPolicy(row rowScanner) (store.ConsumerPolicy, error) {
-	var (
-		p                             store.ConsumerPolicy
-		completed, rejected, released int64
-		defaultLease, maxLease        int64
-		updated                       int64
-	)
-	err := row.Scan(&p.Consumer, &completed, &rejected, &released, &defaultLease, &maxLease,
-		&p.MaxResultBytes, &p.RequireDigest, &updated)
-	p.CompletedTTL = time.Duration(completed) * time.Microsecond
-	p.RejectedTTL = time.Duration(rejected) * time.Microsecond
-	p.ReleasedTTL = time.Duration(released) * time.Microsecond
-	p.DefaultLeaseTTL = time.Duration(defaultLease) * time.Microsecond
-	p.MaxLeaseTTL = time.Duration(maxLease) * time.Microsecond
-	p.UpdatedAt = fromMicros(updated)
-	return p, err
+	return sqlstmt.ScanPolicy(row, fromMicros)
 }

@@ -2,24 +2,9 @@ package sqlitestore
 
 import (
 	"context"
-	"time"
 
 	"github.com/dedupd/dedupd/server/store"
-)
-
-const (
-	streamPolicyColumns = `consumer, stream_ttl_us, mode, start, updated_at, max_parked, gap_timeout_us, on_gap_timeout`
-
-	putStreamPolicySQL = `INSERT INTO dedup_stream_policies (` + streamPolicyColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT (consumer) DO UPDATE SET
-    stream_ttl_us = excluded.stream_ttl_us, mode = excluded.mode, start = excluded.start,
-    updated_at = excluded.updated_at, max_parked = excluded.max_parked,
-    gap_timeout_us = excluded.gap_timeout_us, on_gap_timeout = excluded.on_gap_timeout
-RETURNING ` + streamPolicyColumns
-
-	getStreamPolicySQL    = `SELECT ` + streamPolicyColumns + ` FROM dedup_stream_policies WHERE consumer = $1`
-	deleteStreamPolicySQL = `DELETE FROM dedup_stream_policies WHERE consumer = $1 RETURNING ` + streamPolicyColumns
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
 // PutStreamPolicy creates or replaces a consumer's stream policy.
@@ -28,11 +13,12 @@ func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolic
 		return store.ConsumerStreamPolicy{}, err
 	}
 	var stored store.ConsumerStreamPolicy
+	d := sqlstmt.SQLite
 	err := s.w.write(ctx, func() error {
 		var err error
-		stored, err = scanStreamPolicy(s.w.conn.QueryRowContext(context.Background(), putStreamPolicySQL,
-			p.Consumer, p.StreamTTL.Microseconds(), string(p.Mode), string(p.Start), store.Now(time.Now()).UnixMicro(),
-			p.MaxParked, p.GapTimeout.Microseconds(), string(p.OnGapTimeout)))
+		stored, err = scanStreamPolicy(s.w.conn.QueryRowContext(context.Background(), sqlstmt.PutStreamPolicy(d),
+			d.Args(p.Consumer, p.StreamTTL.Microseconds(), string(p.Mode), string(p.Start),
+				p.MaxParked, p.GapTimeout.Microseconds(), string(p.OnGapTimeout))...))
 		return policyError("put stream policy", err)
 	})
 	return stored, err
@@ -43,7 +29,7 @@ func (s *Store) GetStreamPolicy(ctx context.Context, consumer string) (store.Con
 	if s.closed.Load() {
 		return store.ConsumerStreamPolicy{}, errClosed
 	}
-	p, err := scanStreamPolicy(s.r.db.QueryRowContext(ctx, getStreamPolicySQL, consumer))
+	p, err := scanStreamPolicy(s.r.db.QueryRowContext(ctx, sqlstmt.GetStreamPolicy, consumer))
 	return p, policyError("get stream policy", err)
 }
 
@@ -52,21 +38,12 @@ func (s *Store) DeleteStreamPolicy(ctx context.Context, consumer string) (store.
 	var p store.ConsumerStreamPolicy
 	err := s.w.write(ctx, func() error {
 		var err error
-		p, err = scanStreamPolicy(s.w.conn.QueryRowContext(context.Background(), deleteStreamPolicySQL, consumer))
+		p, err = scanStreamPolicy(s.w.conn.QueryRowContext(context.Background(), sqlstmt.DeleteStreamPolicy, consumer))
 		return policyError("delete stream policy", err)
 	})
 	return p, err
 }
 
 func scanStreamPolicy(row rowScanner) (store.ConsumerStreamPolicy, error) {
-	var (
-		p                  store.ConsumerStreamPolicy
-		mode, start, onGap string
-		ttl, upd, gap      int64
-	)
-	err := row.Scan(&p.Consumer, &ttl, &mode, &start, &upd, &p.MaxParked, &gap, &onGap)
-	p.GapTimeout, p.OnGapTimeout = time.Duration(gap)*time.Microsecond, store.GapAction(onGap)
-	p.StreamTTL = time.Duration(ttl) * time.Microsecond
-	p.Mode, p.Start, p.UpdatedAt = store.StreamMode(mode), store.StreamStart(start), fromMicros(upd)
-	return p, err
+	return sqlstmt.ScanStreamPolicy(row, fromMicros)
 }

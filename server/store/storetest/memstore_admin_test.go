@@ -10,7 +10,9 @@ import (
 )
 
 // The Admin half of memStore: plain loops over the map under the same lock,
-// written as the contract reads, for the suite to check itself against.
+// written as the contract reads, for the suite to check itself against. It
+// selects and counts by the read rules of package store, as Apply decides
+// its writes.
 
 func (m *memStore) ListRecords(ctx context.Context, p store.ListParams) ([]store.Record, error) {
 	if err := p.Validate(); err != nil {
@@ -23,25 +25,13 @@ func (m *memStore) ListRecords(ctx context.Context, p store.ListParams) ([]store
 	defer m.mu.Unlock()
 	now := store.Now(time.Now())
 	var out []store.Record
-	for k, r := range m.records {
-		if k[0] == p.Consumer && k[1] > p.AfterKey && store.IsLive(&r, now) && listed(r, p, now) {
+	for _, r := range m.records {
+		if p.Matches(&r, now) {
 			out = append(out, clone(r))
 		}
 	}
 	slices.SortFunc(out, func(a, b store.Record) int { return strings.Compare(a.Key, b.Key) })
 	return out[:min(len(out), p.Limit)], nil
-}
-
-func listed(r store.Record, p store.ListParams, now time.Time) bool {
-	return (len(p.States) == 0 || slices.Contains(p.States, r.State)) &&
-		strings.HasPrefix(r.Key, p.KeyPrefix) &&
-		inRange(r.CreatedAt, p.CreatedAfter, p.CreatedBefore) &&
-		inRange(r.UpdatedAt, p.UpdatedAfter, p.UpdatedBefore) &&
-		(!p.LeaseExpired || r.State == store.Pending && !now.Before(r.LeaseExpiresAt))
-}
-
-func inRange(t, after, before time.Time) bool {
-	return (after.IsZero() || !t.Before(after)) && (before.IsZero() || t.Before(before))
 }
 
 // DeleteRecord makes the record expire now, keeping it for its token.
@@ -62,13 +52,6 @@ func (m *memStore) DeleteRecord(ctx context.Context, consumer, key string) (stor
 	return clone(r), nil
 }
 
-func purged(r store.Record, p store.PurgeParams, now time.Time) bool {
-	return (p.Consumer == "" || r.Consumer == p.Consumer) &&
-		(len(p.States) == 0 || slices.Contains(p.States, r.State)) &&
-		(p.UpdatedBefore.IsZero() || r.UpdatedAt.Before(p.UpdatedBefore)) &&
-		(!p.ExpiredOnly || !store.IsLive(&r, now))
-}
-
 func (m *memStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
 	if err := p.Validate(true); err != nil {
 		return 0, err
@@ -80,7 +63,7 @@ func (m *memStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, er
 	defer m.mu.Unlock()
 	now, n := store.Now(time.Now()), 0
 	for k, r := range m.records {
-		if n < p.Limit && purged(r, p, now) {
+		if n < p.Limit && p.Matches(&r, now) {
 			delete(m.records, k)
 			n++
 		}
@@ -99,7 +82,7 @@ func (m *memStore) CountPurge(ctx context.Context, p store.PurgeParams) (int64, 
 	defer m.mu.Unlock()
 	now, n := store.Now(time.Now()), int64(0)
 	for _, r := range m.records {
-		if purged(r, p, now) {
+		if p.Matches(&r, now) {
 			n++
 		}
 	}
@@ -112,48 +95,11 @@ func (m *memStore) Stats(ctx context.Context, consumer string) ([]store.Consumer
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := store.Now(time.Now())
-	byConsumer := map[string]*store.ConsumerStats{}
-	for k, r := range m.records {
-		if consumer != "" && k[0] != consumer {
-			continue
-		}
-		c := byConsumer[k[0]]
-		if c == nil {
-			c = &store.ConsumerStats{Consumer: k[0]}
-			byConsumer[k[0]] = c
-		}
-		count(c, r, now)
+	recs := make([]store.Record, 0, len(m.records))
+	for _, r := range m.records {
+		recs = append(recs, r)
 	}
-	var out []store.ConsumerStats
-	for _, c := range byConsumer {
-		out = append(out, *c)
-	}
-	slices.SortFunc(out, func(a, b store.ConsumerStats) int { return strings.Compare(a.Consumer, b.Consumer) })
-	return out, nil
-}
-
-func count(c *store.ConsumerStats, r store.Record, now time.Time) {
-	if !store.IsLive(&r, now) {
-		c.Expired++
-		return
-	}
-	switch r.State {
-	case store.Pending:
-		c.Pending++
-		if !now.Before(r.LeaseExpiresAt) {
-			c.PendingLeaseExpired++
-		}
-		if c.OldestPendingAt.IsZero() || r.UpdatedAt.Before(c.OldestPendingAt) {
-			c.OldestPendingAt = r.UpdatedAt
-		}
-	case store.Completed:
-		c.Completed++
-	case store.Rejected:
-		c.Rejected++
-	case store.Released:
-		c.Released++
-	}
+	return store.StatsOf(recs, consumer, time.Now()), nil
 }
 
 func (m *memStore) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {

@@ -1,9 +1,4 @@
-// Package sqlfilter builds the WHERE clauses of the admin queries (listing,
-// purging) that both SQL stores run, so that the filters of store.ListParams
-// and store.PurgeParams mean the same on PostgreSQL and SQLite. A Dialect
-// supplies what differs: how a time is bound, how "now" is written, and how
-// a key prefix is matched.
-package sqlfilter
+package sqlstmt
 
 import (
 	"strconv"
@@ -14,16 +9,9 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// Dialect is what differs between the SQL stores.
-type Dialect struct {
-	// Now is the SQL expression of the store's clock, e.g.
-	// statement_timestamp(), or a placeholder the caller bound first.
-	Now string
-	// Time converts a time to the bound value of a time column.
-	Time func(time.Time) any
-	// KeyPrefix adds the condition "key starts with prefix" to q.
-	KeyPrefix func(q *Query, prefix string)
-}
+// The admin calls' WHERE clauses, so that the filters of store.ListParams
+// and store.PurgeParams mean on PostgreSQL and SQLite what
+// ListParams.Matches and PurgeParams.Matches say.
 
 // Query accumulates AND-ed conditions and their arguments, numbered $1, $2,
 // ... in the order they are bound.
@@ -56,15 +44,15 @@ func (q *Query) Clause() string {
 // Args are the bound arguments in placeholder order.
 func (q *Query) Args() []any { return q.args }
 
-// ListRecords adds the filters of p except its paging (AfterKey, Limit),
-// which the caller orders and bounds itself, and the liveness test that every
-// listing carries.
-func ListRecords(d Dialect, q *Query, p store.ListParams) {
+// ListWhere is the condition of ListRecords(p) but its paging's Limit,
+// which the caller orders and bounds itself (SelectListed).
+func ListWhere(d Dialect, p store.ListParams) *Query {
+	q := NewQuery(d.Args()...)
 	q.Where("consumer = " + q.Bind(p.Consumer))
 	q.Where("expires_at > " + d.Now)
 	states(q, p.States)
 	if p.KeyPrefix != "" {
-		d.KeyPrefix(q, p.KeyPrefix)
+		KeyRange(q, p.KeyPrefix)
 	}
 	timeRange(d, q, "created_at", p.CreatedAfter, p.CreatedBefore)
 	timeRange(d, q, "updated_at", p.UpdatedAfter, p.UpdatedBefore)
@@ -75,10 +63,18 @@ func ListRecords(d Dialect, q *Query, p store.ListParams) {
 	if p.AfterKey != "" {
 		q.Where("key > " + q.Bind(p.AfterKey))
 	}
+	return q
 }
 
-// Purge adds the filters of p.
-func Purge(d Dialect, q *Query, p store.PurgeParams) {
+// PurgeWhere is the condition of PurgeBatch(p) and CountPurge(p).
+func PurgeWhere(d Dialect, p store.PurgeParams) *Query {
+	// The clock is bound only when mentioned: PostgreSQL refuses a
+	// parameter it cannot type.
+	q := NewQuery()
+	if p.ExpiredOnly {
+		q = NewQuery(d.Args()...)
+		q.Where("expires_at <= " + d.Now)
+	}
 	if p.Consumer != "" {
 		q.Where("consumer = " + q.Bind(p.Consumer))
 	}
@@ -86,9 +82,29 @@ func Purge(d Dialect, q *Query, p store.PurgeParams) {
 	if !p.UpdatedBefore.IsZero() {
 		q.Where("updated_at < " + q.Bind(d.Time(p.UpdatedBefore)))
 	}
-	if p.ExpiredOnly {
-		q.Where("expires_at <= " + d.Now)
-	}
+	return q
+}
+
+// SelectListed selects columns of the records q (ListWhere) selects, at
+// most limit, in key order.
+func SelectListed(columns string, q *Query, limit int) string {
+	return `SELECT ` + columns + ` FROM dedup_records WHERE ` + q.Clause() + ` ORDER BY key LIMIT ` + strconv.Itoa(limit)
+}
+
+// DeletePurged deletes at most limit of the records q (PurgeWhere)
+// selects. The subquery picks the batch (neither database runs the other's
+// DELETE ... LIMIT); the outer condition is checked again on each row
+// deleted, so a row that a concurrent write moved out of the selection
+// since survives.
+func DeletePurged(q *Query, limit int) string {
+	where := q.Clause()
+	return `DELETE FROM dedup_records WHERE ` + where + ` AND (consumer, key) IN (
+    SELECT consumer, key FROM dedup_records WHERE ` + where + ` LIMIT ` + strconv.Itoa(limit) + `)`
+}
+
+// CountPurged counts the records q (PurgeWhere) selects.
+func CountPurged(q *Query) string {
+	return `SELECT count(*) FROM dedup_records WHERE ` + q.Clause()
 }
 
 func states(q *Query, ss []store.State) {
@@ -112,12 +128,13 @@ func timeRange(d Dialect, q *Query, column string, after, before time.Time) {
 }
 
 // KeyRange adds "key starts with prefix" as the range prefix <= key <
-// PrefixEnd(prefix). Both stores use it. Keys compare bytewise on every
-// store (on PostgreSQL the key column is COLLATE "C", migration 2001), so
-// the range holds exactly the keys with the prefix; and unlike LIKE $n,
-// which PostgreSQL can turn into an index range only when it plans with the
-// value in hand, a range of bound parameters uses the primary key on a
-// generic plan too.
+// PrefixEnd(prefix). Keys compare bytewise on every store (SQLite's BINARY
+// collation; on PostgreSQL the key column is COLLATE "C", migration 2001),
+// so the range holds exactly the keys with the prefix, whatever bytes the
+// prefix holds. LIKE would need escaping and is case-insensitive for ASCII
+// in SQLite; and unlike LIKE $n, which PostgreSQL can turn into an index
+// range only when it plans with the value in hand, a range of bound
+// parameters uses the primary key on a generic plan too.
 func KeyRange(q *Query, prefix string) {
 	q.Where("key >= " + q.Bind(prefix))
 	if end, ok := PrefixEnd(prefix); ok {

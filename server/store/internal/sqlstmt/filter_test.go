@@ -1,4 +1,4 @@
-package sqlfilter
+package sqlstmt
 
 import (
 	"reflect"
@@ -39,41 +39,41 @@ func TestPrefixEnd(t *testing.T) {
 	}
 }
 
-var testDialect = Dialect{
-	Now:  "now()",
-	Time: func(t time.Time) any { return t.Unix() },
-	KeyPrefix: func(q *Query, prefix string) {
-		q.Where("key LIKE " + q.Bind(prefix+"%"))
-	},
-}
+// testDialect binds its clock, so that the clause's numbering shows it.
+var testDialect = Dialect{Now: "$1", Time: func(t time.Time) any { return t.Unix() },
+	clock: func() time.Time { return time.Unix(7, 0) }}
 
-func TestListRecordsClause(t *testing.T) {
+func TestListWhere(t *testing.T) {
 	at := time.Unix(100, 0)
-	q := NewQuery("first")
-	ListRecords(testDialect, q, store.ListParams{
+	q := ListWhere(testDialect, store.ListParams{
 		Consumer: "c", States: []store.State{store.Pending, store.Released}, KeyPrefix: "p",
 		CreatedAfter: at, UpdatedBefore: at, LeaseExpired: true, AfterKey: "k", Limit: 5,
 	})
-	want := []string{"consumer = $2", "expires_at > now()", "state IN ($3, $4)", "key LIKE $5",
-		"created_at >= $6", "updated_at < $7", "state = 'PENDING'", "lease_expires_at <= now()", "key > $8"}
+	want := []string{"consumer = $2", "expires_at > $1", "state IN ($3, $4)", "key >= $5", "key < $6",
+		"created_at >= $7", "updated_at < $8", "state = 'PENDING'", "lease_expires_at <= $1", "key > $9"}
 	if got := q.Clause(); got != strings.Join(want, " AND ") {
 		t.Errorf("clause\n got %s\nwant %s", got, strings.Join(want, " AND "))
 	}
-	wantArgs := []any{"first", "c", "PENDING", "RELEASED", "p%", int64(100), int64(100), "k"}
+	wantArgs := []any{int64(7), "c", "PENDING", "RELEASED", "p", "q", int64(100), int64(100), "k"}
 	if !reflect.DeepEqual(q.Args(), wantArgs) {
 		t.Errorf("args %v, want %v", q.Args(), wantArgs)
 	}
 }
 
-func TestPurgeClause(t *testing.T) {
-	q := NewQuery()
-	Purge(testDialect, q, store.PurgeParams{ExpiredOnly: true})
-	if got := q.Clause(); got != "expires_at <= now()" {
-		t.Errorf("expired-only clause %q", got)
-	}
-	q = NewQuery()
-	Purge(testDialect, q, store.PurgeParams{})
-	if got := q.Clause(); got != "TRUE" {
-		t.Errorf("empty clause %q, want TRUE", got)
+func TestPurgeWhere(t *testing.T) {
+	for _, tc := range []struct {
+		p      store.PurgeParams
+		clause string
+		args   []any
+	}{
+		// The clock is bound only when the clause mentions it.
+		{store.PurgeParams{ExpiredOnly: true}, "expires_at <= $1", []any{int64(7)}},
+		{store.PurgeParams{Consumer: "c", UpdatedBefore: time.Unix(100, 0)}, "consumer = $1 AND updated_at < $2", []any{"c", int64(100)}},
+		{store.PurgeParams{}, "TRUE", nil},
+	} {
+		q := PurgeWhere(testDialect, tc.p)
+		if got := q.Clause(); got != tc.clause || !reflect.DeepEqual(q.Args(), tc.args) {
+			t.Errorf("PurgeWhere(%+v) = %q %v, want %q %v", tc.p, got, q.Args(), tc.clause, tc.args)
+		}
 	}
 }
