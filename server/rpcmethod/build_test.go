@@ -16,21 +16,21 @@ import (
 // whose methods have the options given (nil: none at all).
 func synthetic(t *testing.T, methods map[string]*descriptorpb.MethodOptions) *protoregistry.Files {
 	t.Helper()
-	svc := &descriptorpb.ServiceDescriptorProto{Name: proto.String("Probe")}
+	svc := &descriptorpb.ServiceDescriptorProto{Name: new("Probe")}
 	for name, opts := range methods {
 		svc.Method = append(svc.Method, &descriptorpb.MethodDescriptorProto{
-			Name: proto.String(name), InputType: proto.String(".dedup.v1.ProbeRequest"),
-			OutputType: proto.String(".dedup.v1.ProbeRequest"), Options: opts,
+			Name: new(name), InputType: new(".dedup.v1.ProbeRequest"),
+			OutputType: new(".dedup.v1.ProbeRequest"), Options: opts,
 		})
 	}
 	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
-		Name: proto.String("dedup/v1/probe.proto"), Package: proto.String("dedup.v1"), Syntax: proto.String("proto3"),
+		Name: new("dedup/v1/probe.proto"), Package: new("dedup.v1"), Syntax: new("proto3"),
 		MessageType: []*descriptorpb.DescriptorProto{{
-			Name: proto.String("ProbeRequest"),
+			Name: new("ProbeRequest"),
 			Field: []*descriptorpb.FieldDescriptorProto{
-				{Name: proto.String("keys"), Number: proto.Int32(1), JsonName: proto.String("keys"),
+				{Name: new("keys"), Number: new(int32(1)), JsonName: new("keys"),
 					Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(), Label: descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum()},
-				{Name: proto.String("one"), Number: proto.Int32(2), JsonName: proto.String("one"),
+				{Name: new("one"), Number: new(int32(2)), JsonName: new("one"),
 					Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()},
 			},
 		}},
