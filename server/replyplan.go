@@ -1,20 +1,21 @@
 package server
 
 import (
-	"strings"
-
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/replybudget"
+	"github.com/dedupd/dedupd/server/rpcmethod"
 )
 
 // replyPlan is what each method takes from the reply budget
-// (server/replybudget.Plan):
+// (server/replybudget.Plan), decided from the method table
+// (server/rpcmethod), never from a method's name:
 //   - the batch writes (ClaimBatch, FinishBatch, ExtendLeaseBatch) reserve
 //     the largest batch reply before they run, so that a full budget
 //     refuses them before they claim or finish anything;
-//   - the calls that only read (Lookup*, List*, Get*, Stats) may be
-//     refused once their reply is built, since they changed nothing;
+//   - the calls that only read (NO_SIDE_EFFECTS in the protos: Lookup,
+//     ListRecords, Stats, ...) may be refused once their reply is built,
+//     since they changed nothing;
 //   - a Claim that answered with the stored outcome wrote nothing, and its
 //     reply (a replay of a large result) may be refused as a read's;
 //   - every other call may have written by the time its reply exists, so
@@ -29,13 +30,30 @@ import (
 // its up-front bytes back while it sleeps and takes them again to claim;
 // the plan above is about what its last claim answered, and holds as is.
 func replyPlan(fullMethod string) replybudget.Plan {
-	method := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
+	return replyPlans[fullMethod]
+}
+
+// replyPlans holds the plan of every method of the table; a method outside
+// it (health, reflection) gets the zero plan, a write's.
+var replyPlans = func() map[string]replybudget.Plan {
+	plans := map[string]replybudget.Plan{}
+	for _, m := range rpcmethod.All() {
+		plans[m.FullName] = planOf(m)
+	}
+	return plans
+}()
+
+// claimReply is the reply of a lone Claim, which may say it wrote nothing.
+var claimReply = (&dedupv1.ClaimResponse{}).ProtoReflect().Descriptor()
+
+// planOf decides one method's plan from its facts.
+func planOf(m *rpcmethod.Method) replybudget.Plan {
 	switch {
-	case method == "ClaimBatch" || method == "FinishBatch" || method == "ExtendLeaseBatch":
-		return replybudget.Plan{UpFront: api.MaxReplyBytes}
-	case readOnlyMethod(method):
+	case m.ReadOnly:
 		return replybudget.Plan{ReadOnly: true}
-	case method == "Claim":
+	case m.Batch():
+		return replybudget.Plan{UpFront: api.MaxReplyBytes}
+	case m.Desc != nil && m.Desc.Output() == claimReply:
 		return replybudget.Plan{Unchanged: claimReplayed}
 	}
 	return replybudget.Plan{}
@@ -47,14 +65,4 @@ func replyPlan(fullMethod string) replybudget.Plan {
 func claimReplayed(reply any) bool {
 	c, ok := reply.(*dedupv1.ClaimResponse)
 	return ok && c.GetOutcome() != dedupv1.Outcome_OUTCOME_ACQUIRED
-}
-
-// readOnlyMethod reports the dedup.v1 methods that change nothing stored.
-func readOnlyMethod(method string) bool {
-	for _, prefix := range []string{"Lookup", "List", "Get"} {
-		if strings.HasPrefix(method, prefix) {
-			return true
-		}
-	}
-	return method == "Stats"
 }

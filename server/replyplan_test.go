@@ -7,6 +7,8 @@ import (
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/replybudget"
+	"github.com/dedupd/dedupd/server/rpcmethod"
 )
 
 // TestReplyPlanOfEveryMethod: every unary method of every service has the
@@ -63,6 +65,43 @@ func TestClaimReplayIsUnchanged(t *testing.T) {
 	} {
 		if got := unchanged(&dedupv1.ClaimResponse{Outcome: outcome}); got != want {
 			t.Errorf("a Claim answering %v: unchanged %v, want %v", outcome, got, want)
+		}
+	}
+}
+
+// TestReplyPlanIgnoresNames: the plan comes from a method's facts, never
+// its name. A write named like a read (GetAndClaim, a table entry made up
+// here) is never refused after it ran; a read named like a write may be;
+// a batch named like a read reserves up front.
+func TestReplyPlanIgnoresNames(t *testing.T) {
+	items := (&dedupv1.LookupBatchRequest{}).ProtoReflect().Descriptor().Fields().ByName("keys")
+	for _, tc := range []struct {
+		m    rpcmethod.Method
+		want replybudget.Plan
+	}{
+		{rpcmethod.Method{FullName: "/dedup.v1.DedupService/GetAndClaim", Op: "GetAndClaim"}, replybudget.Plan{}},
+		{rpcmethod.Method{FullName: "/dedup.v1.DedupService/ListAndPurge", Op: "ListAndPurge", Admin: true}, replybudget.Plan{}},
+		{rpcmethod.Method{FullName: "/dedup.v1.DedupService/ClaimNothing", Op: "ClaimNothing", ReadOnly: true}, replybudget.Plan{ReadOnly: true}},
+		{rpcmethod.Method{FullName: "/dedup.v1.DedupService/LookupMany", Op: "LookupMany", Items: items}, replybudget.Plan{UpFront: api.MaxReplyBytes}},
+	} {
+		got := planOf(&tc.m)
+		if got.ReadOnly != tc.want.ReadOnly || got.UpFront != tc.want.UpFront || got.Unchanged != nil {
+			t.Errorf("%s (%+v): plan %+v, want %+v", tc.m.Op, tc.m, got, tc.want)
+		}
+	}
+}
+
+// TestNoWriteIsRefusedAfterItRan: across the whole table, a method that
+// may write (not NO_SIDE_EFFECTS) is never planned as a read, whatever its
+// name; only Claim's reply may say it wrote nothing.
+func TestNoWriteIsRefusedAfterItRan(t *testing.T) {
+	for _, m := range rpcmethod.All() {
+		p := replyPlan(m.FullName)
+		if !m.ReadOnly && p.ReadOnly {
+			t.Errorf("%s writes but is planned as a read", m.FullName)
+		}
+		if p.Unchanged != nil && m.FullName != "/dedup.v1.DedupService/Claim" {
+			t.Errorf("%s: only Claim's reply may say it wrote nothing", m.FullName)
 		}
 	}
 }

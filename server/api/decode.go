@@ -14,10 +14,10 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/rpcerrors"
+	"github.com/dedupd/dedupd/server/rpcmethod"
 )
 
 // Register registers the service on s with request decoding that answers a
@@ -39,7 +39,7 @@ func RegisterAdmin(s grpc.ServiceRegistrar, svc dedupv1.AdminServiceServer) {
 func registerLeniently(s grpc.ServiceRegistrar, desc grpc.ServiceDesc, svc any) {
 	desc.Methods = slices.Clone(desc.Methods)
 	for i := range desc.Methods {
-		desc.Methods[i].Handler = decodeLeniently(desc.Methods[i].Handler, hasItems(desc.ServiceName, desc.Methods[i].MethodName))
+		desc.Methods[i].Handler = decodeLeniently(desc.Methods[i].Handler, batchItems(desc.ServiceName, desc.Methods[i].MethodName))
 	}
 	desc.Streams = slices.Clone(desc.Streams)
 	for i := range desc.Streams {
@@ -69,13 +69,14 @@ func (s lenientStream) RecvMsg(m any) error {
 // The batch items whose strings are not UTF-8 reach the handler through
 // the context (itemFaultsOf).
 //
-// Only a batch request (items) has items whose faults its handler reads;
-// every other call is spared the faults and the context carrying them.
-func decodeLeniently(generated grpc.MethodHandler, items bool) grpc.MethodHandler {
+// Only a batch request (items names its repeated field of items) has
+// items whose faults its handler reads; every other call is spared the
+// faults and the context carrying them.
+func decodeLeniently(generated grpc.MethodHandler, items protoreflect.Name) grpc.MethodHandler {
 	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 		var faults *itemFaults
-		if items {
-			faults = &itemFaults{}
+		if items != "" {
+			faults = &itemFaults{items: string(items)}
 			ctx = context.WithValue(ctx, itemFaultsKey{}, faults)
 		}
 		return generated(srv, ctx, func(req any) error {
@@ -88,20 +89,15 @@ func decodeLeniently(generated grpc.MethodHandler, items bool) grpc.MethodHandle
 	}
 }
 
-// hasItems reports whether a method's request is a batch with items
-// (batchItemsField); a method it cannot find is taken to have them.
-func hasItems(service, method string) bool {
-	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(service))
-	sd, ok := d.(protoreflect.ServiceDescriptor)
-	if err != nil || !ok {
-		return true
+// batchItems names the repeated field of a method's request that holds a
+// batch's items, as the method table (server/rpcmethod) says; "" for a
+// method whose request is not a batch.
+func batchItems(service, method string) protoreflect.Name {
+	m, ok := rpcmethod.Of("/" + service + "/" + method)
+	if !ok || !m.Batch() {
+		return ""
 	}
-	md := sd.Methods().ByName(protoreflect.Name(method))
-	if md == nil {
-		return true
-	}
-	_, items := batchItemsField[md.Input().FullName()]
-	return items
+	return m.Items.Name()
 }
 
 // decodeTarget is what decodeLeniently asks grpc-go to decode into: the
@@ -144,8 +140,8 @@ func decodeRequest(wire []byte, req proto.Message) error {
 }
 
 // decodeItems decodes wire into req as decodeRequest does, except that in
-// a batch request (one listed in batchItemsField) with faults to record
-// them, a string that is not UTF-8 inside an item fails only that item:
+// a batch request with faults to record them (faults names its items), a
+// string that is not UTF-8 inside an item fails only that item:
 // the request decodes with the string made valid (each bad byte becomes
 // U+FFFD), and faults names the item's field for the handler to refuse.
 func decodeItems(wire []byte, req proto.Message, faults *itemFaults) error {
@@ -160,10 +156,9 @@ func decodeItems(wire []byte, req proto.Message, faults *itemFaults) error {
 		//nolint:errorlint // the sentinel alone decides the status; the decoder's error is text
 		return rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", "").Err()
 	}
-	items := batchItemsField[md.FullName()]
 	indexes := make([]int, len(bad))
 	for n, field := range bad {
-		i, inItem := itemIndex(field, items)
+		i, inItem := faults.itemIndex(field)
 		if faults == nil || !inItem {
 			return rpcerrors.Status(&rpcerrors.FieldError{Field: field, Problem: notUTF8}, "", "").Err()
 		}

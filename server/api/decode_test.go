@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/rpcerrors"
@@ -102,38 +103,39 @@ func TestAdminRequestsDecodeLeniently(t *testing.T) {
 	wantStatus(t, err, codes.InvalidArgument, rpcerrors.ReasonInvalidField, "consumer")
 }
 
-// TestHasItemsFindsEveryBatch: the methods whose requests are batches
-// (batchItemsField) keep their item faults, and only they; a method the
-// registry does not know keeps them too.
-func TestHasItemsFindsEveryBatch(t *testing.T) {
+// TestBatchItemsFindsEveryBatch: the methods whose requests are batches
+// keep their item faults, each with its request's items field, and only
+// they; a method the table does not know has none.
+func TestBatchItemsFindsEveryBatch(t *testing.T) {
 	cases := []struct {
 		service, method string
-		want            bool
+		want            protoreflect.Name
 	}{
-		{"dedup.v1.DedupService", "ClaimBatch", true},
-		{"dedup.v1.DedupService", "FinishBatch", true},
-		{"dedup.v1.DedupService", "ExtendLeaseBatch", true},
-		{"dedup.v1.DedupService", "LookupBatch", true},
-		{"dedup.v1.DedupService", "Claim", false},
-		{"dedup.v1.DedupService", "Complete", false},
-		{"dedup.v1.AdminService", "SetPolicy", false},
-		{"dedup.v1.DedupService", "NoSuchMethod", true},
-		{"no.such.Service", "Claim", true},
+		{"dedup.v1.DedupService", "ClaimBatch", "items"},
+		{"dedup.v1.DedupService", "FinishBatch", "items"},
+		{"dedup.v1.DedupService", "ExtendLeaseBatch", "items"},
+		{"dedup.v1.DedupService", "LookupBatch", "keys"},
+		{"dedup.v1.DedupService", "Claim", ""},
+		{"dedup.v1.DedupService", "Complete", ""},
+		{"dedup.v1.AdminService", "SetPolicy", ""},
+		{"dedup.v1.DedupService", "NoSuchMethod", ""},
+		{"no.such.Service", "Claim", ""},
 	}
 	for _, tc := range cases {
-		if got := hasItems(tc.service, tc.method); got != tc.want {
-			t.Errorf("hasItems(%s, %s) = %v, want %v", tc.service, tc.method, got, tc.want)
+		if got := batchItems(tc.service, tc.method); got != tc.want {
+			t.Errorf("batchItems(%s, %s) = %q, want %q", tc.service, tc.method, got, tc.want)
 		}
 	}
 	batches := 0
-	for _, desc := range []grpc.ServiceDesc{dedupv1.DedupService_ServiceDesc, dedupv1.AdminService_ServiceDesc} {
+	for _, desc := range []grpc.ServiceDesc{dedupv1.DedupService_ServiceDesc, dedupv1.AdminService_ServiceDesc,
+		dedupv1.StreamService_ServiceDesc, dedupv1.StreamAdminService_ServiceDesc} {
 		for _, m := range desc.Methods {
-			if hasItems(desc.ServiceName, m.MethodName) {
+			if batchItems(desc.ServiceName, m.MethodName) != "" {
 				batches++
 			}
 		}
 	}
-	if batches != len(batchItemsField) {
-		t.Errorf("%d registered methods keep item faults, want the %d of batchItemsField", batches, len(batchItemsField))
+	if batches != 4 {
+		t.Errorf("%d registered methods keep item faults, want the 4 batches", batches)
 	}
 }

@@ -4,27 +4,15 @@ import (
 	"context"
 	"strconv"
 	"strings"
-
-	"google.golang.org/protobuf/reflect/protoreflect"
-
-	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
-// batchItemsField names, for each batch request, its repeated field of
-// items: a fault inside one of them fails only that item.
-var batchItemsField = map[protoreflect.FullName]string{
-	(&dedupv1.ClaimBatchRequest{}).ProtoReflect().Descriptor().FullName():       "items",
-	(&dedupv1.FinishBatchRequest{}).ProtoReflect().Descriptor().FullName():      "items",
-	(&dedupv1.ExtendLeaseBatchRequest{}).ProtoReflect().Descriptor().FullName(): "items",
-	(&dedupv1.LookupBatchRequest{}).ProtoReflect().Descriptor().FullName():      "keys",
-}
-
-// itemIndex returns i when path is inside items[i] (or is keys[i]).
-func itemIndex(path, items string) (int, bool) {
-	if items == "" {
+// itemIndex returns i when path is inside items[i] (or is keys[i]), the
+// batch's items being f's; never for nil faults (no batch).
+func (f *itemFaults) itemIndex(path string) (int, bool) {
+	if f == nil || f.items == "" {
 		return 0, false
 	}
-	rest, ok := strings.CutPrefix(path, items+"[")
+	rest, ok := strings.CutPrefix(path, f.items+"[")
 	if !ok {
 		return 0, false
 	}
@@ -37,8 +25,13 @@ func itemIndex(path, items string) (int, bool) {
 }
 
 // itemFaults are the fields of a batch's items found not UTF-8 while the
-// request was decoded: the first of each item, by index.
-type itemFaults struct{ fields map[int]string }
+// request was decoded: the first of each item, by index. items is the
+// name of the request's repeated field of items: a fault inside one of
+// them fails only that item.
+type itemFaults struct {
+	items  string
+	fields map[int]string
+}
 
 func (f *itemFaults) add(i int, field string) {
 	if f.fields == nil {

@@ -12,7 +12,6 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
@@ -22,16 +21,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/rpcerrors"
-)
-
-// Service prefixes of the methods with their own rules. Methods of any
-// other service (server reflection) need a valid credential and nothing
-// more.
-const (
-	dedupPrefix       = "/dedup.v1.DedupService/"
-	adminPrefix       = "/dedup.v1.AdminService/"
-	streamPrefix      = "/dedup.v1.StreamService/"
-	streamAdminPrefix = "/dedup.v1.StreamAdminService/"
+	"github.com/dedupd/dedupd/server/rpcmethod"
 )
 
 // Rules is one loaded auth file.
@@ -94,19 +84,23 @@ func (a *Authorizer) AuthFunc(ctx context.Context) (context.Context, error) {
 	return ctx, nil
 }
 
-// authorize decides a known caller's call. A consumer name no request may
-// carry is refused as the handler would refuse it (INVALID_FIELD), before
-// any answer repeats it: a grant can never cover it, and a refusal that
-// quoted it would hand back whatever the caller sent, megabytes included.
+// authorize decides a known caller's call. An admin method (the method
+// table, server/rpcmethod) needs an admin grant; a consumer's method needs
+// a grant covering the request's consumer; a method outside the table
+// (server reflection) needs a valid credential and nothing more. A
+// consumer name no request may carry is refused as the handler would
+// refuse it (INVALID_FIELD), before any answer repeats it: a grant can
+// never cover it, and a refusal that quoted it would hand back whatever
+// the caller sent, megabytes included.
 func authorize(g *Grant, method, name string) error {
+	m, ok := rpcmethod.Of(method)
 	switch {
-	case strings.HasPrefix(method, adminPrefix) && !g.Admin:
-		return fmt.Errorf("%s may not call AdminService: %w", g.Name, rpcerrors.ErrPermissionDenied)
-	case strings.HasPrefix(method, streamAdminPrefix) && !g.Admin:
-		return fmt.Errorf("%s may not call StreamAdminService: %w", g.Name, rpcerrors.ErrPermissionDenied)
-	case (strings.HasPrefix(method, dedupPrefix) || strings.HasPrefix(method, streamPrefix)) && !consumer.Valid(name):
+	case !ok:
+	case m.Admin && !g.Admin:
+		return fmt.Errorf("%s may not call %s: %w", g.Name, m.Service, rpcerrors.ErrPermissionDenied)
+	case !m.Admin && !consumer.Valid(name):
 		return &rpcerrors.FieldError{Field: "consumer", Problem: consumer.Problem(name)}
-	case (strings.HasPrefix(method, dedupPrefix) || strings.HasPrefix(method, streamPrefix)) && !g.covers(name):
+	case !m.Admin && !g.covers(name):
 		return fmt.Errorf("%s may not act for consumer %q: %w", g.Name, name, rpcerrors.ErrPermissionDenied)
 	}
 	return nil

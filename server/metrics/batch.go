@@ -2,14 +2,15 @@ package metrics
 
 import (
 	"context"
-	"path"
 
 	"github.com/prometheus/client_golang/prometheus"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/rpcerrors"
+	"github.com/dedupd/dedupd/server/rpcmethod"
 )
 
 // newBatchItems is the histogram of batch sizes, by method.
@@ -21,27 +22,13 @@ func newBatchItems() *prometheus.HistogramVec {
 	}, []string{"method"})
 }
 
-// batchSize returns the number of items of a batch request, and whether the
-// request is one.
-func batchSize(req any) (int, bool) {
-	switch r := req.(type) {
-	case *dedupv1.ClaimBatchRequest:
-		return len(r.GetItems()), true
-	case *dedupv1.FinishBatchRequest:
-		return len(r.GetItems()), true
-	case *dedupv1.ExtendLeaseBatchRequest:
-		return len(r.GetItems()), true
-	case *dedupv1.LookupBatchRequest:
-		return len(r.GetKeys()), true
-	}
-	return 0, false
-}
-
 // observeBatch counts each item of a batch reply as its lone call would be
 // counted: claim outcomes, and the errors the domain metrics count.
 func (m *Metrics) observeBatch(ctx context.Context, method string, req, resp any) {
-	if n, ok := batchSize(req); ok {
-		m.batchItems.WithLabelValues(path.Base(method)).Observe(float64(n))
+	if rpc, ok := rpcmethod.Of(method); ok && rpc.Batch() {
+		if r, ok := req.(proto.Message); ok {
+			m.batchItems.WithLabelValues(rpc.Op).Observe(float64(rpc.ItemCount(r)))
+		}
 	}
 	var errs []*spb.Status
 	switch r := resp.(type) {

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"path"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -11,6 +10,7 @@ import (
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/rpcerrors"
+	"github.com/dedupd/dedupd/server/rpcmethod"
 )
 
 // refusalReasons are the reasons given before a handler runs; they are
@@ -75,7 +75,7 @@ func (m *Metrics) observeReason(ctx context.Context, method, reason string) {
 	case rpcerrors.ReasonSequenceGap, rpcerrors.ReasonStreamModeMismatch, rpcerrors.ReasonParkFull:
 		m.streamRefusals.WithLabelValues(m.consumerLabel(name), reason).Inc()
 	case rpcerrors.ReasonLeaseLost:
-		m.leasesLost.WithLabelValues(m.consumerLabel(name), path.Base(method)).Inc()
+		m.leasesLost.WithLabelValues(m.consumerLabel(name), rpcmethod.Op(method)).Inc()
 	}
 }
 

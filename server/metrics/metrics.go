@@ -22,6 +22,7 @@ import (
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/rpcerrors"
+	"github.com/dedupd/dedupd/server/rpcmethod"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -199,10 +200,20 @@ var (
 	claimOutcomes       = []string{"acquired", "in_progress", "completed", "rejected"}
 	streamClaimOutcomes = []string{"acquired", "in_progress", "duplicate", "parked"}
 	streamRefusals      = []string{rpcerrors.ReasonSequenceGap, rpcerrors.ReasonStreamModeMismatch, rpcerrors.ReasonParkFull}
-	// leaseMethods are the calls that can lose a lease (LEASE_LOST).
-	leaseMethods = []string{"Complete", "Reject", "ExtendLease", "FinishBatch", "ExtendLeaseBatch",
-		"CompleteStream", "RejectStream", "ReleaseStream", "ExtendStreamLease"}
+	// leaseMethods are the operations of the calls that can lose a lease
+	// (LEASE_LOST): the fenced methods of the method table.
+	leaseMethods = fencedOps()
 )
+
+func fencedOps() []string {
+	var ops []string
+	for _, m := range rpcmethod.All() {
+		if m.Fenced {
+			ops = append(ops, m.Op)
+		}
+	}
+	return ops
+}
 
 // zeroConsumer exports every series of a consumer label at zero, when the
 // label is given out (see initializeSeries): once a consumer is seen, a

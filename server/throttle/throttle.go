@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/rpcerrors"
+	"github.com/dedupd/dedupd/server/rpcmethod"
 )
 
 // sweepAt is the number of per-consumer buckets past which full (idle)
@@ -59,15 +59,15 @@ func NewPerConsumer(perSecond float64, burst int) *PerConsumer {
 }
 
 // Limit takes one token from the bucket of the call's consumer, or returns
-// ErrRateLimited with the time until one is free. Only DedupService and
-// StreamService calls are limited: AdminService requests may name a consumer too, but an
+// ErrRateLimited with the time until one is free. Only consumers' calls
+// are limited: admin requests may name a consumer too, but an
 // operator's call must not use up that consumer's rate. A name that is not
 // a valid consumer gets no bucket: the limiter runs before validation, and
 // a bucket would keep the name, up to a whole request in size, in memory
 // long after the handler refused it (INVALID_ARGUMENT, before any store
 // work).
 //
-// A batch call (a DedupService method whose name ends in "Batch") is not
+// A batch call (a method whose request is a batch of items) is not
 // limited here: its handler takes one token per item (TakeUpTo), so that
 // a batch larger than what is left still gets its first items through.
 func (p *PerConsumer) Limit(ctx context.Context) error {
@@ -322,10 +322,10 @@ func (f *InFlight) StreamServerInterceptor() grpc.StreamServerInterceptor {
 }
 
 // limited reports whether a method spends its consumer's rate: the calls
-// consumers make around their work, not an operator's.
+// consumers make around their work, not an operator's, as the method table
+// (server/rpcmethod) says.
 func limited(method string) bool {
-	if strings.HasSuffix(method, "Batch") {
-		return false // a batch takes one token per item in its handler
-	}
-	return strings.HasPrefix(method, "/dedup.v1.DedupService/") || strings.HasPrefix(method, "/dedup.v1.StreamService/")
+	m, ok := rpcmethod.Of(method)
+	// A batch takes one token per item in its handler.
+	return ok && !m.Admin && !m.Batch()
 }

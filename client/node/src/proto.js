@@ -25,7 +25,11 @@ const ERROR_REASON_FILE = 'dedup/v1/error_reason.proto';
 const STREAM_FILE = 'dedup/v1/stream.proto';
 // dedup.proto imports it for the per-item errors of batch calls.
 const STATUS_FILE = 'google/rpc/status.proto';
-const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE, STREAM_FILE, STATUS_FILE];
+// dedup.proto and stream.proto import it for the facts each RPC declares
+// about itself (option (dedup.v1.rpc_facts)), which the server reads; its
+// own import, google/protobuf/descriptor.proto, comes with protobufjs.
+const OPTIONS_FILE = 'dedup/v1/options.proto';
+const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE, STREAM_FILE, STATUS_FILE, OPTIONS_FILE];
 
 /**
  * How messages look in JavaScript, for gRPC calls and decoded details alike.

@@ -1046,7 +1046,7 @@ var File_dedup_v1_admin_proto protoreflect.FileDescriptor
 
 const file_dedup_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x14dedup/v1/admin.proto\x12\bdedup.v1\x1a\x14dedup/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf2\x03\n" +
+	"\x14dedup/v1/admin.proto\x12\bdedup.v1\x1a\x14dedup/v1/dedup.proto\x1a\x16dedup/v1/options.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf2\x03\n" +
 	"\x06Policy\x12\x1a\n" +
 	"\bconsumer\x18\x01 \x01(\tR\bconsumer\x12>\n" +
 	"\rcompleted_ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\fcompletedTtl\x12<\n" +
@@ -1113,15 +1113,15 @@ const file_dedup_v1_admin_proto_rawDesc = "" +
 	"\astreams\x18( \x01(\x03R\astreams\x12*\n" +
 	"\x11streams_in_flight\x18) \x01(\x03R\x0fstreamsInFlight\x122\n" +
 	"\x15streams_lease_expired\x18* \x01(\x03R\x13streamsLeaseExpired\x12O\n" +
-	"\x16oldest_stream_claim_at\x18+ \x01(\v2\x1a.google.protobuf.TimestampR\x13oldestStreamClaimAt2\xfd\x03\n" +
-	"\fAdminService\x12D\n" +
-	"\tSetPolicy\x12\x1a.dedup.v1.SetPolicyRequest\x1a\x1b.dedup.v1.SetPolicyResponse\x12D\n" +
-	"\tGetPolicy\x12\x1a.dedup.v1.GetPolicyRequest\x1a\x1b.dedup.v1.GetPolicyResponse\x12M\n" +
-	"\fListPolicies\x12\x1d.dedup.v1.ListPoliciesRequest\x1a\x1e.dedup.v1.ListPoliciesResponse\x12M\n" +
-	"\fDeletePolicy\x12\x1d.dedup.v1.DeletePolicyRequest\x1a\x1e.dedup.v1.DeletePolicyResponse\x12M\n" +
-	"\fDeleteRecord\x12\x1d.dedup.v1.DeleteRecordRequest\x1a\x1e.dedup.v1.DeleteRecordResponse\x12:\n" +
-	"\x05Purge\x12\x16.dedup.v1.PurgeRequest\x1a\x17.dedup.v1.PurgeResponse0\x01\x128\n" +
-	"\x05Stats\x12\x16.dedup.v1.StatsRequest\x1a\x17.dedup.v1.StatsResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
+	"\x16oldest_stream_claim_at\x18+ \x01(\v2\x1a.google.protobuf.TimestampR\x13oldestStreamClaimAt2\xbe\x04\n" +
+	"\fAdminService\x12L\n" +
+	"\tSetPolicy\x12\x1a.dedup.v1.SetPolicyRequest\x1a\x1b.dedup.v1.SetPolicyResponse\"\x06\x82\x85\x19\x02\b\x02\x12O\n" +
+	"\tGetPolicy\x12\x1a.dedup.v1.GetPolicyRequest\x1a\x1b.dedup.v1.GetPolicyResponse\"\t\x82\x85\x19\x02\b\x02\x90\x02\x01\x12X\n" +
+	"\fListPolicies\x12\x1d.dedup.v1.ListPoliciesRequest\x1a\x1e.dedup.v1.ListPoliciesResponse\"\t\x82\x85\x19\x02\b\x02\x90\x02\x01\x12U\n" +
+	"\fDeletePolicy\x12\x1d.dedup.v1.DeletePolicyRequest\x1a\x1e.dedup.v1.DeletePolicyResponse\"\x06\x82\x85\x19\x02\b\x02\x12U\n" +
+	"\fDeleteRecord\x12\x1d.dedup.v1.DeleteRecordRequest\x1a\x1e.dedup.v1.DeleteRecordResponse\"\x06\x82\x85\x19\x02\b\x02\x12B\n" +
+	"\x05Purge\x12\x16.dedup.v1.PurgeRequest\x1a\x17.dedup.v1.PurgeResponse\"\x06\x82\x85\x19\x02\b\x020\x01\x12C\n" +
+	"\x05Stats\x12\x16.dedup.v1.StatsRequest\x1a\x17.dedup.v1.StatsResponse\"\t\x82\x85\x19\x02\b\x02\x90\x02\x01B1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
 
 var (
 	file_dedup_v1_admin_proto_rawDescOnce sync.Once
@@ -1207,6 +1207,7 @@ func file_dedup_v1_admin_proto_init() {
 		return
 	}
 	file_dedup_v1_dedup_proto_init()
+	file_dedup_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -2090,7 +2090,7 @@ var File_dedup_v1_dedup_proto protoreflect.FileDescriptor
 
 const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"\n" +
-	"\x14dedup/v1/dedup.proto\x12\bdedup.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"s\n" +
+	"\x14dedup/v1/dedup.proto\x12\bdedup.v1\x1a\x16dedup/v1/options.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"s\n" +
 	"\tRejection\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
@@ -2236,19 +2236,19 @@ const file_dedup_v1_dedup_proto_rawDesc = "" +
 	"RecordView\x12\x1b\n" +
 	"\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n" +
-	"\x10RECORD_VIEW_FULL\x10\x022\xd9\x05\n" +
-	"\fDedupService\x128\n" +
-	"\x05Claim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12A\n" +
-	"\bComplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n" +
-	"\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n" +
-	"\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n" +
-	"\vExtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n" +
-	"\vListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\x12G\n" +
+	"\x10RECORD_VIEW_FULL\x10\x022\xd7\x06\n" +
+	"\fDedupService\x12@\n" +
+	"\x05Claim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\"\x06\x82\x85\x19\x02\b\x01\x12K\n" +
+	"\bComplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\"\b\x82\x85\x19\x04\b\x01\x18\x01\x12E\n" +
+	"\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\"\b\x82\x85\x19\x04\b\x01\x18\x01\x12F\n" +
+	"\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\"\t\x82\x85\x19\x02\b\x01\x90\x02\x01\x12T\n" +
+	"\vExtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\"\b\x82\x85\x19\x04\b\x01\x18\x01\x12U\n" +
+	"\vListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\"\t\x82\x85\x19\x02\b\x01\x90\x02\x01\x12V\n" +
 	"\n" +
-	"ClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\x12J\n" +
-	"\vFinishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\x12Y\n" +
-	"\x10ExtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\x12J\n" +
-	"\vLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
+	"ClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\"\r\x82\x85\x19\t\b\x01\x12\x05items\x12[\n" +
+	"\vFinishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\"\x0f\x82\x85\x19\v\b\x01\x12\x05items\x18\x01\x12j\n" +
+	"\x10ExtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\"\x0f\x82\x85\x19\v\b\x01\x12\x05items\x18\x01\x12[\n" +
+	"\vLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponse\"\x0f\x82\x85\x19\b\b\x01\x12\x04keys\x90\x02\x01B1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
 
 var (
 	file_dedup_v1_dedup_proto_rawDescOnce sync.Once
@@ -2370,6 +2370,7 @@ func file_dedup_v1_dedup_proto_init() {
 	if File_dedup_v1_dedup_proto != nil {
 		return
 	}
+	file_dedup_v1_options_proto_init()
 	file_dedup_v1_dedup_proto_msgTypes[16].OneofWrappers = []any{
 		(*ClaimBatchResult_Claim)(nil),
 		(*ClaimBatchResult_Error)(nil),

@@ -2784,7 +2784,7 @@ var File_dedup_v1_stream_proto protoreflect.FileDescriptor
 
 const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\n" +
-	"\x15dedup/v1/stream.proto\x12\bdedup.v1\x1a\x14dedup/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\x01\n" +
+	"\x15dedup/v1/stream.proto\x12\bdedup.v1\x1a\x14dedup/v1/dedup.proto\x1a\x16dedup/v1/options.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\x01\n" +
 	"\fSkippedRange\x12#\n" +
 	"\rfrom_sequence\x18\x01 \x01(\x03R\ffromSequence\x12\x1f\n" +
 	"\vto_sequence\x18\x02 \x01(\x03R\n" +
@@ -2997,26 +2997,26 @@ const file_dedup_v1_stream_proto_rawDesc = "" +
 	"\vStreamStart\x12\x1c\n" +
 	"\x18STREAM_START_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10STREAM_START_ONE\x10\x01\x12\x1c\n" +
-	"\x18STREAM_START_FIRST_CLAIM\x10\x022\xd6\x05\n" +
-	"\rStreamService\x12J\n" +
-	"\vClaimStream\x12\x1c.dedup.v1.ClaimStreamRequest\x1a\x1d.dedup.v1.ClaimStreamResponse\x12S\n" +
-	"\x0eCompleteStream\x12\x1f.dedup.v1.CompleteStreamRequest\x1a .dedup.v1.CompleteStreamResponse\x12M\n" +
-	"\fRejectStream\x12\x1d.dedup.v1.RejectStreamRequest\x1a\x1e.dedup.v1.RejectStreamResponse\x12P\n" +
-	"\rReleaseStream\x12\x1e.dedup.v1.ReleaseStreamRequest\x1a\x1f.dedup.v1.ReleaseStreamResponse\x12\\\n" +
-	"\x11ExtendStreamLease\x12\".dedup.v1.ExtendStreamLeaseRequest\x1a#.dedup.v1.ExtendStreamLeaseResponse\x12D\n" +
-	"\tGetStream\x12\x1a.dedup.v1.GetStreamRequest\x1a\x1b.dedup.v1.GetStreamResponse\x12J\n" +
-	"\vListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse\x12J\n" +
-	"\vClaimParked\x12\x1c.dedup.v1.ClaimParkedRequest\x1a\x1d.dedup.v1.ClaimParkedResponse\x12G\n" +
+	"\x18STREAM_START_FIRST_CLAIM\x10\x022\xaf\x06\n" +
+	"\rStreamService\x12R\n" +
+	"\vClaimStream\x12\x1c.dedup.v1.ClaimStreamRequest\x1a\x1d.dedup.v1.ClaimStreamResponse\"\x06\x82\x85\x19\x02\b\x01\x12]\n" +
+	"\x0eCompleteStream\x12\x1f.dedup.v1.CompleteStreamRequest\x1a .dedup.v1.CompleteStreamResponse\"\b\x82\x85\x19\x04\b\x01\x18\x01\x12W\n" +
+	"\fRejectStream\x12\x1d.dedup.v1.RejectStreamRequest\x1a\x1e.dedup.v1.RejectStreamResponse\"\b\x82\x85\x19\x04\b\x01\x18\x01\x12Z\n" +
+	"\rReleaseStream\x12\x1e.dedup.v1.ReleaseStreamRequest\x1a\x1f.dedup.v1.ReleaseStreamResponse\"\b\x82\x85\x19\x04\b\x01\x18\x01\x12f\n" +
+	"\x11ExtendStreamLease\x12\".dedup.v1.ExtendStreamLeaseRequest\x1a#.dedup.v1.ExtendStreamLeaseResponse\"\b\x82\x85\x19\x04\b\x01\x18\x01\x12O\n" +
+	"\tGetStream\x12\x1a.dedup.v1.GetStreamRequest\x1a\x1b.dedup.v1.GetStreamResponse\"\t\x82\x85\x19\x02\b\x01\x90\x02\x01\x12U\n" +
+	"\vListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse\"\t\x82\x85\x19\x02\b\x01\x90\x02\x01\x12R\n" +
+	"\vClaimParked\x12\x1c.dedup.v1.ClaimParkedRequest\x1a\x1d.dedup.v1.ClaimParkedResponse\"\x06\x82\x85\x19\x02\b\x01\x12R\n" +
 	"\n" +
-	"ListParked\x12\x1b.dedup.v1.ListParkedRequest\x1a\x1c.dedup.v1.ListParkedResponse2\xfa\x03\n" +
-	"\x12StreamAdminService\x12J\n" +
-	"\vResetStream\x12\x1c.dedup.v1.ResetStreamRequest\x1a\x1d.dedup.v1.ResetStreamResponse\x12V\n" +
-	"\x0fSetStreamPolicy\x12 .dedup.v1.SetStreamPolicyRequest\x1a!.dedup.v1.SetStreamPolicyResponse\x12V\n" +
-	"\x0fGetStreamPolicy\x12 .dedup.v1.GetStreamPolicyRequest\x1a!.dedup.v1.GetStreamPolicyResponse\x12_\n" +
-	"\x12DeleteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponse\x12G\n" +
+	"ListParked\x12\x1b.dedup.v1.ListParkedRequest\x1a\x1c.dedup.v1.ListParkedResponse\"\t\x82\x85\x19\x02\b\x01\x90\x02\x012\xad\x04\n" +
+	"\x12StreamAdminService\x12R\n" +
+	"\vResetStream\x12\x1c.dedup.v1.ResetStreamRequest\x1a\x1d.dedup.v1.ResetStreamResponse\"\x06\x82\x85\x19\x02\b\x02\x12^\n" +
+	"\x0fSetStreamPolicy\x12 .dedup.v1.SetStreamPolicyRequest\x1a!.dedup.v1.SetStreamPolicyResponse\"\x06\x82\x85\x19\x02\b\x02\x12a\n" +
+	"\x0fGetStreamPolicy\x12 .dedup.v1.GetStreamPolicyRequest\x1a!.dedup.v1.GetStreamPolicyResponse\"\t\x82\x85\x19\x02\b\x02\x90\x02\x01\x12g\n" +
+	"\x12DeleteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponse\"\x06\x82\x85\x19\x02\b\x02\x12O\n" +
 	"\n" +
-	"DropParked\x12\x1b.dedup.v1.DropParkedRequest\x1a\x1c.dedup.v1.DropParkedResponse\x12>\n" +
-	"\aSkipGap\x12\x18.dedup.v1.SkipGapRequest\x1a\x19.dedup.v1.SkipGapResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
+	"DropParked\x12\x1b.dedup.v1.DropParkedRequest\x1a\x1c.dedup.v1.DropParkedResponse\"\x06\x82\x85\x19\x02\b\x02\x12F\n" +
+	"\aSkipGap\x12\x18.dedup.v1.SkipGapRequest\x1a\x19.dedup.v1.SkipGapResponse\"\x06\x82\x85\x19\x02\b\x02B1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3"
 
 var (
 	file_dedup_v1_stream_proto_rawDescOnce sync.Once
@@ -3174,6 +3174,7 @@ func file_dedup_v1_stream_proto_init() {
 		return
 	}
 	file_dedup_v1_dedup_proto_init()
+	file_dedup_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

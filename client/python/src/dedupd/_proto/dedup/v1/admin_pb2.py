@@ -14,6 +14,7 @@ _sym_db = _symbol_database.Default()
 
 
 from dedupd._proto.dedup.v1 import dedup_pb2 as dedup_dot_v1_dot_dedup__pb2
+from dedupd._proto.dedup.v1 import options_pb2 as dedup_dot_v1_dot_options__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
@@ -22,9 +23,9 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/admin.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/admin.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf8\x02\n\x06Policy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x30\n\rcompleted_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0crejected_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0creleased_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x11\x64\x65\x66\x61ult_lease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x30\n\rmax_lease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10max_result_bytes\x18\x07 \x01(\x03\x12\x16\n\x0erequire_digest\x18\x08 \x01(\x08\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"E\n\x10SetPolicyRequest\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\x0f\n\x07\x64ry_run\x18\x02 \x01(\x08\"\xc1\x01\n\x11SetPolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\x12#\n\teffective\x18\x03 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\x16\n\x0estored_records\x18\x04 \x01(\x03\x12\x17\n\x0fpending_records\x18\x05 \x01(\x03\x12\x10\n\x08warnings\x18\x06 \x03(\t\"$\n\x10GetPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"Z\n\x11GetPolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12#\n\teffective\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\"\x15\n\x13ListPoliciesRequest\"^\n\x14ListPoliciesResponse\x12\"\n\x08policies\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Policy\x12\"\n\x08\x64\x65\x66\x61ults\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\"\'\n\x13\x44\x65letePolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"8\n\x14\x44\x65letePolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\"4\n\x13\x44\x65leteRecordRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"8\n\x14\x44\x65leteRecordResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\xb0\x01\n\x0cPurgeRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x32\n\x0eupdated_before\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x65xpired_only\x18\x04 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\x12\x12\n\nbatch_size\x18\x06 \x01(\x05\".\n\rPurgeResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x03\x12\x0c\n\x04\x64one\x18\x02 \x01(\x08\" \n\x0cStatsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\";\n\rStatsResponse\x12*\n\tconsumers\x18\x01 \x03(\x0b\x32\x17.dedup.v1.ConsumerStats\"\xd7\x02\n\rConsumerStats\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x11\n\tcompleted\x18\x03 \x01(\x03\x12\x10\n\x08rejected\x18\x04 \x01(\x03\x12\x10\n\x08released\x18\x05 \x01(\x03\x12\x1d\n\x15pending_lease_expired\x18\x06 \x01(\x03\x12\x35\n\x11oldest_pending_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x65xpired\x18\x08 \x01(\x03\x12\x0f\n\x07streams\x18( \x01(\x03\x12\x19\n\x11streams_in_flight\x18) \x01(\x03\x12\x1d\n\x15streams_lease_expired\x18* \x01(\x03\x12:\n\x16oldest_stream_claim_at\x18+ \x01(\x0b\x32\x1a.google.protobuf.Timestamp2\xfd\x03\n\x0c\x41\x64minService\x12\x44\n\tSetPolicy\x12\x1a.dedup.v1.SetPolicyRequest\x1a\x1b.dedup.v1.SetPolicyResponse\x12\x44\n\tGetPolicy\x12\x1a.dedup.v1.GetPolicyRequest\x1a\x1b.dedup.v1.GetPolicyResponse\x12M\n\x0cListPolicies\x12\x1d.dedup.v1.ListPoliciesRequest\x1a\x1e.dedup.v1.ListPoliciesResponse\x12M\n\x0c\x44\x65letePolicy\x12\x1d.dedup.v1.DeletePolicyRequest\x1a\x1e.dedup.v1.DeletePolicyResponse\x12M\n\x0c\x44\x65leteRecord\x12\x1d.dedup.v1.DeleteRecordRequest\x1a\x1e.dedup.v1.DeleteRecordResponse\x12:\n\x05Purge\x12\x16.dedup.v1.PurgeRequest\x1a\x17.dedup.v1.PurgeResponse0\x01\x12\x38\n\x05Stats\x12\x16.dedup.v1.StatsRequest\x1a\x17.dedup.v1.StatsResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/admin.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x16\x64\x65\x64up/v1/options.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf8\x02\n\x06Policy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x30\n\rcompleted_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0crejected_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0creleased_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x11\x64\x65\x66\x61ult_lease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x30\n\rmax_lease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10max_result_bytes\x18\x07 \x01(\x03\x12\x16\n\x0erequire_digest\x18\x08 \x01(\x08\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"E\n\x10SetPolicyRequest\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\x0f\n\x07\x64ry_run\x18\x02 \x01(\x08\"\xc1\x01\n\x11SetPolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\x12#\n\teffective\x18\x03 \x01(\x0b\x32\x10.dedup.v1.Policy\x12\x16\n\x0estored_records\x18\x04 \x01(\x03\x12\x17\n\x0fpending_records\x18\x05 \x01(\x03\x12\x10\n\x08warnings\x18\x06 \x03(\t\"$\n\x10GetPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"Z\n\x11GetPolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\x12#\n\teffective\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\"\x15\n\x13ListPoliciesRequest\"^\n\x14ListPoliciesResponse\x12\"\n\x08policies\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Policy\x12\"\n\x08\x64\x65\x66\x61ults\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Policy\"\'\n\x13\x44\x65letePolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"8\n\x14\x44\x65letePolicyResponse\x12 \n\x06policy\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Policy\"4\n\x13\x44\x65leteRecordRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"8\n\x14\x44\x65leteRecordResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\xb0\x01\n\x0cPurgeRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x32\n\x0eupdated_before\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x65xpired_only\x18\x04 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\x12\x12\n\nbatch_size\x18\x06 \x01(\x05\".\n\rPurgeResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x03\x12\x0c\n\x04\x64one\x18\x02 \x01(\x08\" \n\x0cStatsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\";\n\rStatsResponse\x12*\n\tconsumers\x18\x01 \x03(\x0b\x32\x17.dedup.v1.ConsumerStats\"\xd7\x02\n\rConsumerStats\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x11\n\tcompleted\x18\x03 \x01(\x03\x12\x10\n\x08rejected\x18\x04 \x01(\x03\x12\x10\n\x08released\x18\x05 \x01(\x03\x12\x1d\n\x15pending_lease_expired\x18\x06 \x01(\x03\x12\x35\n\x11oldest_pending_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x65xpired\x18\x08 \x01(\x03\x12\x0f\n\x07streams\x18( \x01(\x03\x12\x19\n\x11streams_in_flight\x18) \x01(\x03\x12\x1d\n\x15streams_lease_expired\x18* \x01(\x03\x12:\n\x16oldest_stream_claim_at\x18+ \x01(\x0b\x32\x1a.google.protobuf.Timestamp2\xbe\x04\n\x0c\x41\x64minService\x12L\n\tSetPolicy\x12\x1a.dedup.v1.SetPolicyRequest\x1a\x1b.dedup.v1.SetPolicyResponse\"\x06\x82\x85\x19\x02\x08\x02\x12O\n\tGetPolicy\x12\x1a.dedup.v1.GetPolicyRequest\x1a\x1b.dedup.v1.GetPolicyResponse\"\t\x90\x02\x01\x82\x85\x19\x02\x08\x02\x12X\n\x0cListPolicies\x12\x1d.dedup.v1.ListPoliciesRequest\x1a\x1e.dedup.v1.ListPoliciesResponse\"\t\x90\x02\x01\x82\x85\x19\x02\x08\x02\x12U\n\x0c\x44\x65letePolicy\x12\x1d.dedup.v1.DeletePolicyRequest\x1a\x1e.dedup.v1.DeletePolicyResponse\"\x06\x82\x85\x19\x02\x08\x02\x12U\n\x0c\x44\x65leteRecord\x12\x1d.dedup.v1.DeleteRecordRequest\x1a\x1e.dedup.v1.DeleteRecordResponse\"\x06\x82\x85\x19\x02\x08\x02\x12\x42\n\x05Purge\x12\x16.dedup.v1.PurgeRequest\x1a\x17.dedup.v1.PurgeResponse\"\x06\x82\x85\x19\x02\x08\x02\x30\x01\x12\x43\n\x05Stats\x12\x16.dedup.v1.StatsRequest\x1a\x17.dedup.v1.StatsResponse\"\t\x90\x02\x01\x82\x85\x19\x02\x08\x02\x42\x31Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
-  dependencies=[dedup_dot_v1_dot_dedup__pb2.DESCRIPTOR,google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,])
+  dependencies=[dedup_dot_v1_dot_dedup__pb2.DESCRIPTOR,dedup_dot_v1_dot_options__pb2.DESCRIPTOR,google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,])
 
 
 
@@ -111,8 +112,8 @@ _POLICY = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=122,
-  serialized_end=498,
+  serialized_start=146,
+  serialized_end=522,
 )
 
 
@@ -149,8 +150,8 @@ _SETPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=500,
-  serialized_end=569,
+  serialized_start=524,
+  serialized_end=593,
 )
 
 
@@ -215,8 +216,8 @@ _SETPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=572,
-  serialized_end=765,
+  serialized_start=596,
+  serialized_end=789,
 )
 
 
@@ -246,8 +247,8 @@ _GETPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=767,
-  serialized_end=803,
+  serialized_start=791,
+  serialized_end=827,
 )
 
 
@@ -284,8 +285,8 @@ _GETPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=805,
-  serialized_end=895,
+  serialized_start=829,
+  serialized_end=919,
 )
 
 
@@ -308,8 +309,8 @@ _LISTPOLICIESREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=897,
-  serialized_end=918,
+  serialized_start=921,
+  serialized_end=942,
 )
 
 
@@ -346,8 +347,8 @@ _LISTPOLICIESRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=920,
-  serialized_end=1014,
+  serialized_start=944,
+  serialized_end=1038,
 )
 
 
@@ -377,8 +378,8 @@ _DELETEPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1016,
-  serialized_end=1055,
+  serialized_start=1040,
+  serialized_end=1079,
 )
 
 
@@ -408,8 +409,8 @@ _DELETEPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1057,
-  serialized_end=1113,
+  serialized_start=1081,
+  serialized_end=1137,
 )
 
 
@@ -446,8 +447,8 @@ _DELETERECORDREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1115,
-  serialized_end=1167,
+  serialized_start=1139,
+  serialized_end=1191,
 )
 
 
@@ -477,8 +478,8 @@ _DELETERECORDRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1169,
-  serialized_end=1225,
+  serialized_start=1193,
+  serialized_end=1249,
 )
 
 
@@ -543,8 +544,8 @@ _PURGEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1228,
-  serialized_end=1404,
+  serialized_start=1252,
+  serialized_end=1428,
 )
 
 
@@ -581,8 +582,8 @@ _PURGERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1406,
-  serialized_end=1452,
+  serialized_start=1430,
+  serialized_end=1476,
 )
 
 
@@ -612,8 +613,8 @@ _STATSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1454,
-  serialized_end=1486,
+  serialized_start=1478,
+  serialized_end=1510,
 )
 
 
@@ -643,8 +644,8 @@ _STATSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1488,
-  serialized_end=1547,
+  serialized_start=1512,
+  serialized_end=1571,
 )
 
 
@@ -751,8 +752,8 @@ _CONSUMERSTATS = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1550,
-  serialized_end=1893,
+  serialized_start=1574,
+  serialized_end=1917,
 )
 
 _POLICY.fields_by_name['completed_ttl'].message_type = google_dot_protobuf_dot_duration__pb2._DURATION
@@ -916,8 +917,8 @@ _ADMINSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=1896,
-  serialized_end=2405,
+  serialized_start=1920,
+  serialized_end=2494,
   methods=[
   _descriptor.MethodDescriptor(
     name='SetPolicy',
@@ -926,7 +927,7 @@ _ADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_SETPOLICYREQUEST,
     output_type=_SETPOLICYRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='GetPolicy',
@@ -935,7 +936,7 @@ _ADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_GETPOLICYREQUEST,
     output_type=_GETPOLICYRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='ListPolicies',
@@ -944,7 +945,7 @@ _ADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_LISTPOLICIESREQUEST,
     output_type=_LISTPOLICIESRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='DeletePolicy',
@@ -953,7 +954,7 @@ _ADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_DELETEPOLICYREQUEST,
     output_type=_DELETEPOLICYRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='DeleteRecord',
@@ -962,7 +963,7 @@ _ADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_DELETERECORDREQUEST,
     output_type=_DELETERECORDRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='Purge',
@@ -971,7 +972,7 @@ _ADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_PURGEREQUEST,
     output_type=_PURGERESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='Stats',
@@ -980,7 +981,7 @@ _ADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_STATSREQUEST,
     output_type=_STATSRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\002\010\002')),
   ),
 ])
 _sym_db.RegisterServiceDescriptor(_ADMINSERVICE)

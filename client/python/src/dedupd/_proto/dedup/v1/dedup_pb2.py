@@ -14,6 +14,7 @@ from google.protobuf import descriptor_pb2
 _sym_db = _symbol_database.Default()
 
 
+from dedupd._proto.dedup.v1 import options_pb2 as dedup_dot_v1_dot_options__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from dedupd._proto.google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
@@ -23,9 +24,9 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/dedup.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xa3\x01\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\x12\'\n\x04wait\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x8b\x03\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\x12\"\n\x04view\x18\x0b \x01(\x0e\x32\x14.dedup.v1.RecordView\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x93\x01\n\x0e\x43laimBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\x0c\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\x12\'\n\x04wait\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\"N\n\x11\x43laimBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\'\n\x05items\x18\x02 \x03(\x0b\x32\x18.dedup.v1.ClaimBatchItem\"\x83\x01\n\x10\x43laimBatchResult\x12(\n\x05\x63laim\x18\x01 \x01(\x0b\x32\x17.dedup.v1.ClaimResponseH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\"A\n\x12\x43laimBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.dedup.v1.ClaimBatchResult\"|\n\x0f\x46inishBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12\x10\n\x06result\x18\x03 \x01(\x0cH\x00\x12(\n\trejection\x18\x04 \x01(\x0b\x32\x13.dedup.v1.RejectionH\x00\x42\t\n\x07outcome\"P\n\x12\x46inishBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12(\n\x05items\x18\x02 \x03(\x0b\x32\x19.dedup.v1.FinishBatchItem\"y\n\x0cRecordResult\x12\"\n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.RecordH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\">\n\x13\x46inishBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"h\n\x14\x45xtendLeaseBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"Z\n\x17\x45xtendLeaseBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\x05items\x18\x02 \x03(\x0b\x32\x1e.dedup.v1.ExtendLeaseBatchItem\"C\n\x18\x45xtendLeaseBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"4\n\x12LookupBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\">\n\x13LookupBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04*V\n\nRecordView\x12\x1b\n\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n\x10RECORD_VIEW_FULL\x10\x02\x32\xd9\x05\n\x0c\x44\x65\x64upService\x12\x38\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\x12\x41\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\x12;\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\x12;\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\x12J\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\x12J\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\x12G\n\nClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\x12J\n\x0b\x46inishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\x12Y\n\x10\x45xtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\x12J\n\x0bLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x14\x64\x65\x64up/v1/dedup.proto\x12\x08\x64\x65\x64up.v1\x1a\x16\x64\x65\x64up/v1/options.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"O\n\tRejection\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\x0c\x12\x11\n\tretryable\x18\x04 \x01(\x08\"\x8d\x03\n\x06Record\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x1e\n\x05state\x18\x03 \x01(\x0e\x32\x0f.dedup.v1.State\x12\x0e\n\x06\x64igest\x18\x04 \x01(\x0c\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x03\x12\r\n\x05owner\x18\x07 \x01(\t\x12\x0e\n\x06result\x18\x08 \x01(\x0c\x12&\n\trejection\x18\t \x01(\x0b\x32\x13.dedup.v1.Rejection\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xa3\x01\n\x0c\x43laimRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\x0c\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x05 \x01(\t\x12\'\n\x04wait\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\"\x9c\x01\n\rClaimResponse\x12\"\n\x07outcome\x18\x01 \x01(\x0e\x32\x11.dedup.v1.Outcome\x12 \n\x06record\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Record\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"W\n\x0f\x43ompleteRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06result\x18\x04 \x01(\x0c\"4\n\x10\x43ompleteResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x89\x01\n\rRejectRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\x0c\x12\x11\n\tretryable\x18\x07 \x01(\x08\"2\n\x0eRejectResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\".\n\rLookupRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"2\n\x0eLookupResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"x\n\x12\x45xtendLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12,\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"7\n\x13\x45xtendLeaseResponse\x12 \n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Record\"\x8b\x03\n\x12ListRecordsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x1f\n\x06states\x18\x02 \x03(\x0e\x32\x0f.dedup.v1.State\x12\x12\n\nkey_prefix\x18\x03 \x01(\t\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rupdated_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0eupdated_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rlease_expired\x18\x08 \x01(\x08\x12\x11\n\tpage_size\x18\t \x01(\x05\x12\x12\n\npage_token\x18\n \x01(\t\x12\"\n\x04view\x18\x0b \x01(\x0e\x32\x14.dedup.v1.RecordView\"Q\n\x13ListRecordsResponse\x12!\n\x07records\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Record\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x93\x01\n\x0e\x43laimBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06\x64igest\x18\x02 \x01(\x0c\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\x12\'\n\x04wait\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\"N\n\x11\x43laimBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\'\n\x05items\x18\x02 \x03(\x0b\x32\x18.dedup.v1.ClaimBatchItem\"\x83\x01\n\x10\x43laimBatchResult\x12(\n\x05\x63laim\x18\x01 \x01(\x0b\x32\x17.dedup.v1.ClaimResponseH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\"A\n\x12\x43laimBatchResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.dedup.v1.ClaimBatchResult\"|\n\x0f\x46inishBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12\x10\n\x06result\x18\x03 \x01(\x0cH\x00\x12(\n\trejection\x18\x04 \x01(\x0b\x32\x13.dedup.v1.RejectionH\x00\x42\t\n\x07outcome\"P\n\x12\x46inishBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12(\n\x05items\x18\x02 \x03(\x0b\x32\x19.dedup.v1.FinishBatchItem\"y\n\x0cRecordResult\x12\"\n\x06record\x18\x01 \x01(\x0b\x32\x10.dedup.v1.RecordH\x00\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12\x16\n\x0eresult_omitted\x18\x03 \x01(\x08\x42\x08\n\x06result\">\n\x13\x46inishBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"h\n\x14\x45xtendLeaseBatchItem\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x03\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"Z\n\x17\x45xtendLeaseBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\x05items\x18\x02 \x03(\x0b\x32\x1e.dedup.v1.ExtendLeaseBatchItem\"C\n\x18\x45xtendLeaseBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult\"4\n\x12LookupBatchRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\">\n\x13LookupBatchResponse\x12\'\n\x07results\x18\x01 \x03(\x0b\x32\x16.dedup.v1.RecordResult*~\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n\x10OUTCOME_ACQUIRED\x10\x01\x12\x17\n\x13OUTCOME_IN_PROGRESS\x10\x02\x12\x15\n\x11OUTCOME_COMPLETED\x10\x03\x12\x14\n\x10OUTCOME_REJECTED\x10\x04*n\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n\rSTATE_PENDING\x10\x01\x12\x13\n\x0fSTATE_COMPLETED\x10\x02\x12\x12\n\x0eSTATE_REJECTED\x10\x03\x12\x12\n\x0eSTATE_RELEASED\x10\x04*V\n\nRecordView\x12\x1b\n\x17RECORD_VIEW_UNSPECIFIED\x10\x00\x12\x15\n\x11RECORD_VIEW_BASIC\x10\x01\x12\x14\n\x10RECORD_VIEW_FULL\x10\x02\x32\xd7\x06\n\x0c\x44\x65\x64upService\x12@\n\x05\x43laim\x12\x16.dedup.v1.ClaimRequest\x1a\x17.dedup.v1.ClaimResponse\"\x06\x82\x85\x19\x02\x08\x01\x12K\n\x08\x43omplete\x12\x19.dedup.v1.CompleteRequest\x1a\x1a.dedup.v1.CompleteResponse\"\x08\x82\x85\x19\x04\x08\x01\x18\x01\x12\x45\n\x06Reject\x12\x17.dedup.v1.RejectRequest\x1a\x18.dedup.v1.RejectResponse\"\x08\x82\x85\x19\x04\x08\x01\x18\x01\x12\x46\n\x06Lookup\x12\x17.dedup.v1.LookupRequest\x1a\x18.dedup.v1.LookupResponse\"\t\x90\x02\x01\x82\x85\x19\x02\x08\x01\x12T\n\x0b\x45xtendLease\x12\x1c.dedup.v1.ExtendLeaseRequest\x1a\x1d.dedup.v1.ExtendLeaseResponse\"\x08\x82\x85\x19\x04\x08\x01\x18\x01\x12U\n\x0bListRecords\x12\x1c.dedup.v1.ListRecordsRequest\x1a\x1d.dedup.v1.ListRecordsResponse\"\t\x90\x02\x01\x82\x85\x19\x02\x08\x01\x12V\n\nClaimBatch\x12\x1b.dedup.v1.ClaimBatchRequest\x1a\x1c.dedup.v1.ClaimBatchResponse\"\r\x82\x85\x19\t\x08\x01\x12\x05items\x12[\n\x0b\x46inishBatch\x12\x1c.dedup.v1.FinishBatchRequest\x1a\x1d.dedup.v1.FinishBatchResponse\"\x0f\x82\x85\x19\x0b\x08\x01\x12\x05items\x18\x01\x12j\n\x10\x45xtendLeaseBatch\x12!.dedup.v1.ExtendLeaseBatchRequest\x1a\".dedup.v1.ExtendLeaseBatchResponse\"\x0f\x82\x85\x19\x0b\x08\x01\x12\x05items\x18\x01\x12[\n\x0bLookupBatch\x12\x1c.dedup.v1.LookupBatchRequest\x1a\x1d.dedup.v1.LookupBatchResponse\"\x0f\x90\x02\x01\x82\x85\x19\x08\x08\x01\x12\x04keysB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
-  dependencies=[google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,google_dot_rpc_dot_status__pb2.DESCRIPTOR,])
+  dependencies=[dedup_dot_v1_dot_options__pb2.DESCRIPTOR,google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,google_dot_rpc_dot_status__pb2.DESCRIPTOR,])
 
 _OUTCOME = _descriptor.EnumDescriptor(
   name='Outcome',
@@ -56,8 +57,8 @@ _OUTCOME = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3236,
-  serialized_end=3362,
+  serialized_start=3260,
+  serialized_end=3386,
 )
 _sym_db.RegisterEnumDescriptor(_OUTCOME)
 
@@ -91,8 +92,8 @@ _STATE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3364,
-  serialized_end=3474,
+  serialized_start=3388,
+  serialized_end=3498,
 )
 _sym_db.RegisterEnumDescriptor(_STATE)
 
@@ -118,8 +119,8 @@ _RECORDVIEW = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=3476,
-  serialized_end=3562,
+  serialized_start=3500,
+  serialized_end=3586,
 )
 _sym_db.RegisterEnumDescriptor(_RECORDVIEW)
 
@@ -187,8 +188,8 @@ _REJECTION = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=124,
-  serialized_end=203,
+  serialized_start=148,
+  serialized_end=227,
 )
 
 
@@ -302,8 +303,8 @@ _RECORD = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=206,
-  serialized_end=603,
+  serialized_start=230,
+  serialized_end=627,
 )
 
 
@@ -368,8 +369,8 @@ _CLAIMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=606,
-  serialized_end=769,
+  serialized_start=630,
+  serialized_end=793,
 )
 
 
@@ -420,8 +421,8 @@ _CLAIMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=772,
-  serialized_end=928,
+  serialized_start=796,
+  serialized_end=952,
 )
 
 
@@ -472,8 +473,8 @@ _COMPLETEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=930,
-  serialized_end=1017,
+  serialized_start=954,
+  serialized_end=1041,
 )
 
 
@@ -503,8 +504,8 @@ _COMPLETERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1019,
-  serialized_end=1071,
+  serialized_start=1043,
+  serialized_end=1095,
 )
 
 
@@ -576,8 +577,8 @@ _REJECTREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1074,
-  serialized_end=1211,
+  serialized_start=1098,
+  serialized_end=1235,
 )
 
 
@@ -607,8 +608,8 @@ _REJECTRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1213,
-  serialized_end=1263,
+  serialized_start=1237,
+  serialized_end=1287,
 )
 
 
@@ -645,8 +646,8 @@ _LOOKUPREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1265,
-  serialized_end=1311,
+  serialized_start=1289,
+  serialized_end=1335,
 )
 
 
@@ -676,8 +677,8 @@ _LOOKUPRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1313,
-  serialized_end=1363,
+  serialized_start=1337,
+  serialized_end=1387,
 )
 
 
@@ -728,8 +729,8 @@ _EXTENDLEASEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1365,
-  serialized_end=1485,
+  serialized_start=1389,
+  serialized_end=1509,
 )
 
 
@@ -759,8 +760,8 @@ _EXTENDLEASERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1487,
-  serialized_end=1542,
+  serialized_start=1511,
+  serialized_end=1566,
 )
 
 
@@ -860,8 +861,8 @@ _LISTRECORDSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1545,
-  serialized_end=1940,
+  serialized_start=1569,
+  serialized_end=1964,
 )
 
 
@@ -898,8 +899,8 @@ _LISTRECORDSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1942,
-  serialized_end=2023,
+  serialized_start=1966,
+  serialized_end=2047,
 )
 
 
@@ -957,8 +958,8 @@ _CLAIMBATCHITEM = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2026,
-  serialized_end=2173,
+  serialized_start=2050,
+  serialized_end=2197,
 )
 
 
@@ -995,8 +996,8 @@ _CLAIMBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2175,
-  serialized_end=2253,
+  serialized_start=2199,
+  serialized_end=2277,
 )
 
 
@@ -1043,8 +1044,8 @@ _CLAIMBATCHRESULT = _descriptor.Descriptor(
       name='result', full_name='dedup.v1.ClaimBatchResult.result',
       index=0, containing_type=None, fields=[]),
   ],
-  serialized_start=2256,
-  serialized_end=2387,
+  serialized_start=2280,
+  serialized_end=2411,
 )
 
 
@@ -1074,8 +1075,8 @@ _CLAIMBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2389,
-  serialized_end=2454,
+  serialized_start=2413,
+  serialized_end=2478,
 )
 
 
@@ -1129,8 +1130,8 @@ _FINISHBATCHITEM = _descriptor.Descriptor(
       name='outcome', full_name='dedup.v1.FinishBatchItem.outcome',
       index=0, containing_type=None, fields=[]),
   ],
-  serialized_start=2456,
-  serialized_end=2580,
+  serialized_start=2480,
+  serialized_end=2604,
 )
 
 
@@ -1167,8 +1168,8 @@ _FINISHBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2582,
-  serialized_end=2662,
+  serialized_start=2606,
+  serialized_end=2686,
 )
 
 
@@ -1215,8 +1216,8 @@ _RECORDRESULT = _descriptor.Descriptor(
       name='result', full_name='dedup.v1.RecordResult.result',
       index=0, containing_type=None, fields=[]),
   ],
-  serialized_start=2664,
-  serialized_end=2785,
+  serialized_start=2688,
+  serialized_end=2809,
 )
 
 
@@ -1246,8 +1247,8 @@ _FINISHBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2787,
-  serialized_end=2849,
+  serialized_start=2811,
+  serialized_end=2873,
 )
 
 
@@ -1291,8 +1292,8 @@ _EXTENDLEASEBATCHITEM = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2851,
-  serialized_end=2955,
+  serialized_start=2875,
+  serialized_end=2979,
 )
 
 
@@ -1329,8 +1330,8 @@ _EXTENDLEASEBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2957,
-  serialized_end=3047,
+  serialized_start=2981,
+  serialized_end=3071,
 )
 
 
@@ -1360,8 +1361,8 @@ _EXTENDLEASEBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3049,
-  serialized_end=3116,
+  serialized_start=3073,
+  serialized_end=3140,
 )
 
 
@@ -1398,8 +1399,8 @@ _LOOKUPBATCHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3118,
-  serialized_end=3170,
+  serialized_start=3142,
+  serialized_end=3194,
 )
 
 
@@ -1429,8 +1430,8 @@ _LOOKUPBATCHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3172,
-  serialized_end=3234,
+  serialized_start=3196,
+  serialized_end=3258,
 )
 
 _RECORD.fields_by_name['state'].enum_type = _STATE
@@ -1720,8 +1721,8 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=3565,
-  serialized_end=4294,
+  serialized_start=3589,
+  serialized_end=4444,
   methods=[
   _descriptor.MethodDescriptor(
     name='Claim',
@@ -1730,7 +1731,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_CLAIMREQUEST,
     output_type=_CLAIMRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\001')),
   ),
   _descriptor.MethodDescriptor(
     name='Complete',
@@ -1739,7 +1740,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_COMPLETEREQUEST,
     output_type=_COMPLETERESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\004\010\001\030\001')),
   ),
   _descriptor.MethodDescriptor(
     name='Reject',
@@ -1748,7 +1749,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_REJECTREQUEST,
     output_type=_REJECTRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\004\010\001\030\001')),
   ),
   _descriptor.MethodDescriptor(
     name='Lookup',
@@ -1757,7 +1758,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_LOOKUPREQUEST,
     output_type=_LOOKUPRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\002\010\001')),
   ),
   _descriptor.MethodDescriptor(
     name='ExtendLease',
@@ -1766,7 +1767,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_EXTENDLEASEREQUEST,
     output_type=_EXTENDLEASERESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\004\010\001\030\001')),
   ),
   _descriptor.MethodDescriptor(
     name='ListRecords',
@@ -1775,7 +1776,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_LISTRECORDSREQUEST,
     output_type=_LISTRECORDSRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\002\010\001')),
   ),
   _descriptor.MethodDescriptor(
     name='ClaimBatch',
@@ -1784,7 +1785,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_CLAIMBATCHREQUEST,
     output_type=_CLAIMBATCHRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\t\010\001\022\005items')),
   ),
   _descriptor.MethodDescriptor(
     name='FinishBatch',
@@ -1793,7 +1794,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_FINISHBATCHREQUEST,
     output_type=_FINISHBATCHRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\013\010\001\022\005items\030\001')),
   ),
   _descriptor.MethodDescriptor(
     name='ExtendLeaseBatch',
@@ -1802,7 +1803,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_EXTENDLEASEBATCHREQUEST,
     output_type=_EXTENDLEASEBATCHRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\013\010\001\022\005items\030\001')),
   ),
   _descriptor.MethodDescriptor(
     name='LookupBatch',
@@ -1811,7 +1812,7 @@ _DEDUPSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_LOOKUPBATCHREQUEST,
     output_type=_LOOKUPBATCHRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\010\010\001\022\004keys')),
   ),
 ])
 _sym_db.RegisterServiceDescriptor(_DEDUPSERVICE)

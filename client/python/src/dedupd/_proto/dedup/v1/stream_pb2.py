@@ -15,6 +15,7 @@ _sym_db = _symbol_database.Default()
 
 
 from dedupd._proto.dedup.v1 import dedup_pb2 as dedup_dot_v1_dot_dedup__pb2
+from dedupd._proto.dedup.v1 import options_pb2 as dedup_dot_v1_dot_options__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
@@ -23,9 +24,9 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='dedup/v1/stream.proto',
   package='dedup.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x15\x64\x65\x64up/v1/stream.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x01\n\x0cSkippedRange\x12\x15\n\rfrom_sequence\x18\x01 \x01(\x03\x12\x13\n\x0bto_sequence\x18\x02 \x01(\x03\x12\"\n\x05\x63\x61use\x18\x03 \x01(\x0e\x32\x13.dedup.v1.SkipCause\x12.\n\nskipped_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x88\x02\n\x0bParkedEvent\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x0e\n\x06\x64igest\x18\x05 \x01(\x0c\x12\x15\n\rfencing_token\x18\x06 \x01(\x03\x12\x34\n\x10lease_expires_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tparked_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rpayload_bytes\x18\t \x01(\x03\x12\x11\n\tin_flight\x18\n \x01(\x08\"\xc5\x01\n\rParkedSummary\x12\r\n\x05\x63ount\x18\x01 \x01(\x03\x12\r\n\x05\x62ytes\x18\x02 \x01(\x03\x12\x0e\n\x06lowest\x18\x03 \x01(\x03\x12\x0f\n\x07highest\x18\x04 \x01(\x03\x12\x34\n\x10oldest_parked_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\noldest_age\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x10\n\x08gap_open\x18\x07 \x01(\x08\"\xbc\x04\n\x06Stream\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x12\n\nhigh_water\x18\x04 \x01(\x03\x12%\n\x0clast_outcome\x18\x05 \x01(\x0e\x32\x0f.dedup.v1.State\x12+\n\x0elast_rejection\x18\x06 \x01(\x0b\x32\x13.dedup.v1.Rejection\x12\x10\n\x08rejected\x18\x07 \x01(\x03\x12\x11\n\tin_flight\x18\x08 \x01(\x03\x12\x0e\n\x06\x64igest\x18\t \x01(\x0c\x12\x15\n\rfencing_token\x18\n \x01(\x03\x12\r\n\x05owner\x18\x0b \x01(\t\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06parked\x18\x14 \x01(\x03\x12\x14\n\x0cparked_bytes\x18\x15 \x01(\x03\x12,\n\x0clast_skipped\x18\x16 \x01(\x0b\x32\x16.dedup.v1.SkippedRange\x12\x0f\n\x07skipped\x18\x17 \x01(\x03\"\x81\x02\n\x12\x43laimStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0e\n\x06\x64igest\x18\x05 \x01(\x0c\x12,\n\tlease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x07 \x01(\t\x12\'\n\x04wait\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x0c\n\x04park\x18\x14 \x01(\x08\x12\x0f\n\x07payload\x18\x15 \x01(\x0c\"\xa8\x01\n\x13\x43laimStreamResponse\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.dedup.v1.StreamOutcome\x12 \n\x06stream\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x95\x01\n\x15\x43ompleteStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12\x31\n\x0enext_lease_ttl\x18\x14 \x01(\x0b\x32\x19.google.protobuf.Duration\"_\n\x16\x43ompleteStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12#\n\x04next\x18\x14 \x01(\x0b\x32\x15.dedup.v1.ParkedEvent\"\xc4\x01\n\x13RejectStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x07 \x01(\x0c\x12\x31\n\x0enext_lease_ttl\x18\x14 \x01(\x0b\x32\x19.google.protobuf.Duration\"]\n\x14RejectStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12#\n\x04next\x18\x14 \x01(\x0b\x32\x15.dedup.v1.ParkedEvent\"a\n\x14ReleaseStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\"9\n\x15ReleaseStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"\x93\x01\n\x18\x45xtendStreamLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12,\n\tlease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"=\n\x19\x45xtendStreamLeaseResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"4\n\x10GetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"^\n\x11GetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\'\n\x06parked\x18\x14 \x01(\x0b\x32\x17.dedup.v1.ParkedSummary\"d\n\x12ListStreamsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x15\n\rlease_expired\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"Q\n\x13ListStreamsResponse\x12!\n\x07streams\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Stream\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x7f\n\x12ResetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x12\n\nhigh_water\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"[\n\x13ResetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\"\xc1\x02\n\x0cStreamPolicy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\nstream_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12$\n\x05start\x18\x04 \x01(\x0e\x32\x15.dedup.v1.StreamStart\x12.\n\nupdated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nmax_parked\x18\x14 \x01(\x03\x12.\n\x0bgap_timeout\x18\x15 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x32\n\x0eon_gap_timeout\x18\x16 \x01(\x0e\x32\x1a.dedup.v1.GapTimeoutAction\"@\n\x16SetStreamPolicyRequest\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"A\n\x17SetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"*\n\x16GetStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"A\n\x17GetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"-\n\x19\x44\x65leteStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"D\n\x1a\x44\x65leteStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"s\n\x12\x43laimParkedRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\"]\n\x13\x43laimParkedResponse\x12$\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x15.dedup.v1.ParkedEvent\x12 \n\x06stream\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\"\\\n\x11ListParkedRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"T\n\x12ListParkedResponse\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.dedup.v1.ParkedEvent\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"r\n\x11\x44ropParkedRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x15\n\rfrom_sequence\x18\x03 \x01(\x03\x12\x13\n\x0bto_sequence\x18\x04 \x01(\x03\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"G\n\x12\x44ropParkedResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\x0f\n\x07\x64ropped\x18\x02 \x01(\x03\"C\n\x0eSkipGapRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"\\\n\x0fSkipGapResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\'\n\x07skipped\x18\x02 \x01(\x0b\x32\x16.dedup.v1.SkippedRange*Z\n\nStreamMode\x12\x1b\n\x17STREAM_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11STREAM_MODE_DENSE\x10\x01\x12\x18\n\x14STREAM_MODE_VERSIONS\x10\x02*\xa5\x01\n\rStreamOutcome\x12\x1e\n\x1aSTREAM_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17STREAM_OUTCOME_ACQUIRED\x10\x01\x12\x1e\n\x1aSTREAM_OUTCOME_IN_PROGRESS\x10\x02\x12\x1c\n\x18STREAM_OUTCOME_DUPLICATE\x10\x03\x12\x19\n\x15STREAM_OUTCOME_PARKED\x10\x04*p\n\x10GapTimeoutAction\x12\"\n\x1eGAP_TIMEOUT_ACTION_UNSPECIFIED\x10\x00\x12\x1b\n\x17GAP_TIMEOUT_ACTION_HOLD\x10\x01\x12\x1b\n\x17GAP_TIMEOUT_ACTION_SKIP\x10\x02*Y\n\tSkipCause\x12\x1a\n\x16SKIP_CAUSE_UNSPECIFIED\x10\x00\x12\x1a\n\x16SKIP_CAUSE_GAP_TIMEOUT\x10\x01\x12\x14\n\x10SKIP_CAUSE_ADMIN\x10\x02*_\n\x0bStreamStart\x12\x1c\n\x18STREAM_START_UNSPECIFIED\x10\x00\x12\x14\n\x10STREAM_START_ONE\x10\x01\x12\x1c\n\x18STREAM_START_FIRST_CLAIM\x10\x02\x32\xd6\x05\n\rStreamService\x12J\n\x0b\x43laimStream\x12\x1c.dedup.v1.ClaimStreamRequest\x1a\x1d.dedup.v1.ClaimStreamResponse\x12S\n\x0e\x43ompleteStream\x12\x1f.dedup.v1.CompleteStreamRequest\x1a .dedup.v1.CompleteStreamResponse\x12M\n\x0cRejectStream\x12\x1d.dedup.v1.RejectStreamRequest\x1a\x1e.dedup.v1.RejectStreamResponse\x12P\n\rReleaseStream\x12\x1e.dedup.v1.ReleaseStreamRequest\x1a\x1f.dedup.v1.ReleaseStreamResponse\x12\\\n\x11\x45xtendStreamLease\x12\".dedup.v1.ExtendStreamLeaseRequest\x1a#.dedup.v1.ExtendStreamLeaseResponse\x12\x44\n\tGetStream\x12\x1a.dedup.v1.GetStreamRequest\x1a\x1b.dedup.v1.GetStreamResponse\x12J\n\x0bListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse\x12J\n\x0b\x43laimParked\x12\x1c.dedup.v1.ClaimParkedRequest\x1a\x1d.dedup.v1.ClaimParkedResponse\x12G\n\nListParked\x12\x1b.dedup.v1.ListParkedRequest\x1a\x1c.dedup.v1.ListParkedResponse2\xfa\x03\n\x12StreamAdminService\x12J\n\x0bResetStream\x12\x1c.dedup.v1.ResetStreamRequest\x1a\x1d.dedup.v1.ResetStreamResponse\x12V\n\x0fSetStreamPolicy\x12 .dedup.v1.SetStreamPolicyRequest\x1a!.dedup.v1.SetStreamPolicyResponse\x12V\n\x0fGetStreamPolicy\x12 .dedup.v1.GetStreamPolicyRequest\x1a!.dedup.v1.GetStreamPolicyResponse\x12_\n\x12\x44\x65leteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponse\x12G\n\nDropParked\x12\x1b.dedup.v1.DropParkedRequest\x1a\x1c.dedup.v1.DropParkedResponse\x12>\n\x07SkipGap\x12\x18.dedup.v1.SkipGapRequest\x1a\x19.dedup.v1.SkipGapResponseB1Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
+  serialized_pb=_b('\n\x15\x64\x65\x64up/v1/stream.proto\x12\x08\x64\x65\x64up.v1\x1a\x14\x64\x65\x64up/v1/dedup.proto\x1a\x16\x64\x65\x64up/v1/options.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x01\n\x0cSkippedRange\x12\x15\n\rfrom_sequence\x18\x01 \x01(\x03\x12\x13\n\x0bto_sequence\x18\x02 \x01(\x03\x12\"\n\x05\x63\x61use\x18\x03 \x01(\x0e\x32\x13.dedup.v1.SkipCause\x12.\n\nskipped_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x88\x02\n\x0bParkedEvent\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x0e\n\x06\x64igest\x18\x05 \x01(\x0c\x12\x15\n\rfencing_token\x18\x06 \x01(\x03\x12\x34\n\x10lease_expires_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tparked_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rpayload_bytes\x18\t \x01(\x03\x12\x11\n\tin_flight\x18\n \x01(\x08\"\xc5\x01\n\rParkedSummary\x12\r\n\x05\x63ount\x18\x01 \x01(\x03\x12\r\n\x05\x62ytes\x18\x02 \x01(\x03\x12\x0e\n\x06lowest\x18\x03 \x01(\x03\x12\x0f\n\x07highest\x18\x04 \x01(\x03\x12\x34\n\x10oldest_parked_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\noldest_age\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x10\n\x08gap_open\x18\x07 \x01(\x08\"\xbc\x04\n\x06Stream\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x12\n\nhigh_water\x18\x04 \x01(\x03\x12%\n\x0clast_outcome\x18\x05 \x01(\x0e\x32\x0f.dedup.v1.State\x12+\n\x0elast_rejection\x18\x06 \x01(\x0b\x32\x13.dedup.v1.Rejection\x12\x10\n\x08rejected\x18\x07 \x01(\x03\x12\x11\n\tin_flight\x18\x08 \x01(\x03\x12\x0e\n\x06\x64igest\x18\t \x01(\x0c\x12\x15\n\rfencing_token\x18\n \x01(\x03\x12\r\n\x05owner\x18\x0b \x01(\t\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06parked\x18\x14 \x01(\x03\x12\x14\n\x0cparked_bytes\x18\x15 \x01(\x03\x12,\n\x0clast_skipped\x18\x16 \x01(\x0b\x32\x16.dedup.v1.SkippedRange\x12\x0f\n\x07skipped\x18\x17 \x01(\x03\"\x81\x02\n\x12\x43laimStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0e\n\x06\x64igest\x18\x05 \x01(\x0c\x12,\n\tlease_ttl\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x07 \x01(\t\x12\'\n\x04wait\x18\x1e \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x0c\n\x04park\x18\x14 \x01(\x08\x12\x0f\n\x07payload\x18\x15 \x01(\x0c\"\xa8\x01\n\x13\x43laimStreamResponse\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.dedup.v1.StreamOutcome\x12 \n\x06stream\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\x15\n\rfencing_token\x18\x03 \x01(\x03\x12.\n\x0bretry_after\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x95\x01\n\x15\x43ompleteStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12\x31\n\x0enext_lease_ttl\x18\x14 \x01(\x0b\x32\x19.google.protobuf.Duration\"_\n\x16\x43ompleteStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12#\n\x04next\x18\x14 \x01(\x0b\x32\x15.dedup.v1.ParkedEvent\"\xc4\x01\n\x13RejectStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x07 \x01(\x0c\x12\x31\n\x0enext_lease_ttl\x18\x14 \x01(\x0b\x32\x19.google.protobuf.Duration\"]\n\x14RejectStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12#\n\x04next\x18\x14 \x01(\x0b\x32\x15.dedup.v1.ParkedEvent\"a\n\x14ReleaseStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\"9\n\x15ReleaseStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"\x93\x01\n\x18\x45xtendStreamLeaseRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x15\n\rfencing_token\x18\x04 \x01(\x03\x12,\n\tlease_ttl\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"=\n\x19\x45xtendStreamLeaseResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\"4\n\x10GetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\"^\n\x11GetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\'\n\x06parked\x18\x14 \x01(\x0b\x32\x17.dedup.v1.ParkedSummary\"d\n\x12ListStreamsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x15\n\rlease_expired\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"Q\n\x13ListStreamsResponse\x12!\n\x07streams\x18\x01 \x03(\x0b\x32\x10.dedup.v1.Stream\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x7f\n\x12ResetStreamRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x12\n\nhigh_water\x18\x03 \x01(\x03\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"[\n\x13ResetStreamResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\"\n\x08previous\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\"\xc1\x02\n\x0cStreamPolicy\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12-\n\nstream_ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\"\n\x04mode\x18\x03 \x01(\x0e\x32\x14.dedup.v1.StreamMode\x12$\n\x05start\x18\x04 \x01(\x0e\x32\x15.dedup.v1.StreamStart\x12.\n\nupdated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nmax_parked\x18\x14 \x01(\x03\x12.\n\x0bgap_timeout\x18\x15 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x32\n\x0eon_gap_timeout\x18\x16 \x01(\x0e\x32\x1a.dedup.v1.GapTimeoutAction\"@\n\x16SetStreamPolicyRequest\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"A\n\x17SetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"*\n\x16GetStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"A\n\x17GetStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"-\n\x19\x44\x65leteStreamPolicyRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\"D\n\x1a\x44\x65leteStreamPolicyResponse\x12&\n\x06policy\x18\x01 \x01(\x0b\x32\x16.dedup.v1.StreamPolicy\"s\n\x12\x43laimParkedRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12,\n\tlease_ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05owner\x18\x04 \x01(\t\"]\n\x13\x43laimParkedResponse\x12$\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x15.dedup.v1.ParkedEvent\x12 \n\x06stream\x18\x02 \x01(\x0b\x32\x10.dedup.v1.Stream\"\\\n\x11ListParkedRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"T\n\x12ListParkedResponse\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.dedup.v1.ParkedEvent\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"r\n\x11\x44ropParkedRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x15\n\rfrom_sequence\x18\x03 \x01(\x03\x12\x13\n\x0bto_sequence\x18\x04 \x01(\x03\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"G\n\x12\x44ropParkedResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\x0f\n\x07\x64ropped\x18\x02 \x01(\x03\"C\n\x0eSkipGapRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"\\\n\x0fSkipGapResponse\x12 \n\x06stream\x18\x01 \x01(\x0b\x32\x10.dedup.v1.Stream\x12\'\n\x07skipped\x18\x02 \x01(\x0b\x32\x16.dedup.v1.SkippedRange*Z\n\nStreamMode\x12\x1b\n\x17STREAM_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11STREAM_MODE_DENSE\x10\x01\x12\x18\n\x14STREAM_MODE_VERSIONS\x10\x02*\xa5\x01\n\rStreamOutcome\x12\x1e\n\x1aSTREAM_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17STREAM_OUTCOME_ACQUIRED\x10\x01\x12\x1e\n\x1aSTREAM_OUTCOME_IN_PROGRESS\x10\x02\x12\x1c\n\x18STREAM_OUTCOME_DUPLICATE\x10\x03\x12\x19\n\x15STREAM_OUTCOME_PARKED\x10\x04*p\n\x10GapTimeoutAction\x12\"\n\x1eGAP_TIMEOUT_ACTION_UNSPECIFIED\x10\x00\x12\x1b\n\x17GAP_TIMEOUT_ACTION_HOLD\x10\x01\x12\x1b\n\x17GAP_TIMEOUT_ACTION_SKIP\x10\x02*Y\n\tSkipCause\x12\x1a\n\x16SKIP_CAUSE_UNSPECIFIED\x10\x00\x12\x1a\n\x16SKIP_CAUSE_GAP_TIMEOUT\x10\x01\x12\x14\n\x10SKIP_CAUSE_ADMIN\x10\x02*_\n\x0bStreamStart\x12\x1c\n\x18STREAM_START_UNSPECIFIED\x10\x00\x12\x14\n\x10STREAM_START_ONE\x10\x01\x12\x1c\n\x18STREAM_START_FIRST_CLAIM\x10\x02\x32\xaf\x06\n\rStreamService\x12R\n\x0b\x43laimStream\x12\x1c.dedup.v1.ClaimStreamRequest\x1a\x1d.dedup.v1.ClaimStreamResponse\"\x06\x82\x85\x19\x02\x08\x01\x12]\n\x0e\x43ompleteStream\x12\x1f.dedup.v1.CompleteStreamRequest\x1a .dedup.v1.CompleteStreamResponse\"\x08\x82\x85\x19\x04\x08\x01\x18\x01\x12W\n\x0cRejectStream\x12\x1d.dedup.v1.RejectStreamRequest\x1a\x1e.dedup.v1.RejectStreamResponse\"\x08\x82\x85\x19\x04\x08\x01\x18\x01\x12Z\n\rReleaseStream\x12\x1e.dedup.v1.ReleaseStreamRequest\x1a\x1f.dedup.v1.ReleaseStreamResponse\"\x08\x82\x85\x19\x04\x08\x01\x18\x01\x12\x66\n\x11\x45xtendStreamLease\x12\".dedup.v1.ExtendStreamLeaseRequest\x1a#.dedup.v1.ExtendStreamLeaseResponse\"\x08\x82\x85\x19\x04\x08\x01\x18\x01\x12O\n\tGetStream\x12\x1a.dedup.v1.GetStreamRequest\x1a\x1b.dedup.v1.GetStreamResponse\"\t\x90\x02\x01\x82\x85\x19\x02\x08\x01\x12U\n\x0bListStreams\x12\x1c.dedup.v1.ListStreamsRequest\x1a\x1d.dedup.v1.ListStreamsResponse\"\t\x90\x02\x01\x82\x85\x19\x02\x08\x01\x12R\n\x0b\x43laimParked\x12\x1c.dedup.v1.ClaimParkedRequest\x1a\x1d.dedup.v1.ClaimParkedResponse\"\x06\x82\x85\x19\x02\x08\x01\x12R\n\nListParked\x12\x1b.dedup.v1.ListParkedRequest\x1a\x1c.dedup.v1.ListParkedResponse\"\t\x90\x02\x01\x82\x85\x19\x02\x08\x01\x32\xad\x04\n\x12StreamAdminService\x12R\n\x0bResetStream\x12\x1c.dedup.v1.ResetStreamRequest\x1a\x1d.dedup.v1.ResetStreamResponse\"\x06\x82\x85\x19\x02\x08\x02\x12^\n\x0fSetStreamPolicy\x12 .dedup.v1.SetStreamPolicyRequest\x1a!.dedup.v1.SetStreamPolicyResponse\"\x06\x82\x85\x19\x02\x08\x02\x12\x61\n\x0fGetStreamPolicy\x12 .dedup.v1.GetStreamPolicyRequest\x1a!.dedup.v1.GetStreamPolicyResponse\"\t\x90\x02\x01\x82\x85\x19\x02\x08\x02\x12g\n\x12\x44\x65leteStreamPolicy\x12#.dedup.v1.DeleteStreamPolicyRequest\x1a$.dedup.v1.DeleteStreamPolicyResponse\"\x06\x82\x85\x19\x02\x08\x02\x12O\n\nDropParked\x12\x1b.dedup.v1.DropParkedRequest\x1a\x1c.dedup.v1.DropParkedResponse\"\x06\x82\x85\x19\x02\x08\x02\x12\x46\n\x07SkipGap\x12\x18.dedup.v1.SkipGapRequest\x1a\x19.dedup.v1.SkipGapResponse\"\x06\x82\x85\x19\x02\x08\x02\x42\x31Z/github.com/dedupd/dedupd/proto/dedup/v1;dedupv1b\x06proto3')
   ,
-  dependencies=[dedup_dot_v1_dot_dedup__pb2.DESCRIPTOR,google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,])
+  dependencies=[dedup_dot_v1_dot_dedup__pb2.DESCRIPTOR,dedup_dot_v1_dot_options__pb2.DESCRIPTOR,google_dot_protobuf_dot_duration__pb2.DESCRIPTOR,google_dot_protobuf_dot_timestamp__pb2.DESCRIPTOR,])
 
 _STREAMMODE = _descriptor.EnumDescriptor(
   name='StreamMode',
@@ -48,8 +49,8 @@ _STREAMMODE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=4640,
-  serialized_end=4730,
+  serialized_start=4664,
+  serialized_end=4754,
 )
 _sym_db.RegisterEnumDescriptor(_STREAMMODE)
 
@@ -83,8 +84,8 @@ _STREAMOUTCOME = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=4733,
-  serialized_end=4898,
+  serialized_start=4757,
+  serialized_end=4922,
 )
 _sym_db.RegisterEnumDescriptor(_STREAMOUTCOME)
 
@@ -110,8 +111,8 @@ _GAPTIMEOUTACTION = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=4900,
-  serialized_end=5012,
+  serialized_start=4924,
+  serialized_end=5036,
 )
 _sym_db.RegisterEnumDescriptor(_GAPTIMEOUTACTION)
 
@@ -137,8 +138,8 @@ _SKIPCAUSE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=5014,
-  serialized_end=5103,
+  serialized_start=5038,
+  serialized_end=5127,
 )
 _sym_db.RegisterEnumDescriptor(_SKIPCAUSE)
 
@@ -164,8 +165,8 @@ _STREAMSTART = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=5105,
-  serialized_end=5200,
+  serialized_start=5129,
+  serialized_end=5224,
 )
 _sym_db.RegisterEnumDescriptor(_STREAMSTART)
 
@@ -237,8 +238,8 @@ _SKIPPEDRANGE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=123,
-  serialized_end=265,
+  serialized_start=147,
+  serialized_end=289,
 )
 
 
@@ -331,8 +332,8 @@ _PARKEDEVENT = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=268,
-  serialized_end=532,
+  serialized_start=292,
+  serialized_end=556,
 )
 
 
@@ -404,8 +405,8 @@ _PARKEDSUMMARY = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=535,
-  serialized_end=732,
+  serialized_start=559,
+  serialized_end=756,
 )
 
 
@@ -561,8 +562,8 @@ _STREAM = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=735,
-  serialized_end=1307,
+  serialized_start=759,
+  serialized_end=1331,
 )
 
 
@@ -655,8 +656,8 @@ _CLAIMSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1310,
-  serialized_end=1567,
+  serialized_start=1334,
+  serialized_end=1591,
 )
 
 
@@ -707,8 +708,8 @@ _CLAIMSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1570,
-  serialized_end=1738,
+  serialized_start=1594,
+  serialized_end=1762,
 )
 
 
@@ -766,8 +767,8 @@ _COMPLETESTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1741,
-  serialized_end=1890,
+  serialized_start=1765,
+  serialized_end=1914,
 )
 
 
@@ -804,8 +805,8 @@ _COMPLETESTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1892,
-  serialized_end=1987,
+  serialized_start=1916,
+  serialized_end=2011,
 )
 
 
@@ -884,8 +885,8 @@ _REJECTSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1990,
-  serialized_end=2186,
+  serialized_start=2014,
+  serialized_end=2210,
 )
 
 
@@ -922,8 +923,8 @@ _REJECTSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2188,
-  serialized_end=2281,
+  serialized_start=2212,
+  serialized_end=2305,
 )
 
 
@@ -974,8 +975,8 @@ _RELEASESTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2283,
-  serialized_end=2380,
+  serialized_start=2307,
+  serialized_end=2404,
 )
 
 
@@ -1005,8 +1006,8 @@ _RELEASESTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2382,
-  serialized_end=2439,
+  serialized_start=2406,
+  serialized_end=2463,
 )
 
 
@@ -1064,8 +1065,8 @@ _EXTENDSTREAMLEASEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2442,
-  serialized_end=2589,
+  serialized_start=2466,
+  serialized_end=2613,
 )
 
 
@@ -1095,8 +1096,8 @@ _EXTENDSTREAMLEASERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2591,
-  serialized_end=2652,
+  serialized_start=2615,
+  serialized_end=2676,
 )
 
 
@@ -1133,8 +1134,8 @@ _GETSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2654,
-  serialized_end=2706,
+  serialized_start=2678,
+  serialized_end=2730,
 )
 
 
@@ -1171,8 +1172,8 @@ _GETSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2708,
-  serialized_end=2802,
+  serialized_start=2732,
+  serialized_end=2826,
 )
 
 
@@ -1223,8 +1224,8 @@ _LISTSTREAMSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2804,
-  serialized_end=2904,
+  serialized_start=2828,
+  serialized_end=2928,
 )
 
 
@@ -1261,8 +1262,8 @@ _LISTSTREAMSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2906,
-  serialized_end=2987,
+  serialized_start=2930,
+  serialized_end=3011,
 )
 
 
@@ -1320,8 +1321,8 @@ _RESETSTREAMREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2989,
-  serialized_end=3116,
+  serialized_start=3013,
+  serialized_end=3140,
 )
 
 
@@ -1358,8 +1359,8 @@ _RESETSTREAMRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3118,
-  serialized_end=3209,
+  serialized_start=3142,
+  serialized_end=3233,
 )
 
 
@@ -1438,8 +1439,8 @@ _STREAMPOLICY = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3212,
-  serialized_end=3533,
+  serialized_start=3236,
+  serialized_end=3557,
 )
 
 
@@ -1469,8 +1470,8 @@ _SETSTREAMPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3535,
-  serialized_end=3599,
+  serialized_start=3559,
+  serialized_end=3623,
 )
 
 
@@ -1500,8 +1501,8 @@ _SETSTREAMPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3601,
-  serialized_end=3666,
+  serialized_start=3625,
+  serialized_end=3690,
 )
 
 
@@ -1531,8 +1532,8 @@ _GETSTREAMPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3668,
-  serialized_end=3710,
+  serialized_start=3692,
+  serialized_end=3734,
 )
 
 
@@ -1562,8 +1563,8 @@ _GETSTREAMPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3712,
-  serialized_end=3777,
+  serialized_start=3736,
+  serialized_end=3801,
 )
 
 
@@ -1593,8 +1594,8 @@ _DELETESTREAMPOLICYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3779,
-  serialized_end=3824,
+  serialized_start=3803,
+  serialized_end=3848,
 )
 
 
@@ -1624,8 +1625,8 @@ _DELETESTREAMPOLICYRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3826,
-  serialized_end=3894,
+  serialized_start=3850,
+  serialized_end=3918,
 )
 
 
@@ -1676,8 +1677,8 @@ _CLAIMPARKEDREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=3896,
-  serialized_end=4011,
+  serialized_start=3920,
+  serialized_end=4035,
 )
 
 
@@ -1714,8 +1715,8 @@ _CLAIMPARKEDRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=4013,
-  serialized_end=4106,
+  serialized_start=4037,
+  serialized_end=4130,
 )
 
 
@@ -1766,8 +1767,8 @@ _LISTPARKEDREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=4108,
-  serialized_end=4200,
+  serialized_start=4132,
+  serialized_end=4224,
 )
 
 
@@ -1804,8 +1805,8 @@ _LISTPARKEDRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=4202,
-  serialized_end=4286,
+  serialized_start=4226,
+  serialized_end=4310,
 )
 
 
@@ -1863,8 +1864,8 @@ _DROPPARKEDREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=4288,
-  serialized_end=4402,
+  serialized_start=4312,
+  serialized_end=4426,
 )
 
 
@@ -1901,8 +1902,8 @@ _DROPPARKEDRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=4404,
-  serialized_end=4475,
+  serialized_start=4428,
+  serialized_end=4499,
 )
 
 
@@ -1946,8 +1947,8 @@ _SKIPGAPREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=4477,
-  serialized_end=4544,
+  serialized_start=4501,
+  serialized_end=4568,
 )
 
 
@@ -1984,8 +1985,8 @@ _SKIPGAPRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=4546,
-  serialized_end=4638,
+  serialized_start=4570,
+  serialized_end=4662,
 )
 
 _SKIPPEDRANGE.fields_by_name['cause'].enum_type = _SKIPCAUSE
@@ -2337,8 +2338,8 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=5203,
-  serialized_end=5929,
+  serialized_start=5227,
+  serialized_end=6042,
   methods=[
   _descriptor.MethodDescriptor(
     name='ClaimStream',
@@ -2347,7 +2348,7 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_CLAIMSTREAMREQUEST,
     output_type=_CLAIMSTREAMRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\001')),
   ),
   _descriptor.MethodDescriptor(
     name='CompleteStream',
@@ -2356,7 +2357,7 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_COMPLETESTREAMREQUEST,
     output_type=_COMPLETESTREAMRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\004\010\001\030\001')),
   ),
   _descriptor.MethodDescriptor(
     name='RejectStream',
@@ -2365,7 +2366,7 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_REJECTSTREAMREQUEST,
     output_type=_REJECTSTREAMRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\004\010\001\030\001')),
   ),
   _descriptor.MethodDescriptor(
     name='ReleaseStream',
@@ -2374,7 +2375,7 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_RELEASESTREAMREQUEST,
     output_type=_RELEASESTREAMRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\004\010\001\030\001')),
   ),
   _descriptor.MethodDescriptor(
     name='ExtendStreamLease',
@@ -2383,7 +2384,7 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_EXTENDSTREAMLEASEREQUEST,
     output_type=_EXTENDSTREAMLEASERESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\004\010\001\030\001')),
   ),
   _descriptor.MethodDescriptor(
     name='GetStream',
@@ -2392,7 +2393,7 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_GETSTREAMREQUEST,
     output_type=_GETSTREAMRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\002\010\001')),
   ),
   _descriptor.MethodDescriptor(
     name='ListStreams',
@@ -2401,7 +2402,7 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_LISTSTREAMSREQUEST,
     output_type=_LISTSTREAMSRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\002\010\001')),
   ),
   _descriptor.MethodDescriptor(
     name='ClaimParked',
@@ -2410,7 +2411,7 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_CLAIMPARKEDREQUEST,
     output_type=_CLAIMPARKEDRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\001')),
   ),
   _descriptor.MethodDescriptor(
     name='ListParked',
@@ -2419,7 +2420,7 @@ _STREAMSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_LISTPARKEDREQUEST,
     output_type=_LISTPARKEDRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\002\010\001')),
   ),
 ])
 _sym_db.RegisterServiceDescriptor(_STREAMSERVICE)
@@ -2433,8 +2434,8 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=1,
   options=None,
-  serialized_start=5932,
-  serialized_end=6438,
+  serialized_start=6045,
+  serialized_end=6602,
   methods=[
   _descriptor.MethodDescriptor(
     name='ResetStream',
@@ -2443,7 +2444,7 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_RESETSTREAMREQUEST,
     output_type=_RESETSTREAMRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='SetStreamPolicy',
@@ -2452,7 +2453,7 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_SETSTREAMPOLICYREQUEST,
     output_type=_SETSTREAMPOLICYRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='GetStreamPolicy',
@@ -2461,7 +2462,7 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_GETSTREAMPOLICYREQUEST,
     output_type=_GETSTREAMPOLICYRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\220\002\001\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='DeleteStreamPolicy',
@@ -2470,7 +2471,7 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_DELETESTREAMPOLICYREQUEST,
     output_type=_DELETESTREAMPOLICYRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='DropParked',
@@ -2479,7 +2480,7 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_DROPPARKEDREQUEST,
     output_type=_DROPPARKEDRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\002')),
   ),
   _descriptor.MethodDescriptor(
     name='SkipGap',
@@ -2488,7 +2489,7 @@ _STREAMADMINSERVICE = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_SKIPGAPREQUEST,
     output_type=_SKIPGAPRESPONSE,
-    options=None,
+    options=_descriptor._ParseOptions(descriptor_pb2.MethodOptions(), _b('\202\205\031\002\010\002')),
   ),
 ])
 _sym_db.RegisterServiceDescriptor(_STREAMADMINSERVICE)
