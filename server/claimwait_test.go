@@ -42,7 +42,7 @@ func waitingStack(tb testing.TB, cfg Config, wrap ...func(store.Backend) store.B
 	for _, w := range wrap {
 		observed = w(observed)
 	}
-	srv := newServices(cfg, log, health.NewServer(), g, observed)
+	srv := newServices(cfg, log, health.NewServer(), g, observed, newPolicies(cfg, observed))
 	return dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(tb, srv)), g
 }
 

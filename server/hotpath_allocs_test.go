@@ -42,7 +42,8 @@ func TestReplayedClaimAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, newServices(cfg, log, health.NewServer(), g, m.ObserveStore(st))))
+	observed := m.ObserveStore(st)
+	c := dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, newServices(cfg, log, health.NewServer(), g, observed, newPolicies(cfg, observed))))
 	ctx := context.Background()
 	claim := &dedupv1.ClaimRequest{Consumer: "allocs", Key: "k", Digest: []byte("0123456789abcdef0123456789abcdef")}
 	res, err := c.Claim(ctx, claim)

@@ -43,7 +43,8 @@ func BenchmarkHotPath(b *testing.B) {
 		b.Fatal(err)
 	}
 	hs := health.NewServer()
-	srv := newServices(cfg, log, hs, g, m.ObserveStore(st))
+	observed := m.ObserveStore(st)
+	srv := newServices(cfg, log, hs, g, observed, newPolicies(cfg, observed))
 	conn := grpctest.ServeInMemory(b, srv)
 	c := dedupv1.NewDedupServiceClient(conn)
 	ctx := context.Background()
