@@ -2,13 +2,13 @@ package server
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/internal/testing/dedupdproc"
@@ -52,18 +52,17 @@ func TestGapPolicyChangeReachesTheGapWatchAtOnce(t *testing.T) {
 
 	// The gap watch holds the gap once it is a second old: it has resolved
 	// (and, with the old code, cached for an hour) the HOLD policy.
-	scrape := func() map[string]*dto.MetricFamily { return scrapeMetrics(t, metricsAddr) }
-	for counter(scrape(), "dedupd_stream_gap_timeouts_total", "action", "hold") < 1 {
+	metric := func(series string) float64 { return seriesValue(t, metricsAddr, series) }
+	for metric(`dedupd_stream_gap_timeouts_total{action="hold"}`) < 1 {
 		waitABit(ctx, t)
 	}
 	setGapPolicy(dedupv1.GapTimeoutAction_GAP_TIMEOUT_ACTION_SKIP)
-	passes := counter(scrape(), "dedupd_reaper_passes_total", "result", "ok")
-	for counter(scrape(), "dedupd_reaper_passes_total", "result", "ok") < passes+2 {
+	passes := metric(`dedupd_reaper_passes_total{result="ok"}`)
+	for metric(`dedupd_reaper_passes_total{result="ok"}`) < passes+2 {
 		waitABit(ctx, t)
 	}
 
-	got := scrape()
-	if n := counter(got, "dedupd_stream_gap_timeouts_total", "action", "skip"); n != 1 {
+	if n := metric(`dedupd_stream_gap_timeouts_total{action="skip"}`); n != 1 {
 		t.Errorf("gap timeouts acted on by SKIP after the change: %v, want 1", n)
 	}
 	s, err := streams.GetStream(ctx, &dedupv1.GetStreamRequest{Consumer: "orders", Stream: "s"})
@@ -83,30 +82,27 @@ func waitABit(ctx context.Context, t *testing.T) {
 	}
 }
 
-// scrapeMetrics fetches and parses the server's /metrics.
-func scrapeMetrics(t *testing.T, addr string) map[string]*dto.MetricFamily {
+// seriesValue reads one series, named as the text exposition writes it
+// (name{label="value"}), from the server's /metrics; zero when it is not
+// there yet.
+func seriesValue(t *testing.T, addr, series string) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
+		t.Fatal(err)
 	}
-	return families
-}
-
-// counter is the value of family's counter whose label is value; zero
-// when there is none yet.
-func counter(families map[string]*dto.MetricFamily, family, label, value string) float64 {
-	for _, m := range families[family].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == label && l.GetValue() == value {
-				return m.GetCounter().GetValue()
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", series, err)
 			}
+			return f
 		}
 	}
 	return 0

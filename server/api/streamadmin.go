@@ -24,8 +24,9 @@ type StreamAdminService struct {
 }
 
 // NewStreamAdminService returns the service on st. streams must be the
-// resolver the StreamService of this server uses, so that a policy change
-// made here is seen by its next call.
+// process's resolver (policy.NewResolvers), the one the StreamService and
+// the gap watch of this server use, so that a policy change made here is
+// seen by their next call and pass.
 func NewStreamAdminService(st store.StreamStore, streams *policy.Streams, log *slog.Logger) *StreamAdminService {
 	return &StreamAdminService{store: st, streams: streams, log: log}
 }
