@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -87,16 +86,11 @@ func waitABit(ctx context.Context, t *testing.T) {
 // there yet.
 func seriesValue(t *testing.T, addr, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(body)) {
+	for line := range strings.Lines(string(do(t, req).body)) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
