@@ -44,7 +44,7 @@ func waitingStack(tb testing.TB, cfg Config, wrap ...func(store.Backend) store.B
 	}
 	st := stack.Build(engine, storeStack(cfg, m, nil, g.waits))
 	tb.Cleanup(func() { st.Close() })
-	srv := newServices(cfg, log, health.NewServer(), g, st)
+	srv := newServices(cfg, log, health.NewServer(), g, st, newPolicies(cfg, st))
 	return dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(tb, srv)), g
 }
 

@@ -15,6 +15,7 @@ import (
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -23,10 +24,10 @@ import (
 // panics on the first valid request; the caller must get INTERNAL with an
 // ErrorInfo, and the server must go on answering.
 func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
-	cfg := Config{Limits: api.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 1 << 10}}
+	cfg := Config{Limits: policy.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 1 << 10}}
 	srv := newGRPCServer(cfg, slog.New(slog.DiscardHandler), health.NewServer(), guards{metrics: metrics.New()})
 	var nilStore store.Store
-	policies := api.NewPolicies(nilStore, api.Defaults{Policy: store.Policy{DefaultLeaseTTL: time.Second}, Limits: cfg.Limits}, 0)
+	policies := policy.NewKeys(nilStore, policy.Defaults{Policy: store.Policy{DefaultLeaseTTL: time.Second}, Limits: cfg.Limits}, 0)
 	api.Register(srv, api.NewDedupService(nilStore, policies, slog.New(slog.DiscardHandler)))
 	c := dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, srv))
 

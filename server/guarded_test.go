@@ -72,7 +72,7 @@ func startGuardedWithLog(t *testing.T, cfg Config, st store.Backend, log *slog.L
 	}
 	hs := health.NewServer()
 	srv := newGRPCServer(cfg, log, hs, g)
-	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
+	policies := newPolicies(cfg, st).Keys
 	api.Register(srv, newDedupService(st, policies, log, g))
 	api.RegisterAdmin(srv, api.NewAdminService(st, policies, log))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -20,6 +20,7 @@ import (
 	"github.com/dedupd/dedupd/server/auth"
 	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/replybudget"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/throttle"
@@ -66,7 +67,7 @@ func newGuards(cfg Config, m *metrics.Metrics, log *slog.Logger) (guards, func()
 
 // newDedupService is the DedupService behind the guards: batch items take
 // their rate-limit tokens from the same per-consumer buckets as calls.
-func newDedupService(st store.Store, policies *api.Policies, log *slog.Logger, g guards) *api.DedupService {
+func newDedupService(st store.Store, policies *policy.Keys, log *slog.Logger, g guards) *api.DedupService {
 	opts := api.ServiceOptions{Waits: g.waits}
 	if g.limiter != nil {
 		opts.Items = g.limiter

@@ -84,14 +84,3 @@ func (w *watchStream) Send(m *healthpb.HealthCheckResponse) error {
 	w.last = m.GetStatus()
 	return w.Health_WatchServer.Send(m)
 }
-
-// setHealth sets every health service named to SERVING or NOT_SERVING.
-func setHealth(hs *health.Server, names []string, serving bool) {
-	status := healthpb.HealthCheckResponse_NOT_SERVING
-	if serving {
-		status = healthpb.HealthCheckResponse_SERVING
-	}
-	for _, name := range names {
-		hs.SetServingStatus(name, status)
-	}
-}

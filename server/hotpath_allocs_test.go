@@ -43,7 +43,7 @@ func TestReplayedClaimAllocations(t *testing.T) {
 	}
 	st := stack.Build(backend, storeStack(cfg, m, nil, g.waits))
 	t.Cleanup(func() { st.Close() })
-	c := dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, newServices(cfg, log, health.NewServer(), g, st)))
+	c := dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, newServices(cfg, log, health.NewServer(), g, st, newPolicies(cfg, st))))
 	ctx := context.Background()
 	claim := &dedupv1.ClaimRequest{Consumer: "allocs", Key: "k", Digest: []byte("0123456789abcdef0123456789abcdef")}
 	res, err := c.Claim(ctx, claim)

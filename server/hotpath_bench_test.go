@@ -44,7 +44,7 @@ func BenchmarkHotPath(b *testing.B) {
 	st := stack.Build(backend, storeStack(cfg, m, nil, g.waits))
 	defer st.Close()
 	hs := health.NewServer()
-	srv := newServices(cfg, log, hs, g, st)
+	srv := newServices(cfg, log, hs, g, st, newPolicies(cfg, st))
 	conn := grpctest.ServeInMemory(b, srv)
 	c := dedupv1.NewDedupServiceClient(conn)
 	ctx := context.Background()

@@ -1,6 +1,8 @@
-// Package server assembles dedupd: it opens the configured store, wires the
-// gRPC server with its interceptors, health and reflection, runs the
-// reaper, and shuts all of it down in order.
+// Package server is dedupd's composition root: it opens the configured
+// store, wires the gRPC and HTTP servers with their interceptors, health
+// and reflection, builds the process's one set of policy resolvers
+// (server/policy) for the services and the background jobs
+// (server/jobs), starts the jobs, and shuts all of it down in order.
 package server
 
 import (
@@ -22,7 +24,9 @@ import (
 	"github.com/dedupd/dedupd/internal/version"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/claimwait"
+	"github.com/dedupd/dedupd/server/jobs"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 	"github.com/dedupd/dedupd/server/store/stack"
@@ -67,7 +71,7 @@ type Config struct {
 	ReplayCacheTTL   time.Duration
 	// Policy holds the lease default and the retention of every consumer.
 	Policy store.Policy
-	Limits api.Limits
+	Limits policy.Limits
 	// StreamTTL is how long an idle stream is kept when the consumer's
 	// stream policy names no TTL; zero means store.DefaultStreamTTL.
 	StreamTTL time.Duration
@@ -236,17 +240,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	healthSrv := newHealthService()
-	watcher := newHealthWatcher(healthSrv.Server, healthServices, cfg, m, log)
-	observed := stack.Build(backend, storeStack(cfg, m, watcher.observe, g.waits))
+	watcher := jobs.NewHealthWatcher(healthSrv.Server, healthServices, cfg.HealthInterval, cfg.Policy, m, log)
+	observed := stack.Build(backend, storeStack(cfg, m, watcher.Observe, g.waits))
 	defer observed.Close() // closes backend too
-	watcher.st = observed
 
 	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	lis = limitConnections(lis, cfg, m, log)
-	grpcSrv := newServices(cfg, log, healthSrv, g, observed)
+	policies := newPolicies(cfg, observed)
+	grpcSrv := newServices(cfg, log, healthSrv, g, observed, policies)
 	httpSrv, err := newHTTPAPI(ctx, cfg, g, grpcSrv, m, log)
 	if err != nil {
 		lis.Close()
@@ -262,16 +266,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// The first ping decides the status the server starts with; a store
 	// that does not answer yet leaves it NOT_SERVING until it does.
-	watcher.check(ctx)
+	watcher.Check(ctx, observed)
 
 	// The background work outlives ctx until the in-flight calls have
 	// finished, so that shutdown stops things in the reverse order they
 	// started.
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
-	bg.Go(func() { runReaper(bgCtx, observed, cfg, m, log) })
-	bg.Go(func() { runLeaseSampler(bgCtx, observed, cfg.LeaseSampleInterval, m, log) })
-	bg.Go(func() { watcher.run(bgCtx) })
+	reaper := jobs.ReaperOptions{Off: cfg.ReaperOff, Interval: cfg.ReapInterval, Batch: cfg.ReapBatch}
+	bg.Go(func() { jobs.RunReaper(bgCtx, observed, policies.Streams, reaper, m, log) })
+	bg.Go(func() { jobs.RunLeaseSampler(bgCtx, observed, cfg.LeaseSampleInterval, m, log) })
+	bg.Go(func() { watcher.Run(bgCtx, observed) })
 	bg.Go(func() { handleReloads(bgCtx, cfg.Reload, reload, log) })
 
 	serveErr := make(chan error, 2)
@@ -305,19 +310,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return err
 }
 
+// newPolicies builds the process's one set of policy resolvers on st.
+// Every service and the gap watch must share it: a policy changed through
+// the API is invalidated only in these, and is then what this server's
+// next call and next gap-watch pass apply.
+func newPolicies(cfg Config, st policy.Reader) policy.Resolvers {
+	return policy.NewResolvers(st, policy.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.StreamTTL, cfg.PolicyCacheTTL)
+}
+
 // newServices builds the gRPC server with every service on st, which the
 // caller has built with storeStack (the replay cache, the store metrics
 // and tracing, the claim-wait notification): key and stream calls alike
-// go through them.
-func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Backend) *grpc.Server {
+// go through them. policies are the process's resolvers (newPolicies).
+func newServices(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards, st store.Backend, policies policy.Resolvers) *grpc.Server {
 	grpcSrv := newGRPCServer(cfg, log, healthSrv, g)
-	// One resolver for every service, so that a policy changed through
-	// AdminService applies to this server's next call.
-	policies := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	api.Register(grpcSrv, newDedupService(st, policies, log, g))
-	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies, log))
-	sp := api.NewStreamPolicies(st, policies, cfg.StreamTTL, cfg.PolicyCacheTTL)
-	api.RegisterStreams(grpcSrv, api.NewStreamService(st, sp, log).WaitWith(g.waits), api.NewStreamAdminService(st, sp, log))
+	api.Register(grpcSrv, newDedupService(st, policies.Keys, log, g))
+	api.RegisterAdmin(grpcSrv, api.NewAdminService(st, policies.Keys, log))
+	api.RegisterStreams(grpcSrv, api.NewStreamService(st, policies.Streams, log).WaitWith(g.waits),
+		api.NewStreamAdminService(st, policies.Streams, log))
 	g.metrics.GRPC.InitializeMetrics(grpcSrv)
 	return grpcSrv
 }

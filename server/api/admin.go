@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -15,14 +16,14 @@ import (
 type AdminService struct {
 	dedupv1.UnimplementedAdminServiceServer
 	store    store.Backend
-	policies *Policies
+	policies *policy.Keys
 	log      *slog.Logger
 }
 
 // NewAdminService returns the service. policies must be the resolver the
 // DedupService of this server uses, so that a policy change made here is
 // seen by the next call at once.
-func NewAdminService(s store.Backend, policies *Policies, log *slog.Logger) *AdminService {
+func NewAdminService(s store.Backend, policies *policy.Keys, log *slog.Logger) *AdminService {
 	return &AdminService{store: s, policies: policies, log: log}
 }
 
@@ -43,7 +44,7 @@ func (s *AdminService) storedPolicy(ctx context.Context, consumer string) (*stor
 }
 
 // resolve returns the policy in force given a stored one, or none.
-func (s *AdminService) resolve(consumer string, stored *store.ConsumerPolicy) Effective {
+func (s *AdminService) resolve(consumer string, stored *store.ConsumerPolicy) policy.Effective {
 	if stored == nil {
 		return s.policies.Resolve(store.ConsumerPolicy{Consumer: consumer})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -316,26 +318,35 @@ func recvAll(t *testing.T, stream grpc.ServerStreamingClient[dedupv1.PurgeRespon
 // connection lost at COMMIT gives: the caller cannot tell that it landed.
 type commitThenFailStore struct {
 	store.Backend
-	policies *policyCountingStore
+	mu       sync.Mutex
+	policies map[string]store.ConsumerPolicy
 }
 
-func (s commitThenFailStore) GetPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
-	return s.policies.GetPolicy(ctx, consumer)
+func (s *commitThenFailStore) GetPolicy(_ context.Context, consumer string) (store.ConsumerPolicy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.policies[consumer]
+	if !ok {
+		return store.ConsumerPolicy{}, store.ErrNoPolicy
+	}
+	return p, nil
 }
 
-func (s commitThenFailStore) PutPolicy(_ context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
-	s.policies.set(p)
+func (s *commitThenFailStore) PutPolicy(_ context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policies[p.Consumer] = p
 	return store.ConsumerPolicy{}, store.ErrUnavailable
 }
 
-func (s commitThenFailStore) DeletePolicy(_ context.Context, consumer string) (store.ConsumerPolicy, error) {
-	s.policies.mu.Lock()
-	delete(s.policies.policies, consumer)
-	s.policies.mu.Unlock()
+func (s *commitThenFailStore) DeletePolicy(_ context.Context, consumer string) (store.ConsumerPolicy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.policies, consumer)
 	return store.ConsumerPolicy{}, store.ErrUnavailable
 }
 
-func (s commitThenFailStore) Stats(context.Context, string) ([]store.ConsumerStats, error) {
+func (s *commitThenFailStore) Stats(context.Context, string) ([]store.ConsumerStats, error) {
 	return nil, nil
 }
 
@@ -343,10 +354,18 @@ func (s commitThenFailStore) Stats(context.Context, string) ([]store.ConsumerSta
 // DeletePolicy that fails may have landed, so this server's next call
 // reads the store rather than its cached policy.
 func TestFailedPolicyWriteStillInvalidatesTheCache(t *testing.T) {
-	st := commitThenFailStore{policies: newCountingStore()}
-	policies := NewPolicies(st, testDefaults, time.Hour)
+	st := &commitThenFailStore{policies: map[string]store.ConsumerPolicy{}}
+	policies := policy.NewKeys(st, testDefaults, time.Hour)
 	admin := NewAdminService(st, policies, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
+	completedTTL := func(t *testing.T, p *policy.Keys, consumer string) time.Duration {
+		t.Helper()
+		e, err := p.For(ctx, consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Store.CompletedTTL
+	}
 	if got := completedTTL(t, policies, "inv"); got != testPolicy.CompletedTTL {
 		t.Fatalf("no policy: %s", got)
 	}

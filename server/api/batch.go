@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -48,17 +49,17 @@ type batchItem struct {
 }
 
 // batchPolicy checks what concerns a batch whole and loads its policy.
-func (s *DedupService) batchPolicy(ctx context.Context, consumer string, items int) (Effective, error) {
+func (s *DedupService) batchPolicy(ctx context.Context, consumer string, items int) (policy.Effective, error) {
 	var v validator
 	v.consumer(consumer)
 	if limit := s.maxBatchItems(); items > limit {
 		v.fail("items", "has %d items, more than the limit of %d", items, limit)
 	}
-	return s.policy(ctx, &v, consumer, func(*validator, Effective) {})
+	return s.policy(ctx, &v, consumer, func(*validator, policy.Effective) {})
 }
 
 func (s *DedupService) maxBatchItems() int {
-	if n := s.policies.defaults.Limits.MaxBatchItems; n > 0 {
+	if n := s.policies.Defaults().Limits.MaxBatchItems; n > 0 {
 		return n
 	}
 	return DefaultMaxBatchItems
@@ -102,7 +103,7 @@ func (s *DedupService) prepare(ctx context.Context, consumer string, keys []stri
 // leaves a problem in its validator) and stores the valid ones in one
 // batch. The error is the whole call's, ready to return.
 func (s *DedupService) writeBatch(ctx context.Context, consumer string, keys []string,
-	check func(i int, v *validator, policy Effective) store.Command) ([]batchItem, error) {
+	check func(i int, v *validator, policy policy.Effective) store.Command) ([]batchItem, error) {
 	policy, err := s.batchPolicy(ctx, consumer, len(keys))
 	if err != nil {
 		return nil, s.fail(ctx, err, consumer, "")
@@ -145,7 +146,7 @@ func (s *DedupService) apply(ctx context.Context, items []batchItem) {
 
 func (s *DedupService) ClaimBatch(ctx context.Context, req *dedupv1.ClaimBatchRequest) (*dedupv1.ClaimBatchResponse, error) {
 	consumer, reqs := req.GetConsumer(), req.GetItems()
-	items, err := s.writeBatch(ctx, consumer, keysOf(reqs), func(i int, v *validator, policy Effective) store.Command {
+	items, err := s.writeBatch(ctx, consumer, keysOf(reqs), func(i int, v *validator, policy policy.Effective) store.Command {
 		it := reqs[i]
 		v.key(it.GetKey())
 		v.bytes("digest", it.GetDigest(), MaxDigestBytes)
@@ -168,7 +169,7 @@ func (s *DedupService) ClaimBatch(ctx context.Context, req *dedupv1.ClaimBatchRe
 
 func (s *DedupService) FinishBatch(ctx context.Context, req *dedupv1.FinishBatchRequest) (*dedupv1.FinishBatchResponse, error) {
 	consumer, reqs := req.GetConsumer(), req.GetItems()
-	items, err := s.writeBatch(ctx, consumer, keysOf(reqs), func(i int, v *validator, policy Effective) store.Command {
+	items, err := s.writeBatch(ctx, consumer, keysOf(reqs), func(i int, v *validator, policy policy.Effective) store.Command {
 		it := reqs[i]
 		v.key(it.GetKey())
 		v.fencingToken(it.GetFencingToken())
@@ -198,7 +199,7 @@ func (s *DedupService) FinishBatch(ctx context.Context, req *dedupv1.FinishBatch
 
 func (s *DedupService) ExtendLeaseBatch(ctx context.Context, req *dedupv1.ExtendLeaseBatchRequest) (*dedupv1.ExtendLeaseBatchResponse, error) {
 	consumer, reqs := req.GetConsumer(), req.GetItems()
-	items, err := s.writeBatch(ctx, consumer, keysOf(reqs), func(i int, v *validator, policy Effective) store.Command {
+	items, err := s.writeBatch(ctx, consumer, keysOf(reqs), func(i int, v *validator, policy policy.Effective) store.Command {
 		it := reqs[i]
 		v.key(it.GetKey())
 		v.fencingToken(it.GetFencingToken())

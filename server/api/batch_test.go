@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -256,7 +257,7 @@ func TestBatchItemsBeyondTheRateAreRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := NewDedupServiceWith(st, NewPolicies(st, testDefaults, 0), slog.New(slog.DiscardHandler),
+	svc := NewDedupServiceWith(st, policy.NewKeys(st, testDefaults, 0), slog.New(slog.DiscardHandler),
 		ServiceOptions{Items: &fixedTokens{left: 2}})
 	ctx := context.Background()
 	resp, err := svc.ClaimBatch(ctx, &dedupv1.ClaimBatchRequest{Consumer: "orders", Items: []*dedupv1.ClaimBatchItem{

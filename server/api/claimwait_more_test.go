@@ -16,6 +16,7 @@ import (
 	"github.com/dedupd/dedupd/internal/testing/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/claimwait"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 	"github.com/dedupd/dedupd/server/store/stack"
@@ -162,7 +163,7 @@ func TestWaitingClaimOnAnotherReplica(t *testing.T) {
 				waits := claimwait.New(claimwait.Options{MaxWait: time.Hour, Poll: poll})
 				st := stack.Build(inner, stack.Options{Wake: waits})
 				srv := grpc.NewServer()
-				Register(srv, NewDedupServiceWith(st, NewPolicies(st, testDefaults, time.Hour), slog.New(slog.DiscardHandler), ServiceOptions{Waits: waits}))
+				Register(srv, NewDedupServiceWith(st, policy.NewKeys(st, testDefaults, time.Hour), slog.New(slog.DiscardHandler), ServiceOptions{Waits: waits}))
 				return dedupv1.NewDedupServiceClient(grpctest.ServeInMemory(t, srv)), waits
 			}
 			a, _ := replica(noPoll)

@@ -15,6 +15,7 @@ import (
 	"github.com/dedupd/dedupd/internal/testing/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/claimwait"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 	"github.com/dedupd/dedupd/server/store/stack"
@@ -47,9 +48,9 @@ func newWaitingServer(t *testing.T, opts claimwait.Options) waitingServer {
 	t.Cleanup(func() { st.Close() })
 	srv := grpc.NewServer()
 	log := slog.New(slog.DiscardHandler)
-	policies := NewPolicies(st, testDefaults, time.Hour)
+	policies := policy.NewKeys(st, testDefaults, time.Hour)
 	Register(srv, NewDedupServiceWith(st, policies, log, ServiceOptions{Waits: waits}))
-	sp := NewStreamPolicies(st, policies, 0, time.Hour)
+	sp := policy.NewStreams(st, policies, 0, time.Hour)
 	RegisterStreams(srv, NewStreamService(st, sp, log).WaitWith(waits), NewStreamAdminService(st, sp, log))
 	conn := grpctest.ServeInMemory(t, srv)
 	return waitingServer{dedupv1.NewDedupServiceClient(conn), dedupv1.NewStreamServiceClient(conn), waits}

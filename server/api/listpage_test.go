@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -26,8 +27,8 @@ func pagedService(t *testing.T, pageBytes int, sizes []int) *DedupService {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	d := Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 64 << 10, MaxPageBytes: pageBytes}}
-	s := NewDedupService(st, NewPolicies(st, d, 0), slog.New(slog.DiscardHandler))
+	d := policy.Defaults{Policy: testPolicy, Limits: policy.Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 64 << 10, MaxPageBytes: pageBytes}}
+	s := NewDedupService(st, policy.NewKeys(st, d, 0), slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	for i, size := range sizes {
 		key := fmt.Sprintf("k%02d", i)

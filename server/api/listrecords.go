@@ -49,7 +49,7 @@ func (s *DedupService) ListRecords(ctx context.Context, req *dedupv1.ListRecords
 		store:  s.store,
 		params: params,
 		basic:  req.GetView() == dedupv1.RecordView_RECORD_VIEW_BASIC,
-		budget: s.policies.Defaults().Limits.pageBytes(),
+		budget: pageBytes(s.policies.Defaults().Limits),
 	}
 	page.chunk = chunkSize(page.budget, policy.MaxResultBytes, params.Limit)
 	resp, err := page.read(ctx)

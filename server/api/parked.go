@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -28,9 +29,8 @@ const (
 	MinGapTimeout = time.Second
 )
 
-// parkLimits are the server's park bounds, defaults filled in.
-func (p *StreamPolicies) parkLimits() Limits {
-	l := p.keys.Defaults().Limits
+// parkLimits are the server's park bounds in l, defaults filled in.
+func parkLimits(l policy.Limits) policy.Limits {
 	if l.MaxParkPayloadBytes <= 0 {
 		l.MaxParkPayloadBytes = DefaultMaxParkPayloadBytes
 	}
@@ -38,7 +38,7 @@ func (p *StreamPolicies) parkLimits() Limits {
 }
 
 // parkPayload checks a claim's payload against the server's bound.
-func (v *validator) parkPayload(req *dedupv1.ClaimStreamRequest, l Limits) {
+func (v *validator) parkPayload(req *dedupv1.ClaimStreamRequest, l policy.Limits) {
 	if n := len(req.GetPayload()); n > l.MaxParkPayloadBytes {
 		v.fail("payload", "is %d bytes, more than the maximum of %d (--max-park-payload-bytes)", n, l.MaxParkPayloadBytes)
 	}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -30,7 +31,7 @@ func PolicyToProto(p store.ConsumerPolicy) *dedupv1.Policy {
 
 // EffectiveToProto converts the policy in force for consumer, every field
 // set.
-func EffectiveToProto(consumer string, e Effective) *dedupv1.Policy {
+func EffectiveToProto(consumer string, e policy.Effective) *dedupv1.Policy {
 	return PolicyToProto(store.ConsumerPolicy{
 		Consumer:        consumer,
 		CompletedTTL:    e.Store.CompletedTTL,
@@ -53,7 +54,7 @@ func duration(d time.Duration) *durationpb.Duration {
 // policyFromProto validates the policy of a SetPolicy request. Field names
 // in errors are paths from the request, such as policy.completed_ttl.
 // updated_at is output only and ignored.
-func policyFromProto(p *dedupv1.Policy, d Defaults) (store.ConsumerPolicy, error) {
+func policyFromProto(p *dedupv1.Policy, d policy.Defaults) (store.ConsumerPolicy, error) {
 	var v validator
 	if p == nil {
 		v.fail("policy", "is required")
@@ -82,8 +83,7 @@ func policyFromProto(p *dedupv1.Policy, d Defaults) (store.ConsumerPolicy, error
 	// Checked on the policy in force, so that a default lease set alone is
 	// held to the server's maximum, and a maximum set alone to the server's
 	// default lease.
-	defLease := orDefault(cp.DefaultLeaseTTL, d.Policy.DefaultLeaseTTL)
-	if maxLease := orDefault(cp.MaxLeaseTTL, d.Limits.MaxLeaseTTL); defLease > maxLease {
+	if defLease, maxLease := policy.LeaseBounds(cp, d); defLease > maxLease {
 		field := "policy.default_lease_ttl"
 		if cp.DefaultLeaseTTL == 0 {
 			field = "policy.max_lease_ttl"
@@ -115,7 +115,7 @@ func (v *validator) policyTTL(field string, d *durationpb.Duration) time.Duratio
 // TTLs only ever apply to records that finish from now on (stored records
 // keep their expiry), so the risk is of forgetting sooner than a
 // redelivery can come.
-func policyWarnings(before, after Effective, defaults Defaults) []string {
+func policyWarnings(before, after policy.Effective, defaults policy.Defaults) []string {
 	var w []string
 	shorter := func(name string, was, now time.Duration, what string) {
 		if now < was {

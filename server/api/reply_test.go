@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
@@ -25,7 +26,7 @@ func bigResultClient(t *testing.T) dedupv1.DedupServiceClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	defaults := Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 20}}
+	defaults := policy.Defaults{Policy: testPolicy, Limits: policy.Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 20}}
 	conn := serveWith(t, st, 0, defaults)
 	return dedupv1.NewDedupServiceClient(conn)
 }

@@ -3,41 +3,21 @@ package api
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/claimwait"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
-
-// Limits are the bounds on what a caller may ask for.
-type Limits struct {
-	// MaxLeaseTTL caps lease_ttl on Claim and ExtendLease.
-	MaxLeaseTTL time.Duration
-	// MaxResultBytes caps Complete's result and Reject's detail.
-	MaxResultBytes int
-	// MaxBatchItems caps the items of one batch call; zero means
-	// DefaultMaxBatchItems. At most MaxBatchItemsCeiling.
-	MaxBatchItems int
-	// MaxPageBytes bounds the encoded records of a ListRecords page; zero
-	// means PageBytesCeiling. A record larger than it comes alone on a
-	// page.
-	MaxPageBytes int
-	// MaxParkPayloadBytes caps a park claim's payload; zero means
-	// DefaultMaxParkPayloadBytes. MaxParkedBytesPerConsumer bounds the
-	// payload bytes one consumer holds parked; zero means no bound.
-	MaxParkPayloadBytes       int
-	MaxParkedBytesPerConsumer int64
-}
 
 // PageBytesCeiling is the most MaxPageBytes may be: MaxReplyBytes less
 // room for the page's framing (a few bytes a record) and its token, so
 // that a client left at its defaults accepts every page.
 const PageBytesCeiling = MaxReplyBytes - 64<<10
 
-// pageBytes is MaxPageBytes, or PageBytesCeiling when unset.
-func (l Limits) pageBytes() int {
+// pageBytes is l's MaxPageBytes, or PageBytesCeiling when unset.
+func pageBytes(l policy.Limits) int {
 	if l.MaxPageBytes > 0 {
 		return l.MaxPageBytes
 	}
@@ -48,7 +28,7 @@ func (l Limits) pageBytes() int {
 type DedupService struct {
 	dedupv1.UnimplementedDedupServiceServer
 	store    store.Store
-	policies *Policies
+	policies *policy.Keys
 	log      *slog.Logger
 	// items, when set, takes a rate-limit token for each item of a batch.
 	items ItemLimiter
@@ -58,7 +38,7 @@ type DedupService struct {
 
 // NewDedupService returns the service; policies resolves each consumer's
 // policy in force.
-func NewDedupService(s store.Store, policies *Policies, log *slog.Logger) *DedupService {
+func NewDedupService(s store.Store, policies *policy.Keys, log *slog.Logger) *DedupService {
 	return NewDedupServiceWith(s, policies, log, ServiceOptions{})
 }
 
@@ -72,20 +52,20 @@ type ServiceOptions struct {
 }
 
 // NewDedupServiceWith is NewDedupService with options.
-func NewDedupServiceWith(s store.Store, policies *Policies, log *slog.Logger, opts ServiceOptions) *DedupService {
+func NewDedupServiceWith(s store.Store, policies *policy.Keys, log *slog.Logger, opts ServiceOptions) *DedupService {
 	return &DedupService{store: s, policies: policies, log: log, items: opts.Items, waits: opts.Waits}
 }
 
 // policy checks the request fields that do not depend on the policy, then
 // loads the consumer's policy and hands it to the checks that do. The
 // caller has nothing to do until both have passed.
-func (s *DedupService) policy(ctx context.Context, v *validator, consumer string, checks func(*validator, Effective)) (Effective, error) {
+func (s *DedupService) policy(ctx context.Context, v *validator, consumer string, checks func(*validator, policy.Effective)) (policy.Effective, error) {
 	if err := v.result(); err != nil {
-		return Effective{}, err
+		return policy.Effective{}, err
 	}
 	p, err := s.policies.For(ctx, consumer)
 	if err != nil {
-		return Effective{}, err
+		return policy.Effective{}, err
 	}
 	checks(v, p)
 	return p, v.result()
@@ -105,7 +85,7 @@ func (s *DedupService) Claim(ctx context.Context, req *dedupv1.ClaimRequest) (*d
 	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
 	v.text("owner", req.GetOwner(), MaxOwnerBytes)
 	wait := v.wait(req.GetWait())
-	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p Effective) {
+	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p policy.Effective) {
 		v.digestRequired(req.GetDigest(), p)
 		v.leaseWithin(lease, p)
 	})
@@ -135,7 +115,7 @@ func (s *DedupService) Complete(ctx context.Context, req *dedupv1.CompleteReques
 	v.consumer(req.GetConsumer())
 	v.key(req.GetKey())
 	v.fencingToken(req.GetFencingToken())
-	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p Effective) {
+	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p policy.Effective) {
 		v.bytes("result", req.GetResult(), p.MaxResultBytes)
 	})
 	if err != nil {
@@ -161,7 +141,7 @@ func (s *DedupService) Reject(ctx context.Context, req *dedupv1.RejectRequest) (
 	v.fencingToken(req.GetFencingToken())
 	v.text("reason", req.GetReason(), MaxReasonBytes)
 	v.text("message", req.GetMessage(), MaxMessageBytes)
-	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p Effective) {
+	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p policy.Effective) {
 		v.bytes("detail", req.GetDetail(), p.MaxResultBytes)
 	})
 	if err != nil {
@@ -205,7 +185,7 @@ func (s *DedupService) ExtendLease(ctx context.Context, req *dedupv1.ExtendLease
 	v.key(req.GetKey())
 	v.fencingToken(req.GetFencingToken())
 	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
-	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p Effective) {
+	policy, err := s.policy(ctx, &v, req.GetConsumer(), func(v *validator, p policy.Effective) {
 		v.leaseWithin(lease, p)
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dedupd/dedupd/internal/testing/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
@@ -34,7 +35,7 @@ func newClient(t *testing.T) dedupv1.DedupServiceClient {
 }
 
 // testDefaults are the server defaults of the tests' services.
-var testDefaults = Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 10}}
+var testDefaults = policy.Defaults{Policy: testPolicy, Limits: policy.Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 10}}
 
 func newConn(t *testing.T) *grpc.ClientConn {
 	t.Helper()
@@ -62,11 +63,11 @@ func serve(t *testing.T, st store.Backend, policyCacheTTL time.Duration) *grpc.C
 
 // serveWith serves both services on st with the given server defaults, to
 // a client left at grpc-go's defaults (a 4 MiB receive limit).
-func serveWith(t *testing.T, st store.Backend, policyCacheTTL time.Duration, defaults Defaults) *grpc.ClientConn {
+func serveWith(t *testing.T, st store.Backend, policyCacheTTL time.Duration, defaults policy.Defaults) *grpc.ClientConn {
 	t.Helper()
 	srv := grpc.NewServer()
 	log := slog.New(slog.DiscardHandler)
-	policies := NewPolicies(st, defaults, policyCacheTTL)
+	policies := policy.NewKeys(st, defaults, policyCacheTTL)
 	Register(srv, NewDedupService(st, policies, log))
 	RegisterAdmin(srv, NewAdminService(st, policies, log))
 	return grpctest.ServeInMemory(t, srv)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dedupd/dedupd/internal/clip"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/recordpb"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -18,14 +19,15 @@ import (
 type StreamAdminService struct {
 	dedupv1.UnimplementedStreamAdminServiceServer
 	store   store.StreamStore
-	streams *StreamPolicies
+	streams *policy.Streams
 	log     *slog.Logger
 }
 
 // NewStreamAdminService returns the service on st. streams must be the
-// resolver the StreamService of this server uses, so that a policy change
-// made here is seen by its next call.
-func NewStreamAdminService(st store.StreamStore, streams *StreamPolicies, log *slog.Logger) *StreamAdminService {
+// process's resolver (policy.NewResolvers), the one the StreamService and
+// the gap watch of this server use, so that a policy change made here is
+// seen by their next call and pass.
+func NewStreamAdminService(st store.StreamStore, streams *policy.Streams, log *slog.Logger) *StreamAdminService {
 	return &StreamAdminService{store: st, streams: streams, log: log}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/claimwait"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/store"
 )
 
@@ -18,14 +19,14 @@ import (
 type StreamService struct {
 	dedupv1.UnimplementedStreamServiceServer
 	store   store.StreamStore
-	streams *StreamPolicies
+	streams *policy.Streams
 	log     *slog.Logger
 	waits   *claimwait.Registry // see WaitWith
 }
 
 // NewStreamService returns the service on st; streams resolves each
 // consumer's stream policy.
-func NewStreamService(st store.StreamStore, streams *StreamPolicies, log *slog.Logger) *StreamService {
+func NewStreamService(st store.StreamStore, streams *policy.Streams, log *slog.Logger) *StreamService {
 	return &StreamService{store: st, streams: streams, log: log}
 }
 
@@ -50,8 +51,8 @@ func (s *StreamService) policy(ctx context.Context, v *validator, consumer strin
 	if err != nil {
 		return store.StreamPolicy{}, err
 	}
-	if lease > p.maxLease {
-		v.fail("lease_ttl", "is %s, more than the maximum of %s", lease, p.maxLease)
+	if lease > p.MaxLeaseTTL {
+		v.fail("lease_ttl", "is %s, more than the maximum of %s", lease, p.MaxLeaseTTL)
 	}
 	return p.Policy, v.result()
 }
@@ -92,7 +93,7 @@ func (s *StreamService) ClaimStream(ctx context.Context, req *dedupv1.ClaimStrea
 	lease := v.leaseTTL(req.GetLeaseTtl(), MaxTTLCeiling)
 	v.text("owner", req.GetOwner(), MaxOwnerBytes)
 	wait := v.wait(req.GetWait())
-	v.parkPayload(req, s.streams.parkLimits())
+	v.parkPayload(req, parkLimits(s.streams.Defaults().Limits))
 	policy, err := s.policy(ctx, &v, req.GetConsumer(), lease)
 	if err != nil {
 		return nil, s.fail(ctx, err, req.GetConsumer(), req.GetStream())

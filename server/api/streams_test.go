@@ -14,6 +14,7 @@ import (
 
 	"github.com/dedupd/dedupd/internal/testing/grpctest"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
 
@@ -29,7 +30,7 @@ func newStreamClients(t *testing.T) (dedupv1.StreamServiceClient, dedupv1.Stream
 	log := slog.New(slog.DiscardHandler)
 	// A long cache: the policy changes in the tests go through this
 	// server, which must see them at its next call.
-	sp := NewStreamPolicies(st, NewPolicies(st, testDefaults, time.Hour), 0, time.Hour)
+	sp := policy.NewStreams(st, policy.NewKeys(st, testDefaults, time.Hour), 0, time.Hour)
 	RegisterStreams(srv, NewStreamService(st, sp, log), NewStreamAdminService(st, sp, log))
 	conn := grpctest.ServeInMemory(t, srv)
 	return dedupv1.NewStreamServiceClient(conn), dedupv1.NewStreamAdminServiceClient(conn)

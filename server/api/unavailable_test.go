@@ -20,6 +20,7 @@ import (
 	"github.com/dedupd/dedupd/internal/clip"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/loglimit"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -139,8 +140,8 @@ func TestStreamOutageIsLoggedAsAKeyOutage(t *testing.T) {
 	st.Close() // from here on every call fails with store.ErrUnavailable
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	policies := NewPolicies(st, testDefaults, time.Hour)
-	streams := NewStreamService(st, NewStreamPolicies(st, policies, 0, time.Hour), log)
+	policies := policy.NewKeys(st, testDefaults, time.Hour)
+	streams := NewStreamService(st, policy.NewStreams(st, policies, 0, time.Hour), log)
 	keys := NewDedupService(st, policies, log)
 	longStream := strings.Repeat("s", MaxKeyBytes) // valid, and longer than a log line holds
 	claimStream := func() error {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/server/consumer"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
@@ -149,13 +150,13 @@ func (v *validator) leaseTTLOf(field string, d *durationpb.Duration, limit time.
 // leaseWithin and digestRequired are the checks that depend on the
 // consumer's policy, made once it is known; leaseTTL ran first against the
 // ceiling.
-func (v *validator) leaseWithin(lease time.Duration, p Effective) {
+func (v *validator) leaseWithin(lease time.Duration, p policy.Effective) {
 	if lease > p.MaxLeaseTTL {
 		v.fail("lease_ttl", "is %s, more than the maximum of %s", lease, p.MaxLeaseTTL)
 	}
 }
 
-func (v *validator) digestRequired(digest []byte, p Effective) {
+func (v *validator) digestRequired(digest []byte, p policy.Effective) {
 	if p.RequireDigest && len(digest) == 0 {
 		v.fail("digest", "is required by the consumer's policy")
 	}

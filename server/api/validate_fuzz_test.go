@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -29,7 +30,7 @@ import (
 //	go test -run '^$' -fuzz FuzzValidate -fuzztime 5m ./server/api/
 //	go test -run '^$' -fuzz FuzzDecodeRequest -fuzztime 5m ./server/api/
 
-var fuzzLimits = Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 100}
+var fuzzLimits = policy.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 100}
 
 // fuzzRequest is every field any request has; method picks which request
 // is built from it.
@@ -309,7 +310,7 @@ func (s *recordingStore) GetPolicy(context.Context, string) (store.ConsumerPolic
 // fuzzService is a DedupService over st with the fuzz limits as its
 // defaults and no policy cache, so every call reads st's (absent) policy.
 func fuzzService(st *recordingStore) *DedupService {
-	policies := NewPolicies(st, Defaults{Policy: testPolicy, Limits: fuzzLimits}, 0)
+	policies := policy.NewKeys(st, policy.Defaults{Policy: testPolicy, Limits: fuzzLimits}, 0)
 	return NewDedupService(st, policies, slog.New(slog.DiscardHandler))
 }
 

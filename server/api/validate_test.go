@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -28,8 +29,8 @@ func (policyOnlyStore) GetPolicy(context.Context, string) (store.ConsumerPolicy,
 // A service whose store only reads policies: every case here must be
 // refused before any record is touched, or the test panics.
 func serviceWithoutStore() *DedupService {
-	d := Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 100}}
-	return NewDedupService(nil, NewPolicies(policyOnlyStore{}, d, 0), slog.New(slog.DiscardHandler))
+	d := policy.Defaults{Policy: testPolicy, Limits: policy.Limits{MaxLeaseTTL: time.Minute, MaxResultBytes: 100}}
+	return NewDedupService(nil, policy.NewKeys(policyOnlyStore{}, d, 0), slog.New(slog.DiscardHandler))
 }
 
 func TestInvalidRequestsNameTheField(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dedupd/dedupd/internal/testing/pgtest"
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
 )
@@ -41,15 +42,16 @@ func startService(t *testing.T) (addr, url string) {
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	policy := store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
 	srv := grpc.NewServer()
-	defaults := api.Defaults{Policy: policy, Limits: api.Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 16}}
-	policies := api.NewPolicies(st, defaults, time.Minute)
-	api.Register(srv, api.NewDedupService(st, policies, slog.New(slog.DiscardHandler)))
-	api.RegisterAdmin(srv, api.NewAdminService(st, policies, slog.New(slog.DiscardHandler)))
-	streams := api.NewStreamPolicies(st, policies, time.Hour, time.Minute)
-	api.RegisterStreams(srv, api.NewStreamService(st, streams, slog.New(slog.DiscardHandler)),
-		api.NewStreamAdminService(st, streams, slog.New(slog.DiscardHandler)))
+	defaults := policy.Defaults{
+		Policy: store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour},
+		Limits: policy.Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 16},
+	}
+	policies := policy.NewResolvers(st, defaults, time.Hour, time.Minute)
+	api.Register(srv, api.NewDedupService(st, policies.Keys, slog.New(slog.DiscardHandler)))
+	api.RegisterAdmin(srv, api.NewAdminService(st, policies.Keys, slog.New(slog.DiscardHandler)))
+	api.RegisterStreams(srv, api.NewStreamService(st, policies.Streams, slog.New(slog.DiscardHandler)),
+		api.NewStreamAdminService(st, policies.Streams, slog.New(slog.DiscardHandler)))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package server
+package jobs
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
@@ -30,7 +30,21 @@ const (
 	probeLease    = time.Second
 )
 
-// healthWatcher judges the store by the outcome of the writes callers make
+// HealthStore is what the health watcher pings, and writes its probe
+// through.
+type HealthStore interface {
+	Ping(ctx context.Context) error
+	Claim(ctx context.Context, p store.ClaimParams) (store.ClaimResult, error)
+	DeleteRecord(ctx context.Context, consumer, key string) (store.Record, error)
+}
+
+// HealthStatus is where the watcher sets its verdict: grpc-go's
+// health.Server.
+type HealthStatus interface {
+	SetServingStatus(service string, status healthpb.HealthCheckResponse_ServingStatus)
+}
+
+// HealthWatcher judges the store by the outcome of the writes callers make
 // and of a ping every interval, and reports SERVING while both go through,
 // NOT_SERVING while either fails (failuresToGoDown in a row). A ping gets
 // one interval to answer, so a store that hangs counts as down. A write
@@ -41,9 +55,8 @@ const (
 // Callers stop writing to a server that says NOT_SERVING, so while writes
 // are judged failing the watcher writes itself, every interval: a claim of
 // probeKey, which it then deletes. Its success brings health back.
-type healthWatcher struct {
-	st       store.Store
-	hs       *health.Server
+type HealthWatcher struct {
+	hs       HealthStatus
 	names    []string // the health services set
 	interval time.Duration
 	policy   store.Policy
@@ -55,14 +68,17 @@ type healthWatcher struct {
 	writesDown    atomic.Bool
 
 	mu           sync.Mutex
-	pingFailures int  // only check's goroutine touches it
+	pingFailures int  // only Check's goroutine touches it
 	pingDown     bool // true until the first ping answers
 	serving      bool
 }
 
-func newHealthWatcher(hs *health.Server, names []string, cfg Config, m *metrics.Metrics, log *slog.Logger) *healthWatcher {
-	setHealth(hs, names, false) // until the first ping answers
-	return &healthWatcher{hs: hs, names: names, interval: cfg.HealthInterval, policy: cfg.Policy, m: m, log: log, pingDown: true}
+// NewHealthWatcher returns a watcher that sets the services names on hs,
+// NOT_SERVING until the first ping answers. It pings every interval; its
+// probe writes under probePolicy (the server's default policy).
+func NewHealthWatcher(hs HealthStatus, names []string, interval time.Duration, probePolicy store.Policy, m *metrics.Metrics, log *slog.Logger) *HealthWatcher {
+	setHealth(hs, names, false)
+	return &HealthWatcher{hs: hs, names: names, interval: interval, policy: probePolicy, m: m, log: log, pingDown: true}
 }
 
 // writeOps are the store operations (metrics' op labels) whose outcome is
@@ -73,8 +89,8 @@ var writeOps = map[string]bool{
 	"extend_stream_lease": true, "delete_expired_streams": true,
 }
 
-// observe is told of every store operation's outcome (metrics.ObserveStoreOutcomes).
-func (w *healthWatcher) observe(op string, err error) {
+// Observe is told of every store operation's outcome (metrics.ObserveStoreOutcomes).
+func (w *HealthWatcher) Observe(op string, err error) {
 	if !writeOps[op] {
 		return
 	}
@@ -92,11 +108,11 @@ func (w *healthWatcher) observe(op string, err error) {
 	}
 }
 
-// check pings once, and probes with a write while writes are judged
+// Check pings st once, and probes with a write while writes are judged
 // failing, then updates the status if it changed.
-func (w *healthWatcher) check(ctx context.Context) {
+func (w *HealthWatcher) Check(ctx context.Context, st HealthStore) {
 	pingCtx, cancel := context.WithTimeout(ctx, w.interval)
-	err := w.st.Ping(pingCtx)
+	err := st.Ping(pingCtx)
 	cancel()
 	if ctx.Err() != nil {
 		return
@@ -108,31 +124,36 @@ func (w *healthWatcher) check(ctx context.Context) {
 		w.pingDown = true
 	}
 	w.mu.Unlock()
-	if w.writesDown.Load() && w.probe(ctx) {
+	if w.writesDown.Load() && w.probe(ctx, st) {
 		w.writeFailures.Store(0)
 		w.writesDown.Store(false)
 	}
 	w.update(err)
 }
 
+// Run checks st every interval until ctx ends.
+func (w *HealthWatcher) Run(ctx context.Context, st HealthStore) {
+	every(ctx, w.interval, func(ctx context.Context) { w.Check(ctx, st) })
+}
+
 // probe writes once and reports whether the write went through: a claim of
 // probeKey, then its deletion, so that nothing is left but an expired row
 // for the reaper. A claim refused because an earlier probe's lease is
 // still held proves nothing; the next probe, a lease later, acquires.
-func (w *healthWatcher) probe(ctx context.Context) bool {
+func (w *HealthWatcher) probe(ctx context.Context, st HealthStore) bool {
 	probeCtx, cancel := context.WithTimeout(ctx, w.interval)
 	defer cancel()
-	res, err := w.st.Claim(probeCtx, store.ClaimParams{Consumer: probeConsumer, Key: probeKey, LeaseTTL: probeLease, Policy: w.policy})
+	res, err := st.Claim(probeCtx, store.ClaimParams{Consumer: probeConsumer, Key: probeKey, LeaseTTL: probeLease, Policy: w.policy})
 	if err != nil || res.Outcome != store.Acquired {
 		return false
 	}
-	_, _ = w.st.DeleteRecord(probeCtx, probeConsumer, probeKey) // else the lease runs out
+	_, _ = st.DeleteRecord(probeCtx, probeConsumer, probeKey) // else the lease runs out
 	return true
 }
 
 // update sets the status the judgements give, if it changed; cause is the
 // last failure seen, for the log.
-func (w *healthWatcher) update(cause error) {
+func (w *HealthWatcher) update(cause error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	writesDown := w.writesDown.Load()
@@ -153,16 +174,13 @@ func (w *healthWatcher) update(cause error) {
 	}
 }
 
-// run checks every interval until ctx ends.
-func (w *healthWatcher) run(ctx context.Context) {
-	ticker := time.NewTicker(w.interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			w.check(ctx)
-		}
+// setHealth sets every health service named to SERVING or NOT_SERVING.
+func setHealth(hs HealthStatus, names []string, serving bool) {
+	status := healthpb.HealthCheckResponse_NOT_SERVING
+	if serving {
+		status = healthpb.HealthCheckResponse_SERVING
+	}
+	for _, name := range names {
+		hs.SetServingStatus(name, status)
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package policy
 
 import (
 	"context"
@@ -9,6 +9,12 @@ import (
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
+)
+
+// testPolicy and testDefaults are the server defaults of these tests.
+var (
+	testPolicy   = store.Policy{DefaultLeaseTTL: 30 * time.Second, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
+	testDefaults = Defaults{Policy: testPolicy, Limits: Limits{MaxLeaseTTL: time.Hour, MaxResultBytes: 1 << 10}}
 )
 
 func TestResolveFillsUnsetFieldsFromDefaults(t *testing.T) {
@@ -88,7 +94,6 @@ func (s *countingReads[V]) put(consumer string, p V) {
 
 // policyCountingStore serves stored key policies through countingReads.
 type policyCountingStore struct {
-	store.Admin
 	countingReads[store.ConsumerPolicy]
 }
 
@@ -120,7 +125,7 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func completedTTL(t *testing.T, p *Policies, consumer string) time.Duration {
+func completedTTL(t *testing.T, p *Keys, consumer string) time.Duration {
 	t.Helper()
 	e, err := p.For(context.Background(), consumer)
 	if err != nil {
@@ -132,7 +137,7 @@ func completedTTL(t *testing.T, p *Policies, consumer string) time.Duration {
 func TestPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
 	st := newCountingStore()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
-	p := newPolicies(st, testDefaults, 5*time.Second, clock.Now)
+	p := newKeys(st, testDefaults, 5*time.Second, clock.Now)
 
 	if got := completedTTL(t, p, "inv"); got != testPolicy.CompletedTTL {
 		t.Fatalf("no policy: completed ttl %s, want the default %s", got, testPolicy.CompletedTTL)
@@ -161,7 +166,7 @@ func TestPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
 
 func TestPolicyCacheOffReadsEveryCall(t *testing.T) {
 	st := newCountingStore()
-	p := NewPolicies(st, testDefaults, 0)
+	p := NewKeys(st, testDefaults, 0)
 	for i := range 3 {
 		st.set(store.ConsumerPolicy{Consumer: "inv", CompletedTTL: time.Duration(i+1) * time.Hour})
 		if got := completedTTL(t, p, "inv"); got != time.Duration(i+1)*time.Hour {
@@ -173,7 +178,7 @@ func TestPolicyCacheOffReadsEveryCall(t *testing.T) {
 func TestPolicyCacheDoesNotCacheErrors(t *testing.T) {
 	st := newCountingStore()
 	st.fail = store.ErrUnavailable
-	p := NewPolicies(st, testDefaults, time.Minute)
+	p := NewKeys(st, testDefaults, time.Minute)
 	if _, err := p.For(context.Background(), "inv"); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("For = %v, want the store's ErrUnavailable", err)
 	}
@@ -190,7 +195,7 @@ func TestPolicyCacheDoesNotCacheErrors(t *testing.T) {
 func TestPolicyCacheSharesOneReadPerExpiry(t *testing.T) {
 	st := newCountingStore()
 	st.gate = make(chan struct{})
-	p := NewPolicies(st, testDefaults, time.Minute)
+	p := NewKeys(st, testDefaults, time.Minute)
 	const callers = 20
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
@@ -226,7 +231,7 @@ func TestPolicyCacheSharesOneReadPerExpiry(t *testing.T) {
 func TestPolicyCacheCallerCancelsWhileSharedReadGoesOn(t *testing.T) {
 	st := newCountingStore()
 	st.gate = make(chan struct{})
-	p := NewPolicies(st, testDefaults, time.Minute)
+	p := NewKeys(st, testDefaults, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
@@ -256,7 +261,7 @@ func TestPolicyCacheCallerCancelsWhileSharedReadGoesOn(t *testing.T) {
 // invalidate, every reader sees the last stored policy.
 func TestPolicyCacheRace(t *testing.T) {
 	st := newCountingStore()
-	p := NewPolicies(st, testDefaults, time.Hour)
+	p := NewKeys(st, testDefaults, time.Hour)
 	consumers := []string{"a", "b", "c"}
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -282,17 +287,6 @@ func TestPolicyCacheRace(t *testing.T) {
 	for _, c := range consumers {
 		if got := completedTTL(t, p, c); got != 50*time.Minute {
 			t.Fatalf("%s: %s after the last change, want 50m", c, got)
-		}
-	}
-}
-
-func TestShortDurations(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		72 * time.Hour: "72h", 30 * time.Minute: "30m", 90 * time.Second: "1m30s",
-		time.Hour + 30*time.Minute: "1h30m", 1500 * time.Millisecond: "1.5s", time.Hour + time.Second: "1h0m1s",
-	} {
-		if got := short(d); got != want {
-			t.Errorf("short(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
@@ -336,7 +330,7 @@ func (c *joinSignal) Done() <-chan struct{} {
 func TestPolicyCacheJoinedSlowReadIsNotStalerThanTheBound(t *testing.T) {
 	st := &snapshotStore{policyCountingStore: newCountingStore(), started: make(chan struct{}), release: make(chan struct{})}
 	clock := &fakeClock{now: time.Unix(1000, 0)}
-	p := newPolicies(st, testDefaults, 5*time.Second, clock.Now)
+	p := newKeys(st, testDefaults, 5*time.Second, clock.Now)
 
 	forInv := func(ctx context.Context, out chan<- time.Duration) {
 		e, err := p.For(ctx, "inv")

@@ -1,4 +1,4 @@
-package server
+package jobs
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -41,9 +42,10 @@ func TestGapWatch(t *testing.T) {
 		}
 	}
 	time.Sleep(5 * time.Millisecond)
-	cfg := Config{Policy: store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}}
+	defaults := policy.Defaults{Policy: store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}}
 	m := metrics.New()
-	g := newGapWatch(m.ObserveStore(st), cfg, m) // as runReaper is given it: skips are counted there
+	observed := m.ObserveStore(st) // as RunReaper is given it: skips are counted there
+	g := newGapWatch(observed, policy.NewResolvers(observed, defaults, 0, 0).Streams, m)
 	for pass := range 2 {
 		skipped, err := g.pass(ctx)
 		if want := 1 - pass; err != nil || skipped != want {

@@ -1,36 +1,20 @@
-package server
+package jobs
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
-	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/policy"
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// runGapWatch runs the gap watch alone every cfg.ReapInterval, for a
-// server whose reaper is off (--reaper=off: the database deletes expired
-// rows, but only dedupd can time a gap out).
-func runGapWatch(ctx context.Context, st store.Backend, cfg Config, m *metrics.Metrics, log *slog.Logger) {
-	if cfg.ReapInterval <= 0 {
-		return
-	}
-	ticker := time.NewTicker(cfg.ReapInterval)
-	defer ticker.Stop()
-	gaps := newGapWatch(st, cfg, m)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		if _, err := gaps.pass(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("gap watch pass failed", "err", err)
-		}
-	}
+// GapStore is what the gap watch reads and writes.
+type GapStore interface {
+	ParkedTotals(ctx context.Context) ([]store.ConsumerParked, error)
+	ListOpenGaps(ctx context.Context, p store.ListOpenGapsParams) ([]store.OpenGap, error)
+	SkipGap(ctx context.Context, p store.SkipGapParams) (store.SkipGapResult, error)
 }
 
 // gapPageSize is how many open gaps one ListOpenGaps read returns.
@@ -41,18 +25,20 @@ const gapPageSize = 500
 // waited its consumer's gap_timeout: SKIP skips it (the store checks again,
 // on its own clock, in the write), HOLD leaves it and counts it once.
 type gapWatch struct {
-	st       store.Backend
-	policies *api.StreamPolicies
-	m        *metrics.Metrics
+	st GapStore
+	// streams must be the resolver the API's handlers use, so that a
+	// policy changed through StreamAdminService applies from the next pass.
+	streams *policy.Streams
+	m       *metrics.Metrics
 	// held remembers the gaps counted as held, by stream, with the lowest
 	// parked sequence then: a gap counts again only once it is another.
 	held map[[2]string]int64
 }
 
-func newGapWatch(st store.Backend, cfg Config, m *metrics.Metrics) *gapWatch {
-	keys := api.NewPolicies(st, api.Defaults{Policy: cfg.Policy, Limits: cfg.Limits}, cfg.PolicyCacheTTL)
-	return &gapWatch{st: st, policies: api.NewStreamPolicies(st, keys, cfg.StreamTTL, cfg.PolicyCacheTTL), m: m,
-		held: map[[2]string]int64{}}
+// newGapWatch returns a gap watch on st, resolving each consumer's gap
+// timeout through streams.
+func newGapWatch(st GapStore, streams *policy.Streams, m *metrics.Metrics) *gapWatch {
+	return &gapWatch{st: st, streams: streams, m: m, held: map[[2]string]int64{}}
 }
 
 // pass returns how many gaps it skipped.
@@ -70,7 +56,7 @@ func (g *gapWatch) pass(ctx context.Context) (int, error) {
 	g.m.OpenGaps(gaps, now)
 	skipped, seen := 0, map[[2]string]bool{}
 	for _, gap := range gaps {
-		rp, err := g.policies.For(ctx, gap.Consumer)
+		rp, err := g.streams.For(ctx, gap.Consumer)
 		if err != nil {
 			return skipped, err
 		}

@@ -1,4 +1,4 @@
-package api
+package policy
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 // streamPolicyStore serves stored stream policies through countingReads.
 type streamPolicyStore struct {
-	store.StreamStore
 	countingReads[store.ConsumerStreamPolicy]
 }
 
@@ -26,7 +25,7 @@ func (s *streamPolicyStore) GetStreamPolicy(ctx context.Context, consumer string
 func (s *streamPolicyStore) set(p store.ConsumerStreamPolicy) { s.put(p.Consumer, p) }
 
 // streamTTL is the stream TTL in force for consumer inv.
-func streamTTL(t *testing.T, p *StreamPolicies) time.Duration {
+func streamTTL(t *testing.T, p *Streams) time.Duration {
 	t.Helper()
 	r, err := p.For(context.Background(), "inv")
 	if err != nil {
@@ -38,8 +37,8 @@ func streamTTL(t *testing.T, p *StreamPolicies) time.Duration {
 func TestStreamPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
 	st := newStreamPolicyStore()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
-	keys := newPolicies(newCountingStore(), testDefaults, 5*time.Second, clock.Now)
-	p := newStreamPolicies(st, keys, 0, 5*time.Second, clock.Now)
+	keys := newKeys(newCountingStore(), testDefaults, 5*time.Second, clock.Now)
+	p := newStreams(st, keys, 0, 5*time.Second, clock.Now)
 
 	if got := streamTTL(t, p); got != store.DefaultStreamTTL {
 		t.Fatalf("no policy: stream ttl %s, want the default %s", got, store.DefaultStreamTTL)
@@ -72,16 +71,16 @@ func TestStreamPolicyCacheServesWithinItsBoundAndRereadsAfter(t *testing.T) {
 func TestStreamPolicyCacheSharesOneReadPerExpiry(t *testing.T) {
 	st := newStreamPolicyStore()
 	st.gate = make(chan struct{})
-	keys := NewPolicies(newCountingStore(), testDefaults, time.Hour)
+	keys := NewKeys(newCountingStore(), testDefaults, time.Hour)
 	// The key policy is cached first, so that the calls below wait on
 	// their contexts only for the stream policy.
 	if _, err := keys.For(context.Background(), "inv"); err != nil {
 		t.Fatal(err)
 	}
-	p := NewStreamPolicies(st, keys, 0, time.Hour)
+	p := NewStreams(st, keys, 0, time.Hour)
 	const callers = 100
 	var wg sync.WaitGroup
-	answers := make([]resolvedStreamPolicy, callers)
+	answers := make([]Stream, callers)
 	errs := make([]error, callers)
 	ctxs := make([]*joinSignal, callers)
 	for i := range callers {
