@@ -34,40 +34,31 @@ func Run(ctx context.Context, cfg Config) (report Report, err error) {
 	runID := newRunID()
 	report = Report{RunID: runID, Addr: cfg.Addr, Concurrency: cfg.Concurrency,
 		Duration: cfg.Duration, Count: cfg.Count, Rate: cfg.Rate, Consumer: cfg.Consumer}
-	var svc operator
-	if cfg.InProcess != "" {
-		eng, err := openEngine(ctx, cfg, cfg.InProcess, cfg.InProcessDir)
-		if err != nil {
-			return Report{}, err
-		}
-		defer eng.close()
-		svc, report.Addr, cfg.ServerPID = eng, "in-process "+cfg.InProcess+" engine", os.Getpid()
-		defer func() {
-			report.CPUNote = strings.TrimSpace(fmt.Sprintf("in-process %s engine: the dedupd rows are the store driven in this process, without gRPC; "+
-				"their CPU is this process's, the callers' loop included. %s", cfg.InProcess, report.CPUNote))
-		}()
-	} else {
-		dialed, err := dialService(cfg, runID)
-		if err != nil {
-			return Report{}, err
-		}
-		defer dialed.close()
-		if !cfg.KeepRecords {
-			defer dialed.cleanup(&report)
-		}
-		svc = dialed
+	svc, closeSvc, err := openServiceSide(cfg, runID, &report)
+	if err != nil {
+		return Report{}, err
 	}
-	var base *baseline
+	defer closeSvc()
+	var sides baselines
 	if cfg.BaselineDatabaseURL != "" {
-		if base, err = openBaseline(ctx, cfg, runID); err != nil {
+		if sides.pg, err = openBaseline(ctx, cfg, runID); err != nil {
 			return Report{}, err
 		}
-		defer base.close()
+		defer sides.pg.close()
 	}
-	report.Baseline = base != nil
-	cpu := newCPUSampler(ctx, cfg, base, &report)
+	if cfg.BaselineRedisURL != "" {
+		if sides.redis, err = openRedis(ctx, cfg, runID); err != nil {
+			return Report{}, err
+		}
+		defer sides.redis.close()
+	}
+	report.Baseline, report.Redis = sides.pg != nil, sides.redis != nil
+	if cfg.Direct != nil {
+		cfg.ServerPID = os.Getpid()
+	}
+	cpu := newCPUSampler(ctx, cfg, sides, &report)
 	for _, name := range cfg.Scenarios {
-		sr, err := runScenario(ctx, cfg, name, svc, base, cpu)
+		sr, err := runScenario(ctx, cfg, name, svc, sides, cpu)
 		if errors.Is(err, errGaveUp) {
 			report.Scenarios = append(report.Scenarios, sr)
 		}
@@ -83,48 +74,83 @@ func Run(ctx context.Context, cfg Config) (report Report, err error) {
 	return report, nil
 }
 
-// operator sets up a scenario's operation on one side: dedupd, or the
-// in-process engine (engine.go).
+// openServiceSide opens the side every scenario runs on: dedupd over gRPC,
+// or cfg.Direct in this process. close cleans up after the run.
+func openServiceSide(cfg Config, runID string, report *Report) (svc operator, close func(), err error) {
+	if d := cfg.Direct; d != nil {
+		ds := &directSide{Direct: d}
+		ds.scenarios = newScenarios(ds, cfg)
+		report.Addr = "in process: " + d.Name()
+		report.CPUNote = fmt.Sprintf("in process: the dedupd rows are the %s driven in this process, without gRPC; "+
+			"their CPU is this process's, the callers' loop included.", d.Name())
+		return ds, func() {}, nil
+	}
+	dialed, err := dialService(cfg, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dialed, func() {
+		if !cfg.KeepRecords {
+			dialed.cleanup(report)
+		}
+		dialed.close()
+	}, nil
+}
+
+// baselines are the sides a scenario is compared with; nil when not run.
+type baselines struct {
+	pg    *baseline
+	redis *redisBaseline
+}
+
+// operator sets up a scenario's operation on one side: dedupd, the
+// in-process engine (direct.go), or a baseline.
 type operator interface {
 	operation(ctx context.Context, name string) (operation, error)
 }
 
-func runScenario(ctx context.Context, cfg Config, name string, svc operator, base *baseline, cpu *cpuSampler) (ScenarioReport, error) {
+func runScenario(ctx context.Context, cfg Config, name string, svc operator, sides baselines, cpu *cpuSampler) (ScenarioReport, error) {
+	sc, _ := scenarioNamed(name)
 	sr := ScenarioReport{Name: name, KeysPerOp: 1}
-	if sc, _ := scenarioNamed(name); sc.batch {
+	if sc.batch {
 		sr.KeysPerOp = cfg.BatchSize
 	}
 	op, err := svc.operation(ctx, name)
 	if err != nil {
 		return sr, fmt.Errorf("loadtest: setting up %s on dedupd: %w", name, err)
 	}
-	sr.Service = measureCPU(ctx, cfg, name+" dedupd", op, cpu, true)
+	sr.Service = measureCPU(ctx, cfg, name+" dedupd", op, cpu, dedupdAndDatabase)
 	if err := sr.Service.gaveUp(name, "dedupd"); err != nil {
 		return sr, err
 	}
-	if sc, _ := scenarioNamed(name); base == nil || sc.serviceOnly {
-		return sr, ctx.Err()
+	if sides.pg != nil && !sc.serviceOnly {
+		if sr.Baseline, err = compare(ctx, cfg, name, "baseline", sides.pg, cpu, databaseOnly); err != nil {
+			return sr, err
+		}
+		sr.Ratio, sr.CPURatio = ratios(sr.Service, *sr.Baseline)
 	}
-	op, err = base.operation(ctx, name)
-	if err != nil {
-		return sr, fmt.Errorf("loadtest: setting up %s on the baseline: %w", name, err)
+	if sides.redis != nil && sc.keysOnly {
+		if sr.Redis, err = compare(ctx, cfg, name, "redis", sides.redis, cpu, redisOnly); err != nil {
+			return sr, err
+		}
+		sr.RedisRatio, sr.RedisCPURatio = ratios(sr.Service, *sr.Redis)
 	}
-	m := measureCPU(ctx, cfg, name+" baseline", op, cpu, false)
-	sr.Baseline = &m
-	if err := m.gaveUp(name, "the baseline"); err != nil {
-		return sr, err
-	}
-	if m.PerSecond > 0 {
-		sr.Ratio = sr.Service.PerSecond / m.PerSecond
-	}
-	sr.CPURatio = cpuRatio(sr.Service.CPU, m.CPU)
 	return sr, ctx.Err()
 }
 
+// compare runs scenario name on a baseline side, after dedupd.
+func compare(ctx context.Context, cfg Config, name, label string, side operator, cpu *cpuSampler, counted share) (*Measurement, error) {
+	op, err := side.operation(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: setting up %s on %s: %w", name, label, err)
+	}
+	m := measureCPU(ctx, cfg, name+" "+label, op, cpu, counted)
+	return &m, m.gaveUp(name, "the "+label)
+}
+
 // measureCPU is measure, with the server side's CPU time per operation
-// when a sampler is given. countDedupd says whether dedupd's share counts
-// (it does not for the baseline, which does not go through dedupd).
-func measureCPU(ctx context.Context, cfg Config, label string, op operation, cpu *cpuSampler, countDedupd bool) Measurement {
+// when a sampler is given; counted says whose CPU is the side's.
+func measureCPU(ctx context.Context, cfg Config, label string, op operation, cpu *cpuSampler, counted share) Measurement {
 	if cpu == nil {
 		return measure(ctx, cfg, label, op)
 	}
@@ -132,7 +158,7 @@ func measureCPU(ctx context.Context, cfg Config, label string, op operation, cpu
 	m := measure(ctx, cfg, label, op)
 	after, errAfter := cpu.sample()
 	if errBefore == nil && errAfter == nil {
-		m.CPU = perOp(before, after, m.Ops+m.Errors, countDedupd)
+		m.CPU = perOp(before, after, m.Ops+m.Errors, counted)
 	}
 	return m
 }
@@ -140,27 +166,34 @@ func measureCPU(ctx context.Context, cfg Config, label string, op operation, cpu
 // newCPUSampler returns the sampler of the server side's CPU time, or nil
 // when there is nothing local to sample; it says in the report what it
 // samples, or why the database is left out.
-func newCPUSampler(ctx context.Context, cfg Config, base *baseline, report *Report) *cpuSampler {
-	s := &cpuSampler{proc: "/proc", dedupdPID: cfg.ServerPID, postmasterPID: cfg.PostmasterPID}
-	if s.postmasterPID == 0 && base != nil {
-		pid, err := findPostmaster(ctx, base.pool, s.proc)
+func newCPUSampler(ctx context.Context, cfg Config, sides baselines, report *Report) *cpuSampler {
+	s := &cpuSampler{proc: "/proc", dedupdPID: cfg.ServerPID, postmasterPID: cfg.PostmasterPID, redisPID: cfg.RedisPID}
+	var notes []string
+	if s.postmasterPID == 0 && sides.pg != nil {
+		pid, err := findPostmaster(ctx, sides.pg.pool, s.proc)
 		if err != nil {
-			report.CPUNote = fmt.Sprintf("database CPU not measured: %v", err)
+			notes = append(notes, fmt.Sprintf("database CPU not measured: %v.", err))
 		}
 		s.postmasterPID = pid
 	}
-	if base != nil && !cfg.WholeDatabaseServer {
-		s.databasePIDs = runDatabasePIDs(ctx, base.pool)
+	if sides.pg != nil && !cfg.WholeDatabaseServer {
+		s.databasePIDs = runDatabasePIDs(ctx, sides.pg.pool)
+	}
+	if sides.redis != nil && s.redisPID > 0 {
+		if note := sides.redis.checkPID(ctx, s.redisPID); note != "" {
+			notes = append(notes, note)
+		}
 	}
 	report.WholeDatabaseServer = s.postmasterPID > 0 && s.databasePIDs == nil
-	if s.dedupdPID == 0 && s.postmasterPID == 0 {
+	defer func() { report.CPUNote = strings.TrimSpace(report.CPUNote + " " + strings.Join(notes, " ")) }()
+	if s.dedupdPID == 0 && s.postmasterPID == 0 && s.redisPID == 0 {
 		return nil
 	}
 	if _, err := s.sample(); err != nil {
-		report.CPUNote = fmt.Sprintf("server CPU not measured: %v", err)
+		notes = append(notes, fmt.Sprintf("server CPU not measured: %v.", err))
 		return nil
 	}
-	report.DedupdPID, report.PostmasterPID = s.dedupdPID, s.postmasterPID
+	report.DedupdPID, report.PostmasterPID, report.RedisPID = s.dedupdPID, s.postmasterPID, s.redisPID
 	return s
 }
 
