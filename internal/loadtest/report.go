@@ -312,8 +312,11 @@ func (r Report) cpuLegend() []string {
 	}
 	var out []string
 	if len(sampled) > 0 {
-		out = append(out, fmt.Sprintf("server CPU per op (utime+stime from /proc): %s; dedupd's row counts dedupd and the database, the baseline's the database only",
-			strings.Join(sampled, ", ")))
+		counted := ""
+		if r.Baseline {
+			counted = "; dedupd's row counts dedupd and the database, the baseline's the database only"
+		}
+		out = append(out, fmt.Sprintf("server CPU per op (utime+stime from /proc): %s%s", strings.Join(sampled, ", "), counted))
 	}
 	if r.CPUNote != "" {
 		out = append(out, r.CPUNote)
