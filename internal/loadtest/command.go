@@ -20,6 +20,7 @@ func NewCommand(dial func() (grpc.ClientConnInterface, error), output func() str
 	var (
 		cfg       Config
 		scenarios string
+		inProcess string // gone to dedupd bench-engine; kept to say so
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -88,6 +89,9 @@ figure on a server nobody else uses.`,
   dedupctl bench --scenarios claim-new,replay,cycle --baseline-redis-url redis://127.0.0.1:6390 --redis-pid 4242`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if inProcess != "" {
+				return fmt.Errorf("--in-process: dedupctl links no storage engine; run `dedupd bench-engine --engine %s` instead", inProcess)
+			}
 			conn, err := dial()
 			if err != nil {
 				return err
@@ -107,6 +111,8 @@ figure on a server nobody else uses.`,
 	f.IntVar(&cfg.MaxConsecutiveErrors, "max-consecutive-errors", 100, "stop when this many operations in a row have failed (each failed caller also backs off, 10ms doubling to 1s)")
 	f.StringVar(&cfg.Consumer, "consumer", BenchConsumer, "consumer to claim under; its records are purged at the end (give concurrent runs against one server their own)")
 	f.BoolVar(&cfg.KeepRecords, "keep-records", false, "leave the run's records on the server (and its keys on the baseline Redis) instead of deleting them at the end")
+	f.StringVar(&inProcess, "in-process", "", "moved: dedupd bench-engine --engine ENGINE")
+	_ = f.MarkHidden("in-process") // it exists
 	f.IntVar(&cfg.PostmasterPID, "postmaster-pid", 0, "pid of the local PostgreSQL postmaster whose CPU time to report; 0 finds it from --baseline-database-url")
 	return cmd
 }

@@ -2,7 +2,9 @@
 // with concurrent callers, scenario by scenario, and measures beside it the
 // SQL a user would write by hand instead of running dedupd, against the same
 // PostgreSQL, at the same concurrency, so that every number comes with the
-// bar it must clear.
+// bar it must clear; with a Redis, also the SET NX a team would use instead
+// (redis.go). It links no storage engine: `dedupd bench-engine` (package
+// enginebench) drives an engine in process through Direct instead.
 //
 // Each scenario runs for a fixed time or a fixed count of operations, first
 // through the service, then (with a baseline database) by hand. An
