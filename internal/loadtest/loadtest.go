@@ -77,8 +77,8 @@ func Run(ctx context.Context, cfg Config) (report Report, err error) {
 }
 
 // openServiceSide opens the side every scenario runs on: dedupd over gRPC,
-// or cfg.Direct in this process. close cleans up after the run.
-func openServiceSide(cfg Config, runID string, report *Report) (svc operator, close func(), err error) {
+// or cfg.Direct in this process. closeSide cleans up after the run.
+func openServiceSide(cfg Config, runID string, report *Report) (svc operator, closeSide func(), err error) {
 	if d := cfg.Direct; d != nil {
 		ds := &directSide{Direct: d}
 		ds.scenarios = newScenarios(ds, cfg)
