@@ -74,3 +74,9 @@ func TestCLIBenchCleansUpAndAddsOneConsumerLabel(t *testing.T) {
 		}
 	}
 }
+
+// The engine limit left dedupctl: --in-process names where it went, with
+// the engine asked for, and reaches no server.
+func TestCLIBenchInProcessSaysWhereItWent(t *testing.T) {
+	newServer(t, "127.0.0.1:1").fails(t, 1, "run `dedupd bench-engine --engine pebble` instead", "bench", "--in-process", "pebble")
+}

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dedupd/dedupd/client"
-	"github.com/dedupd/dedupd/cmd/dedupctl/internal/loadtest"
 	"github.com/dedupd/dedupd/internal/envflags"
+	"github.com/dedupd/dedupd/internal/loadtest"
 	"github.com/dedupd/dedupd/internal/version"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dedupd/dedupd/internal/envflags"
+	"github.com/dedupd/dedupd/internal/loadtest/enginebench"
 	"github.com/dedupd/dedupd/internal/version"
 )
 
@@ -54,7 +55,8 @@ func newRootCommand() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return version.Print(cmd.OutOrStdout(), "dedupd", output) },
 	}
 	versionCmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	root.AddCommand(newServeCommand(), newMigrateCommand(), newMigrateStoreCommand(), newProbeCommand(), newGatewayCommand(), versionCmd)
+	root.AddCommand(newServeCommand(), newMigrateCommand(), newMigrateStoreCommand(), newProbeCommand(), newGatewayCommand(),
+		enginebench.NewCommand(), versionCmd)
 	return root
 }
 

@@ -55,26 +55,31 @@ func (p fakeProc) exit(t *testing.T, pid int) {
 // are not the database's; the shares come out per operation in µs.
 func TestServerCPUAccounting(t *testing.T) {
 	proc := fakeProc(t.TempDir())
-	const dedupd, postmaster, backendA, backendB, other = 100, 200, 201, 202, 300
+	const dedupd, postmaster, backendA, backendB, other, redis = 100, 200, 201, 202, 300, 400
 	proc.set(t, dedupd, 1, 500, 100, 0, 0)
+	proc.set(t, redis, 1, 700, 100, 0, 0)
 	proc.set(t, postmaster, 1, 10, 5, 40, 20)
 	proc.set(t, backendA, postmaster, 300, 100, 0, 0)
 	proc.set(t, backendB, postmaster, 50, 50, 0, 0)
 	proc.set(t, other, 1, 9000, 9000, 0, 0)
-	s := cpuSampler{proc: string(proc), dedupdPID: dedupd, postmasterPID: postmaster}
+	s := cpuSampler{proc: string(proc), dedupdPID: dedupd, postmasterPID: postmaster, redisPID: redis}
 	before, err := s.sample()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// By hand: dedupd 500+100; database 10+5+40+20 + 300+100 + 50+50.
-	if want := (cpuSample{dedupd: 600, database: 575}); before.dedupd != want.dedupd || before.database != want.database {
+	// By hand: dedupd 500+100; database 10+5+40+20 + 300+100 + 50+50;
+	// Redis 700+100.
+	if want := (cpuSample{dedupd: 600, database: 575, redis: 800}); before.dedupd != want.dedupd || before.database != want.database ||
+		before.redis != want.redis {
 		t.Fatalf("before: %+v, want %+v", before, want)
 	}
 
 	// Meanwhile: dedupd runs 200 ticks; backend A runs 100 more and exits,
 	// so its 500 move into the postmaster's cutime/cstime (400+100); B runs
-	// 20; a new backend C runs 30; the postmaster itself 5; other 1000.
+	// 20; a new backend C runs 30; the postmaster itself 5; other 1000;
+	// Redis runs 70 and reaps an AOF rewrite that ran 40.
 	proc.set(t, dedupd, 1, 650, 150, 0, 0)
+	proc.set(t, redis, 1, 750, 120, 30, 10)
 	proc.exit(t, backendA)
 	proc.set(t, postmaster, 1, 12, 8, 440, 120)
 	proc.set(t, backendB, postmaster, 60, 60, 0, 0)
@@ -89,16 +94,19 @@ func TestServerCPUAccounting(t *testing.T) {
 		t.Fatalf("after: %+v, want %+v", after, want)
 	}
 
-	// 200 and 155 ticks of 10 ms over 1,000 ops: 2,000 and 1,550 µs per op.
-	got := perOp(before, after, 1000, true)
-	if want := (ServerCPU{Micros: 3550, DedupdMicros: 2000, DatabaseMicros: 1550}); *got != want {
-		t.Errorf("dedupd side: %+v, want %+v", *got, want)
+	// 200, 155 and 110 ticks of 10 ms over 1,000 ops: 2,000, 1,550 and
+	// 1,100 µs per op.
+	for _, c := range []struct {
+		side    string
+		counted share
+		micros  float64
+	}{{"dedupd", dedupdAndDatabase, 3550}, {"baseline", databaseOnly, 1550}, {"redis", redisOnly, 1100}} {
+		got := perOp(before, after, 1000, c.counted)
+		if want := (ServerCPU{Micros: c.micros, DedupdMicros: 2000, DatabaseMicros: 1550, RedisMicros: 1100}); *got != want {
+			t.Errorf("%s side: %+v, want %+v", c.side, *got, want)
+		}
 	}
-	got = perOp(before, after, 1000, false)
-	if want := (ServerCPU{Micros: 1550, DedupdMicros: 2000, DatabaseMicros: 1550}); *got != want {
-		t.Errorf("baseline side: %+v, want %+v", *got, want)
-	}
-	if perOp(before, after, 0, true) != nil {
+	if perOp(before, after, 0, dedupdAndDatabase) != nil {
 		t.Error("CPU per op of no operations")
 	}
 }
@@ -134,7 +142,7 @@ func TestServerCPUOfTheRunsProcesses(t *testing.T) {
 		t.Fatalf("database delta %d ticks, want 1 + 60 + 5 + 10 = 76", got)
 	}
 	// 76 ticks of 10 ms over 100 ops: 7,600 µs per op.
-	if got := perOp(before, after, 100, false); got.DatabaseMicros != 7600 || got.Micros != 7600 {
+	if got := perOp(before, after, 100, databaseOnly); got.DatabaseMicros != 7600 || got.Micros != 7600 {
 		t.Errorf("per op: %+v, want 7600 µs", *got)
 	}
 }

@@ -9,12 +9,12 @@ import (
 	"sync/atomic"
 )
 
-// What a claim found, on either side.
+// What a claim found, on any side (Claimed.Outcome).
 const (
-	acquired   = "ACQUIRED"
-	inProgress = "IN_PROGRESS"
-	completed  = "COMPLETED"
-	rejected   = "REJECTED"
+	Acquired   = "ACQUIRED"
+	InProgress = "IN_PROGRESS"
+	Completed  = "COMPLETED"
+	Rejected   = "REJECTED"
 )
 
 type claimed struct {
@@ -48,11 +48,12 @@ type scenarios struct {
 }
 
 func newScenarios(s side, cfg Config) *scenarios {
-	return &scenarios{side: s, result: resultOf(cfg.ResultBytes), replayKeys: cfg.ReplayKeys,
+	return &scenarios{side: s, result: Result(cfg.ResultBytes), replayKeys: cfg.ReplayKeys,
 		contended: cfg.ContendedKeys, concurrency: cfg.Concurrency, batchSize: cfg.BatchSize}
 }
 
-func resultOf(n int) []byte { return bytes.Repeat([]byte("r"), n) }
+// Result is the result every side stores: n bytes, none of them zero.
+func Result(n int) []byte { return bytes.Repeat([]byte("r"), n) }
 
 // scenario is one row of the bench: what a worker does, and how to set it
 // up on a side. A scenario added here is listed, documented in --help and
@@ -64,6 +65,9 @@ type scenario struct {
 	serviceOnly bool
 	// batch scenarios handle Config.BatchSize keys per operation (batch.go).
 	batch bool
+	// keysOnly scenarios need nothing but claim, complete and release, so
+	// every key service runs them: an engine in process (Direct) and Redis.
+	keysOnly bool
 	// prepare, when set, runs once per side before the measurement.
 	prepare func(*scenarios, context.Context) error
 	op      func(*scenarios) operation
@@ -74,15 +78,15 @@ var scenarioTable = []scenario{
 	{name: "floor", serviceOnly: true,
 		help: "an empty call (the standard health Check) on the same server and connections: what any call costs",
 		op:   func(s *scenarios) operation { return s.floor }},
-	{name: "claim-new", help: "claims of keys never seen; each must acquire",
+	{name: "claim-new", keysOnly: true, help: "claims of keys never seen; each must acquire",
 		op: func(s *scenarios) operation { return s.claimNew }},
-	{name: "cycle", help: "claim a new key and complete it, the whole life of a message",
+	{name: "cycle", keysOnly: true, help: "claim a new key and complete it, the whole life of a message",
 		op: func(s *scenarios) operation { return s.cycle }},
-	{name: "replay", help: "claims of keys completed earlier; each must return the stored result",
+	{name: "replay", keysOnly: true, help: "claims of keys completed earlier; each must return the stored result",
 		prepare: (*scenarios).prepareReplay, op: func(s *scenarios) operation { return s.replay }},
-	{name: "contended", help: "all callers claim one of a few keys; whoever acquires releases it again",
+	{name: "contended", keysOnly: true, help: "all callers claim one of a few keys; whoever acquires releases it again",
 		op: func(s *scenarios) operation { return s.contendedClaim }},
-	{name: "mixed", help: "40% cycle, 40% replay, 10% contended, 10% claim-new",
+	{name: "mixed", keysOnly: true, help: "40% cycle, 40% replay, 10% contended, 10% claim-new",
 		prepare: (*scenarios).prepareReplay, op: func(s *scenarios) operation { return s.mixed }},
 	{name: "claim-batch", batch: true, help: "a poll of --batch-size new keys claimed in one ClaimBatch; each must acquire",
 		op: func(s *scenarios) operation { return s.claimBatchNew }},
@@ -144,8 +148,8 @@ func (s *scenarios) mustAcquire(ctx context.Context, key string, complete bool) 
 	if err != nil {
 		return err
 	}
-	if c.outcome != acquired {
-		return fmt.Errorf("claim of new key %s: %s, want %s", key, c.outcome, acquired)
+	if c.outcome != Acquired {
+		return fmt.Errorf("claim of new key %s: %s, want %s", key, c.outcome, Acquired)
 	}
 	if complete {
 		return s.side.complete(ctx, key, c.token)
@@ -159,8 +163,8 @@ func (s *scenarios) replay(ctx context.Context, i int64) error {
 	if err != nil {
 		return err
 	}
-	if c.outcome != completed || !bytes.Equal(c.result, s.result) {
-		return fmt.Errorf("replay of %s: %s with %d result bytes, want %s with %d", key, c.outcome, len(c.result), completed, len(s.result))
+	if c.outcome != Completed || !bytes.Equal(c.result, s.result) {
+		return fmt.Errorf("replay of %s: %s with %d result bytes, want %s with %d", key, c.outcome, len(c.result), Completed, len(s.result))
 	}
 	return nil
 }
@@ -171,9 +175,9 @@ func (s *scenarios) contendedClaim(ctx context.Context, _ int64) error {
 	switch {
 	case err != nil:
 		return err
-	case c.outcome == acquired:
+	case c.outcome == Acquired:
 		return s.side.release(ctx, key, c.token)
-	case c.outcome != inProgress:
+	case c.outcome != InProgress:
 		return fmt.Errorf("claim of contended key %s: %s", key, c.outcome)
 	}
 	return nil

@@ -13,14 +13,17 @@ import (
 
 // Report is the outcome of a run.
 type Report struct {
-	RunID       string           `json:"run_id"`
-	Addr        string           `json:"addr"`
-	Concurrency int              `json:"concurrency"`
-	Duration    time.Duration    `json:"-"`
-	Count       int64            `json:"count,omitempty"`
-	Rate        float64          `json:"rate,omitempty"`
-	Baseline    bool             `json:"baseline"`
-	Scenarios   []ScenarioReport `json:"scenarios"`
+	RunID       string        `json:"run_id"`
+	Addr        string        `json:"addr"`
+	Concurrency int           `json:"concurrency"`
+	Duration    time.Duration `json:"-"`
+	Count       int64         `json:"count,omitempty"`
+	Rate        float64       `json:"rate,omitempty"`
+	Baseline    bool          `json:"baseline"`
+	// Redis says the scenarios that only claim, complete and release ran
+	// on Redis as well.
+	Redis     bool             `json:"redis_baseline,omitempty"`
+	Scenarios []ScenarioReport `json:"scenarios"`
 	// ServerPeakRSSBytes is the dedupd process's peak resident memory
 	// (VmHWM) at the end of the run, when its pid was given.
 	ServerPeakRSSBytes int64 `json:"server_peak_rss_bytes,omitempty"`
@@ -28,6 +31,8 @@ type Report struct {
 	// sampled (the postmaster with all its children); zero when not.
 	DedupdPID     int `json:"dedupd_pid,omitempty"`
 	PostmasterPID int `json:"postmaster_pid,omitempty"`
+	// RedisPID is the Redis server whose CPU time was sampled.
+	RedisPID int `json:"redis_pid,omitempty"`
 	// WholeDatabaseServer says the database share is the whole PostgreSQL
 	// server's; otherwise it is the run's database's processes'.
 	WholeDatabaseServer bool `json:"whole_database_server,omitempty"`
@@ -56,10 +61,25 @@ type ScenarioReport struct {
 	// AboveFloorMicros is the service's server CPU per operation less the
 	// floor scenario's (an empty call): what the work itself costs.
 	AboveFloorMicros float64 `json:"cpu_above_floor_micros_per_op,omitempty"`
+	// Redis is the scenario on Redis, when it ran there; RedisRatio and
+	// RedisCPURatio are the service's throughput and CPU per operation
+	// over Redis's, as Ratio and CPURatio are over the baseline's.
+	Redis         *Measurement `json:"redis,omitempty"`
+	RedisRatio    float64      `json:"redis_ratio,omitempty"`
+	RedisCPURatio float64      `json:"redis_cpu_ratio,omitempty"`
 	// KeysPerOp is the keys one operation handles: the batch size of a
 	// batch scenario, else 1. Keys/s is ops/s times it, and CPU per key
 	// the CPU per op over it.
 	KeysPerOp int `json:"keys_per_op"`
+}
+
+// ratios are service's throughput and server CPU per op over a baseline's;
+// each is 0 when either side's figure is missing.
+func ratios(service, baseline Measurement) (throughput, cpu float64) {
+	if baseline.PerSecond > 0 {
+		throughput = service.PerSecond / baseline.PerSecond
+	}
+	return throughput, cpuRatio(service.CPU, baseline.CPU)
 }
 
 // cpuRatio is service's server CPU per op over baseline's; 0 when either
@@ -148,25 +168,30 @@ const TableWidth = 100
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tside\tops/s\terrors\tp50 ms\tp99 ms\tvs base\tcpu µs/op\tcpu vs base\t")
-	row := func(name, side string, m Measurement, s ScenarioReport) {
-		ratio, cpu, cpuVs := "", "", ""
-		if side == "dedupd" && s.Baseline != nil {
-			ratio = strconv.FormatFloat(s.Ratio, 'f', 2, 64) + "x"
+	row := func(name, side string, m Measurement, ratio, cpuRatio float64) {
+		vs, cpu, cpuVs := "", "", ""
+		if ratio > 0 {
+			vs = strconv.FormatFloat(ratio, 'f', 2, 64) + "x"
 		}
 		if m.CPU != nil {
 			cpu = strconv.FormatFloat(m.CPU.Micros, 'f', 1, 64)
 		}
-		if side == "dedupd" && s.CPURatio > 0 {
-			cpuVs = strconv.FormatFloat(s.CPURatio, 'f', 2, 64) + "x"
+		if cpuRatio > 0 {
+			cpuVs = strconv.FormatFloat(cpuRatio, 'f', 2, 64) + "x"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%d\t%s\t%s\t%s\t%s\t%s\t\n", truncate(name, 14), side, m.PerSecond, m.Errors,
-			millis(m.P50), millis(m.P99), ratio, cpu, cpuVs)
+			millis(m.P50), millis(m.P99), vs, cpu, cpuVs)
 	}
 	var notes []string
 	for _, s := range r.Scenarios {
-		row(s.Name, "dedupd", s.Service, s)
+		// dedupd's row compares it with the PostgreSQL baseline; the Redis
+		// row, which has its own bar, compares dedupd with Redis.
+		row(s.Name, "dedupd", s.Service, s.Ratio, s.CPURatio)
 		if s.Baseline != nil {
-			row("", "baseline", *s.Baseline, s)
+			row("", "baseline", *s.Baseline, 0, 0)
+		}
+		if s.Redis != nil {
+			row("", "redis", *s.Redis, s.RedisRatio, s.RedisCPURatio)
 		}
 		if s.KeysPerOp > 1 {
 			notes = append(notes, fmt.Sprintf("%s: %d keys/op, %.0f keys/s%s", s.Name, s.KeysPerOp,
@@ -175,7 +200,7 @@ func (r Report) WriteTable(w io.Writer) error {
 		for _, side := range []struct {
 			name string
 			m    *Measurement
-		}{{"dedupd", &s.Service}, {"baseline", s.Baseline}} {
+		}{{"dedupd", &s.Service}, {"baseline", s.Baseline}, {"redis", s.Redis}} {
 			if side.m != nil && side.m.FirstError != "" {
 				notes = append(notes, fmt.Sprintf("%s %s: first error: %s", s.Name, side.name, side.m.FirstError))
 			}
@@ -185,6 +210,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	if r.Redis {
+		notes = append(notes, "a redis row's vs columns are dedupd's throughput and CPU per op over Redis's")
+	}
 	notes = append(notes, r.runLine())
 	notes = append(notes, r.cpuLegend()...)
 	notes = append(notes, r.cleanupLine())
@@ -279,10 +307,16 @@ func (r Report) cpuLegend() []string {
 		}
 		sampled = append(sampled, fmt.Sprintf("PostgreSQL postmaster pid %d, %s", r.PostmasterPID, what))
 	}
+	if r.RedisPID > 0 {
+		sampled = append(sampled, fmt.Sprintf("Redis pid %d (the redis rows count it alone)", r.RedisPID))
+	}
 	var out []string
 	if len(sampled) > 0 {
-		out = append(out, fmt.Sprintf("server CPU per op (utime+stime from /proc): %s; dedupd's row counts both, the baseline's the database only",
-			strings.Join(sampled, ", ")))
+		counted := ""
+		if r.Baseline {
+			counted = "; dedupd's row counts dedupd and the database, the baseline's the database only"
+		}
+		out = append(out, fmt.Sprintf("server CPU per op (utime+stime from /proc): %s%s", strings.Join(sampled, ", "), counted))
 	}
 	if r.CPUNote != "" {
 		out = append(out, r.CPUNote)

@@ -63,11 +63,11 @@ func parseProcStat(line []byte) (procTimes, error) {
 }
 
 // cpuSample is the CPU time the server side had used at one moment, in
-// clock ticks: dedupd's process, and the database's. When only some of the
-// database's processes are counted, perPID holds each one's.
+// clock ticks: dedupd's process, the database's, and Redis's. When only
+// some of the database's processes are counted, perPID holds each one's.
 type cpuSample struct {
-	dedupd, database int64
-	perPID           map[int]int64
+	dedupd, database, redis int64
+	perPID                  map[int]int64
 }
 
 // databaseDelta is the database's CPU time between two samples. Counted
@@ -103,6 +103,9 @@ type cpuSampler struct {
 	proc          string // "/proc", or a test's copy
 	dedupdPID     int
 	postmasterPID int
+	// redisPID is a Redis server: one process, whose reaped children (the
+	// forks that rewrite its append-only file) count as its own.
+	redisPID int
 	// databasePIDs, when set, lists the database processes that serve this
 	// run (see runDatabasePIDs); only they and the postmaster itself are
 	// counted. Unset, the whole database server is: every child of the
@@ -121,6 +124,13 @@ func (s cpuSampler) sample() (cpuSample, error) {
 			return out, err
 		}
 		out.dedupd = p.utime + p.stime
+	}
+	if s.redisPID > 0 {
+		p, err := s.read(s.redisPID)
+		if err != nil {
+			return out, err
+		}
+		out.redis = p.utime + p.stime + p.cutime + p.cstime
 	}
 	if s.postmasterPID > 0 && s.databasePIDs != nil {
 		return out, s.sampleProcesses(&out)
@@ -191,18 +201,29 @@ func (s cpuSampler) children(pid int) ([]procTimes, error) {
 // scenario, per operation attempted (succeeded or failed), in microseconds.
 type ServerCPU struct {
 	// Micros is what counts as this side's server CPU: dedupd plus the
-	// database for dedupd's side, the database alone for the baseline's.
+	// database for dedupd's side, the database alone for the baseline's,
+	// Redis alone for Redis's.
 	Micros float64 `json:"micros_per_op"`
-	// DedupdMicros and DatabaseMicros are the two shares. On the baseline's
-	// side DedupdMicros is what an idle dedupd spent meanwhile (health
-	// pings, the reaper), shown but not counted.
+	// DedupdMicros, DatabaseMicros and RedisMicros are the shares. On a
+	// baseline's side DedupdMicros is what an idle dedupd spent meanwhile
+	// (health pings, the reaper), shown but not counted.
 	DedupdMicros   float64 `json:"dedupd_micros_per_op"`
 	DatabaseMicros float64 `json:"database_micros_per_op"`
+	RedisMicros    float64 `json:"redis_micros_per_op,omitempty"`
 }
 
+// share says whose CPU counts as a side's server CPU.
+type share int
+
+const (
+	dedupdAndDatabase share = iota // dedupd's side
+	databaseOnly                   // the PostgreSQL baseline's
+	redisOnly                      // the Redis baseline's
+)
+
 // perOp divides the CPU used between two samples by the operations done
-// meanwhile. countDedupd says whether dedupd's share is part of Micros.
-func perOp(before, after cpuSample, ops int64, countDedupd bool) *ServerCPU {
+// meanwhile; counted says which shares make up Micros.
+func perOp(before, after cpuSample, ops int64, counted share) *ServerCPU {
 	if ops <= 0 {
 		return nil
 	}
@@ -210,10 +231,14 @@ func perOp(before, after cpuSample, ops int64, countDedupd bool) *ServerCPU {
 		return float64(ticks) * float64(time.Second/time.Microsecond) / clockTicksPerSecond / float64(ops)
 	}
 	c := &ServerCPU{DedupdMicros: micros(after.dedupd - before.dedupd),
-		DatabaseMicros: micros(databaseDelta(before, after))}
-	c.Micros = c.DatabaseMicros
-	if countDedupd {
-		c.Micros += c.DedupdMicros
+		DatabaseMicros: micros(databaseDelta(before, after)), RedisMicros: micros(after.redis - before.redis)}
+	switch counted {
+	case dedupdAndDatabase:
+		c.Micros = c.DedupdMicros + c.DatabaseMicros
+	case databaseOnly:
+		c.Micros = c.DatabaseMicros
+	case redisOnly:
+		c.Micros = c.RedisMicros
 	}
 	return c
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 )
 
@@ -19,6 +20,7 @@ func NewCommand(dial func() (grpc.ClientConnInterface, error), output func() str
 	var (
 		cfg       Config
 		scenarios string
+		inProcess string // gone to dedupd bench-engine; kept to say so
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -39,6 +41,16 @@ batch size (plus a multi-row SELECT of the keys that exist, and one
 multi-row fenced UPDATE for the completes); its row shows keys/s and the
 server CPU per key. The table prints dedupd's throughput over the
 baseline's for each scenario.
+
+With --baseline-redis-url, the scenarios that only claim, complete and
+release (claim-new, cycle, replay, contended, mixed) run again on that
+Redis at the same concurrency: a claim is SET key PENDING PX lease NX GET
+(a new key acquires; an existing one answers its value, so a replay is a
+GET), a complete SET key result PX ttl XX, a release DEL. With
+--redis-pid (Redis on this machine) its rows give Redis's CPU per
+operation, and dedupd's ratios to it. For a fair comparison, give that
+Redis appendonly yes and appendfsync always (docs/performance.md): dedupd
+syncs every write before it answers. The run's keys are deleted at the end.
 
 With --server-pid (dedupd on this machine), and a PostgreSQL on this
 machine (found from the baseline database, or --postmaster-pid), the table
@@ -73,38 +85,43 @@ server is left out. --whole-database-server counts the postmaster with all
 its children instead, live and reaped (exited backends included): the exact
 figure on a server nobody else uses.`,
 		Example: `  dedupctl bench --server 127.0.0.1:7070 --duration 20s
-  dedupctl bench --baseline-database-url postgres://postgres@127.0.0.1/dedupd -c 32 -o json`,
+  dedupctl bench --baseline-database-url postgres://postgres@127.0.0.1/dedupd -c 32 -o json
+  dedupctl bench --scenarios claim-new,replay,cycle --baseline-redis-url redis://127.0.0.1:6390 --redis-pid 4242`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if scenarios != "" {
-				cfg.Scenarios = strings.Split(scenarios, ",")
+			if inProcess != "" {
+				return fmt.Errorf("--in-process: dedupctl links no storage engine; run `dedupd bench-engine --engine %s` instead", inProcess)
 			}
-			if cfg.InProcess == "" {
-				conn, err := dial()
-				if err != nil {
-					return err
-				}
-				cfg.Conn = conn
+			conn, err := dial()
+			if err != nil {
+				return err
 			}
-			if onTerminal(cmd.ErrOrStderr()) {
-				cfg.Progress = cmd.ErrOrStderr()
-			}
-			report, err := Run(cmd.Context(), cfg)
-			if report.Scenarios != nil {
-				// What was measured is shown, also when the run gave up.
-				if werr := writeReport(cmd.OutOrStdout(), report, output()); err == nil {
-					err = werr
-				}
-			}
-			if report.CleanupNote != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", report.CleanupNote)
-			}
-			return err
+			cfg.Conn = conn
+			return RunAndReport(cmd, cfg, scenarios, output())
 		},
 	}
 	f := cmd.Flags()
+	AddRunFlags(f, &cfg, &scenarios)
 	f.StringVar(&cfg.BaselineDatabaseURL, "baseline-database-url", "", "PostgreSQL to run the hand-written baseline on (dedupd's own database); empty skips the baseline")
-	f.StringVar(&scenarios, "scenarios", strings.Join(Scenarios(), ","), "comma-separated scenarios to run")
+	f.StringVar(&cfg.BaselineRedisURL, "baseline-redis-url", "", "Redis to run the key scenarios on as well (SET NX, SET XX), e.g. redis://127.0.0.1:6390; empty skips it")
+	f.IntVar(&cfg.BatchSize, "batch-size", 100, "keys per call of the batch scenarios (claim-batch, cycle-batch, replay-batch)")
+	f.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of a local dedupd whose peak RSS and CPU time to report")
+	f.IntVar(&cfg.RedisPID, "redis-pid", 0, "pid of the local Redis of --baseline-redis-url whose CPU time to report")
+	f.BoolVar(&cfg.WholeDatabaseServer, "whole-database-server", false, "count every PostgreSQL process as the database's CPU, exited backends included (on a server nobody else uses); by default only the processes serving the bench's database and the shared helpers count")
+	f.IntVar(&cfg.MaxConsecutiveErrors, "max-consecutive-errors", 100, "stop when this many operations in a row have failed (each failed caller also backs off, 10ms doubling to 1s)")
+	f.StringVar(&cfg.Consumer, "consumer", BenchConsumer, "consumer to claim under; its records are purged at the end (give concurrent runs against one server their own)")
+	f.BoolVar(&cfg.KeepRecords, "keep-records", false, "leave the run's records on the server (and its keys on the baseline Redis) instead of deleting them at the end")
+	f.StringVar(&inProcess, "in-process", "", "moved: dedupd bench-engine --engine ENGINE")
+	_ = f.MarkHidden("in-process") // it exists
+	f.IntVar(&cfg.PostmasterPID, "postmaster-pid", 0, "pid of the local PostgreSQL postmaster whose CPU time to report; 0 finds it from --baseline-database-url")
+	return cmd
+}
+
+// AddRunFlags adds the flags of what a run does (scenarios, callers,
+// length, pace, keys, result size) to f, for `dedupctl bench` and for
+// tools that drive an engine in process with the same scenarios.
+func AddRunFlags(f *pflag.FlagSet, cfg *Config, scenarios *string) {
+	f.StringVar(scenarios, "scenarios", "", "comma-separated scenarios to run; empty runs all that apply")
 	f.IntVarP(&cfg.Concurrency, "concurrency", "c", 32, "concurrent callers")
 	f.DurationVarP(&cfg.Duration, "duration", "d", 10*time.Second, "how long each scenario runs on each side")
 	f.Int64VarP(&cfg.Count, "count", "n", 0, "operations per scenario and side, instead of --duration")
@@ -112,16 +129,30 @@ figure on a server nobody else uses.`,
 	f.IntVar(&cfg.ReplayKeys, "replay-keys", 1000, "completed keys the replay scenario cycles through")
 	f.IntVar(&cfg.ContendedKeys, "contended-keys", 8, "keys the contended scenario shares among all callers")
 	f.IntVar(&cfg.ResultBytes, "result-bytes", 64, "size of each stored result")
-	f.IntVar(&cfg.BatchSize, "batch-size", 100, "keys per call of the batch scenarios (claim-batch, cycle-batch, replay-batch)")
-	f.IntVar(&cfg.ServerPID, "server-pid", 0, "pid of a local dedupd whose peak RSS and CPU time to report")
-	f.BoolVar(&cfg.WholeDatabaseServer, "whole-database-server", false, "count every PostgreSQL process as the database's CPU, exited backends included (on a server nobody else uses); by default only the processes serving the bench's database and the shared helpers count")
-	f.IntVar(&cfg.MaxConsecutiveErrors, "max-consecutive-errors", 100, "stop when this many operations in a row have failed (each failed caller also backs off, 10ms doubling to 1s)")
-	f.StringVar(&cfg.Consumer, "consumer", BenchConsumer, "consumer to claim under; its records are purged at the end (give concurrent runs against one server their own)")
-	f.BoolVar(&cfg.KeepRecords, "keep-records", false, "leave the run's records on the server instead of purging the consumer's records at the end")
-	f.StringVar(&cfg.InProcess, "in-process", "", "drive this embedded engine ("+strings.Join(Engines, " or ")+") in this process instead of dedupd, without gRPC: the engine limit, with this process's CPU per operation (not the batch scenarios)")
-	f.StringVar(&cfg.InProcessDir, "in-process-dir", "", "directory for --in-process's fresh store (on the disk dedupd's data is on); empty uses a temporary one, removed at the end")
-	f.IntVar(&cfg.PostmasterPID, "postmaster-pid", 0, "pid of the local PostgreSQL postmaster whose CPU time to report; 0 finds it from --baseline-database-url")
-	return cmd
+}
+
+// RunAndReport runs cfg with the scenarios named (comma-separated; empty
+// for the default) and writes the report to cmd's output as output (the
+// global -o) asks, also when the run gave up; progress goes to stderr when
+// it is a terminal.
+func RunAndReport(cmd *cobra.Command, cfg Config, scenarios, output string) error {
+	if scenarios != "" {
+		cfg.Scenarios = strings.Split(scenarios, ",")
+	}
+	if onTerminal(cmd.ErrOrStderr()) {
+		cfg.Progress = cmd.ErrOrStderr()
+	}
+	report, err := Run(cmd.Context(), cfg)
+	if report.Scenarios != nil {
+		// What was measured is shown, also when the run gave up.
+		if werr := writeReport(cmd.OutOrStdout(), report, output); err == nil {
+			err = werr
+		}
+	}
+	if report.CleanupNote != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", report.CleanupNote)
+	}
+	return err
 }
 
 // writeReport writes the report as the global -o asks.

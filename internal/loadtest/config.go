@@ -18,6 +18,12 @@ type Config struct {
 	// BaselineDatabaseURL, when set, is the PostgreSQL the hand-written
 	// baseline runs on: the database dedupd uses, for a fair comparison.
 	BaselineDatabaseURL string
+	// BaselineRedisURL, when set, is the Redis the scenarios that only
+	// claim, complete and release run on as well (redis.go).
+	BaselineRedisURL string
+	// RedisPID, when set, is the local Redis server whose CPU time is
+	// reported on the Redis rows.
+	RedisPID int
 	// Scenarios to run, in order; empty means all of Scenarios().
 	Scenarios []string
 	// Concurrency is the number of callers.
@@ -62,15 +68,14 @@ type Config struct {
 	// means BenchConsumer. Runs share it, so that a run adds no consumer
 	// label to the server's metrics; keys carry the run's id.
 	Consumer string
-	// KeepRecords leaves the run's records on the server; by default the
-	// consumer's records are purged at the end (cleanup.go).
+	// KeepRecords leaves the run's records on the server, and its keys on
+	// the baseline Redis; by default the consumer's records are purged at
+	// the end (cleanup.go), and the run's keys deleted.
 	KeepRecords bool
-	// InProcess, when set, names an embedded engine (Engines) to drive in
-	// this process instead of dedupd: the engine limit (engine.go), in a
-	// fresh store in InProcessDir or, when that is empty, a temporary
-	// directory. The CPU per operation is then this process's.
-	InProcess    string
-	InProcessDir string
+	// Direct, when set, is driven in this process instead of dedupd
+	// (direct.go): an embedded engine, say. The CPU per operation is then
+	// this process's.
+	Direct Direct
 	// Conn, when set, is the connection to dedupd (with whatever TLS and
 	// credentials it was made with) and Addr only names it in the report;
 	// otherwise Run dials Addr in plaintext.
@@ -90,21 +95,21 @@ func (c *Config) defaults() error {
 	if named, ok := c.Conn.(interface{ Target() string }); ok && c.Addr == "" {
 		c.Addr = named.Target()
 	}
-	if c.InProcess != "" && c.BaselineDatabaseURL != "" {
-		return errors.New("loadtest: --in-process runs no baseline")
+	if c.Direct != nil && (c.BaselineDatabaseURL != "" || c.BaselineRedisURL != "") {
+		return errors.New("loadtest: an engine in process runs no baseline")
 	}
-	if c.Addr == "" && c.Conn == nil && c.InProcess == "" {
+	if c.Addr == "" && c.Conn == nil && c.Direct == nil {
 		return errors.New("loadtest: no dedupd address")
 	}
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = Scenarios()
-		if c.InProcess != "" {
-			c.Scenarios = slices.DeleteFunc(c.Scenarios, func(s string) bool { sc, _ := scenarioNamed(s); return sc.batch })
+		if c.Direct != nil {
+			c.Scenarios = slices.DeleteFunc(c.Scenarios, func(s string) bool { sc, _ := scenarioNamed(s); return !sc.keysOnly })
 		}
 	}
 	for _, s := range c.Scenarios {
-		if sc, _ := scenarioNamed(s); c.InProcess != "" && sc.batch {
-			return fmt.Errorf("loadtest: scenario %s has no in-process form (batches are the service's)", s)
+		if sc, ok := scenarioNamed(s); ok && c.Direct != nil && !sc.keysOnly {
+			return fmt.Errorf("loadtest: scenario %s has no in-process form (it needs the service's calls)", s)
 		}
 	}
 	for _, s := range c.Scenarios {

@@ -91,7 +91,7 @@ func openBaseline(ctx context.Context, cfg Config, runID string) (*baseline, err
 		return nil, fmt.Errorf("loadtest: baseline database: %w", err)
 	}
 	b := &baseline{pool: pool, statements: statementsFor(baselineTableName + "_" + runID), consumer: cfg.Consumer,
-		digest: []byte("dedupctl-bench-digest-0123456789"), result: resultOf(cfg.ResultBytes)}
+		digest: []byte("dedupctl-bench-digest-0123456789"), result: Result(cfg.ResultBytes)}
 	for _, ddl := range []string{baselineTable, baselineIndex, baselineStreamTable, baselineStreamIndex} {
 		if _, err := pool.Exec(ctx, b.sql(ddl)); err != nil {
 			b.close()
@@ -119,7 +119,7 @@ func (b *baseline) claim(ctx context.Context, key string) (claimed, error) {
 	var token int64
 	err := b.pool.QueryRow(ctx, b.sql(baselineInsert), b.consumer, key, b.digest).Scan(&token)
 	if err == nil {
-		return claimed{outcome: acquired, token: token}, nil
+		return claimed{outcome: Acquired, token: token}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return claimed{}, err
@@ -131,7 +131,7 @@ func (b *baseline) claim(ctx context.Context, key string) (claimed, error) {
 	if err := b.pool.QueryRow(ctx, b.sql(baselineSelect), b.consumer, key).Scan(&c.outcome, &digest, &c.result); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Released between the two statements: the worker would retry.
-			return claimed{outcome: inProgress}, nil
+			return claimed{outcome: InProgress}, nil
 		}
 		return claimed{}, err
 	}
@@ -139,7 +139,7 @@ func (b *baseline) claim(ctx context.Context, key string) (claimed, error) {
 		return claimed{}, fmt.Errorf("baseline: key %s has another digest", key)
 	}
 	if c.outcome == "PENDING" {
-		c.outcome = inProgress
+		c.outcome = InProgress
 	}
 	return c, nil
 }

@@ -57,8 +57,8 @@ func (s *scenarios) pollNew(ctx context.Context, kind string, i int64, complete 
 	}
 	tokens := make([]int64, len(got))
 	for j, c := range got {
-		if c.outcome != acquired {
-			return fmt.Errorf("batch claim of new key %s: %s, want %s", keys[j], c.outcome, acquired)
+		if c.outcome != Acquired {
+			return fmt.Errorf("batch claim of new key %s: %s, want %s", keys[j], c.outcome, Acquired)
 		}
 		tokens[j] = c.token
 	}
@@ -76,9 +76,9 @@ func (s *scenarios) replayBatch(ctx context.Context, i int64) error {
 		return err
 	}
 	for j, c := range got {
-		if c.outcome != completed || !bytes.Equal(c.result, s.result) {
+		if c.outcome != Completed || !bytes.Equal(c.result, s.result) {
 			return fmt.Errorf("batch replay of %s: %s with %d result bytes, want %s with %d",
-				keys[j], c.outcome, len(c.result), completed, len(s.result))
+				keys[j], c.outcome, len(c.result), Completed, len(s.result))
 		}
 	}
 	return nil
@@ -146,7 +146,7 @@ func (b *baseline) claimBatch(ctx context.Context, keys []string) ([]claimed, er
 		token int64
 	)
 	if _, err := pgx.ForEachRow(rows, []any{&key, &token}, func() error {
-		byKey[key] = claimed{outcome: acquired, token: token}
+		byKey[key] = claimed{outcome: Acquired, token: token}
 		return nil
 	}); err != nil {
 		return nil, err
@@ -173,7 +173,7 @@ func (b *baseline) claimBatch(ctx context.Context, keys []string) ([]claimed, er
 	for i, k := range keys {
 		out[i] = byKey[k]
 		if out[i].outcome == "PENDING" || out[i].outcome == "" {
-			out[i].outcome = inProgress
+			out[i].outcome = InProgress
 		}
 	}
 	return out, nil

@@ -37,7 +37,7 @@ func dialService(cfg Config, runID string) (*service, error) {
 		conn = owned
 	}
 	s := &service{conn: conn, owned: owned, client: dedupv1.NewDedupServiceClient(conn), health: healthpb.NewHealthClient(conn),
-		consumer: cfg.Consumer, keyPrefix: runID + "/", digest: []byte("dedupctl-bench-digest-0123456789"), result: resultOf(cfg.ResultBytes)}
+		consumer: cfg.Consumer, keyPrefix: runID + "/", digest: []byte("dedupctl-bench-digest-0123456789"), result: Result(cfg.ResultBytes)}
 	s.scenarios = newScenarios(s, cfg)
 	return s, nil
 }
@@ -62,13 +62,13 @@ func claimedOf(res *dedupv1.ClaimResponse) claimed {
 	c := claimed{token: res.GetFencingToken(), result: res.GetRecord().GetResult()}
 	switch res.GetOutcome() {
 	case dedupv1.Outcome_OUTCOME_ACQUIRED:
-		c.outcome = acquired
+		c.outcome = Acquired
 	case dedupv1.Outcome_OUTCOME_IN_PROGRESS:
-		c.outcome = inProgress
+		c.outcome = InProgress
 	case dedupv1.Outcome_OUTCOME_COMPLETED:
-		c.outcome = completed
+		c.outcome = Completed
 	case dedupv1.Outcome_OUTCOME_REJECTED:
-		c.outcome = rejected
+		c.outcome = Rejected
 	default:
 		c.outcome = res.GetOutcome().String()
 	}
