@@ -14,7 +14,9 @@ import (
 //     the largest batch reply before they run, so that a full budget
 //     refuses them before they claim or finish anything;
 //   - the calls that only read (Lookup*, List*, Get*, Stats) may be
-//     refused once their reply is built, since they changed nothing;
+//     refused once their reply is built, since they changed nothing; those
+//     that may build a large reply reserve it before they run
+//     (readReservation), so that it is counted before it exists;
 //   - a Claim that answered with the stored outcome wrote nothing, and its
 //     reply (a replay of a large result) may be refused as a read's;
 //   - every other call may have written by the time its reply exists, so
@@ -34,11 +36,26 @@ func replyPlan(fullMethod string) replybudget.Plan {
 	case method == "ClaimBatch" || method == "FinishBatch" || method == "ExtendLeaseBatch":
 		return replybudget.Plan{UpFront: api.MaxReplyBytes}
 	case readOnlyMethod(method):
-		return replybudget.Plan{ReadOnly: true}
+		return replybudget.Plan{ReadOnly: true, Reserve: readReservation}
 	case method == "Claim":
 		return replybudget.Plan{Unchanged: claimReplayed}
 	}
 	return replybudget.Plan{}
+}
+
+// readReservation is what a read reserves before it runs: a LookupBatch
+// one default-sized record (Floor, the default --max-result-bytes) per key,
+// a page of ListRecords, ListStreams or ListParked the largest reply, and
+// any other read nothing beyond Floor. A reply larger than its reservation
+// (records larger than the default) is counted once built.
+func readReservation(req any) int64 {
+	switch r := req.(type) {
+	case *dedupv1.LookupBatchRequest:
+		return min(int64(len(r.GetKeys()))*replybudget.Floor, api.MaxReplyBytes)
+	case *dedupv1.ListRecordsRequest, *dedupv1.ListStreamsRequest, *dedupv1.ListParkedRequest:
+		return api.MaxReplyBytes
+	}
+	return 0
 }
 
 // claimReplayed reports a Claim that acquired nothing: it answered with the

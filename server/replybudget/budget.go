@@ -1,12 +1,14 @@
 // Package replybudget bounds the bytes of replies that the server has
-// encoded and its transport has not yet written to the network: one
-// server-wide budget, whatever the mix of calls.
+// built or encoded and its transport has not yet written to the network:
+// one server-wide budget, whatever the mix of calls.
 //
 // grpc-go keeps an encoded reply until the client's flow-control window
 // lets it out, long after the handler has returned, so counting calls in
-// flight bounds none of it. A reply takes its size from the budget after
-// its handler returns and before it is encoded; a reply that does not fit
-// waits briefly for room, then fails RESOURCE_EXHAUSTED (OVERLOADED). The
+// flight bounds none of it. A call reserves, before its handler runs, what
+// its method's reply may take (Plan), and its reply counts from the moment
+// it is built: one larger than its reservation is added at once and, if
+// there is then no room, waits briefly, counted, and fails
+// RESOURCE_EXHAUSTED (OVERLOADED). The
 // bytes go back when the transport lets go of the encoded buffer: written
 // out, dropped with a reset stream, or dropped with a closed connection
 // (grpc-go frees the buffer in the first two cases; the third is seen as
@@ -100,6 +102,46 @@ func (b *Budget) grow(ctx context.Context, r *reservation, n int64) error {
 			return b.refusal(r.n + n)
 		}
 	}
+}
+
+// hold adds n bytes to r at once, over the budget if need be, then waits
+// as grow does until r would have fitted: a reply already built counts
+// while it waits for room, so that the calls arriving meanwhile find the
+// budget full and are refused before they build theirs. On a timeout the
+// caller releases r, and the reply with it.
+func (b *Budget) hold(ctx context.Context, r *reservation, n int64) error {
+	b.force(r, n)
+	var timer <-chan time.Time
+	for {
+		b.mu.Lock()
+		fits := b.within(r)
+		changed := b.changed
+		b.mu.Unlock()
+		if fits {
+			return nil
+		}
+		if timer == nil {
+			t := time.NewTimer(MaxWait)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-changed:
+		case <-timer:
+			return b.refusal(r.n)
+		case <-ctx.Done():
+			return b.refusal(r.n)
+		}
+	}
+}
+
+// within reports whether r, already counted, fits the budget and its
+// connection's share, as fits does for bytes not yet added; b.mu is held.
+func (b *Budget) within(r *reservation) bool {
+	if c := r.conn; c != nil && c.held > r.n && c.held > b.perConn {
+		return false
+	}
+	return b.used == r.n || b.used <= b.limit
 }
 
 // tryGrow adds n bytes to r if they fit now, without waiting.

@@ -91,17 +91,20 @@ func (s *Store) acquireMigrationLock(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for retry := 1; ; retry++ {
+	failures := 0 // in a row: polling a held lease is not one
+	for {
 		got, err := s.tryMigrationLock(ctx, holder)
 		switch {
 		case err == nil && got:
 			return holder, nil
 		case err == nil:
+			failures = 0
 			err = sleep(ctx, migrationLockPoll)
-		case retry <= maxMigrateRetries && (isConcurrentDDL(err) || isRetryable(err)):
+		case failures < maxMigrateRetries && (isConcurrentDDL(err) || isRetryable(err)):
 			// Two replicas creating the table at once, or a serialization
 			// failure on the lease row: try again.
-			err = sleep(ctx, backoff(retry))
+			failures++
+			err = sleep(ctx, backoff(failures))
 		}
 		if err != nil {
 			return "", fmt.Errorf("pgstore: taking the migration lease: %w", err)

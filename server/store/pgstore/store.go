@@ -158,29 +158,40 @@ func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
 // (40003) is not rerun: it is reported as ErrUnavailable, like any outcome
 // the runner cannot know, and running migrate again settles it.
 func (s *Store) migrateUp(ctx context.Context, op string, ms []migrations.Migration) ([]migrations.Migration, error) {
-	pending, err := migrations.Pending(ctx, migrationConn{s.pool}, ms)
-	if err != nil {
+	var pending []migrations.Migration
+	err := retryMigration(ctx, func(ctx context.Context) (err error) {
+		pending, err = migrations.Pending(ctx, migrationConn{s.pool}, ms)
+		return err
+	})
+	if err != nil || len(pending) == 0 {
 		return nil, classify(ctx, op, err)
-	}
-	if len(pending) == 0 {
-		return nil, nil
 	}
 	var applied []migrations.Migration
 	err = s.withMigrationLock(ctx, func(ctx context.Context) error {
-		for retry := 1; ; retry++ {
+		return retryMigration(ctx, func(ctx context.Context) (err error) {
 			applied, err = migrations.Up(ctx, migrationConn{s.pool}, ms)
-			if err == nil || retry > maxMigrateRetries || !(isConcurrentDDL(err) || isRetryable(err)) {
-				return err
-			}
-			if err = sleep(ctx, backoff(retry)); err != nil {
-				return err
-			}
-		}
+			return err
+		})
 	})
 	if err != nil {
 		return nil, classify(ctx, op, err)
 	}
 	return applied, nil
+}
+
+// retryMigration runs step until it succeeds, fails with an error that
+// another attempt cannot mend, or has been run again maxMigrateRetries
+// times.
+func retryMigration(ctx context.Context, step func(context.Context) error) error {
+	for retry := 1; ; retry++ {
+		err := step(ctx)
+		if err == nil || retry > maxMigrateRetries || !(isConcurrentDDL(err) || isRetryable(err)) {
+			return err
+		}
+		if err = sleep(ctx, backoff(retry)); err != nil {
+			return err
+		}
+	}
 }
 
 // PendingMigrations returns the migrations the database lacks.
