@@ -42,9 +42,12 @@ const (
 	memBound = 2*memReplyBudget + 64<<20
 )
 
-// memInflights are the --max-inflight I the test runs at: the bound must
-// not depend on it, down to 2.
-var memInflights = []int{4, 2}
+// memRuns are the --max-inflight I and --max-concurrent-streams S the
+// test runs at: the bound must not depend on I. At the default I (1024),
+// with S = 25, every stalled connection's calls run at once, and their
+// replies are built together; at I = 2 (S = 2, so that the in-flight bound
+// refuses none) they run two at a time.
+var memRuns = []struct{ inflight, streams int }{{1024, 25}, {2, 2}}
 
 // TestUnreadRepliesAreBounded is the acceptance test of issue 19, item 2
 // (and issue 11, item 1): callers that never read the replies of any
@@ -55,19 +58,16 @@ var memInflights = []int{4, 2}
 // encoded reply whole until the client takes it, and the stream counts
 // against --max-concurrent-streams until then. For each method, callers on
 // memStalled connections fill every stream, one connection at a time (its
-// calls answered before the next: --max-concurrent-streams = --max-inflight, so that the
-// in-flight bound refuses none).
+// calls answered, or refused, before the next).
 func TestUnreadRepliesAreBounded(t *testing.T) {
-	for _, inflight := range memInflights {
-		t.Run(fmt.Sprintf("max-inflight=%d", inflight), func(t *testing.T) { unreadRepliesAreBounded(t, inflight) })
+	for _, run := range memRuns {
+		t.Run(fmt.Sprintf("max-inflight=%d", run.inflight), func(t *testing.T) { unreadRepliesAreBounded(t, run.inflight, run.streams) })
 	}
 }
 
-// unreadRepliesAreBounded runs the test with --max-inflight I and
-// --max-concurrent-streams I, so that the in-flight bound refuses none of
-// one connection's calls.
-func unreadRepliesAreBounded(t *testing.T, inflight int) {
-	streamsPerConn := inflight
+// unreadRepliesAreBounded runs the test with --max-inflight inflight and
+// --max-concurrent-streams streamsPerConn.
+func unreadRepliesAreBounded(t *testing.T, inflight, streamsPerConn int) {
 	p := startDedupd(t, "--data-dir", t.TempDir(), "--embedded-sync", "normal", "--replay-cache-bytes", "0",
 		"--metrics-listen", "127.0.0.1:0",
 		"--max-connections", strconv.Itoa(memConns), "--max-concurrent-streams", strconv.Itoa(streamsPerConn),
@@ -80,7 +80,7 @@ func unreadRepliesAreBounded(t *testing.T, inflight int) {
 	}
 	defer conn.Close()
 	c := dedupv1.NewDedupServiceClient(conn)
-	calls := fillForMemory(t, conn, inflight)
+	calls := fillForMemory(t, conn, min(inflight, 8))
 
 	for _, call := range calls {
 		collectGarbage(t, p)

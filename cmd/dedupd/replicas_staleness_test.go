@@ -46,7 +46,8 @@ func replicaStaleness(t *testing.T, c *replicaCluster) {
 	}
 	complete(t, a, consumer, key, "new result")
 	stored := time.Now()
-	stale, delay := 0, time.Duration(0)
+	stale := 0
+	var delay time.Duration
 	for {
 		got, err := b.Claim(ctx, consumer, key, nil, client.ClaimOptions{})
 		if err != nil {

@@ -68,9 +68,9 @@ func replicaParkedStreams(t *testing.T, c *replicaCluster) {
 		l.apply(e.stream, e.seq)
 		return nil
 	}
-	settleReleased := func(_ context.Context, ev *client.ParkedEvent) (bool, error) {
+	settleReleased := client.ParkedSettleFunc(func(_ context.Context, ev *client.ParkedEvent) (bool, error) {
 		return l.has(ev.GetStream(), ev.GetSequence()), nil
-	}
+	})
 	retriesBefore, killsBefore := c.storeRetries(), c.kills
 	q := newDeliveryQueue(events, replicaCopies, replicaCount)
 	var parkedCount, duplicates int
