@@ -145,16 +145,8 @@ func fieldOf(e connectError) string {
 // its trailers and their ErrorInfo (grpc-status-details-bin).
 func callGRPCWebJSON(t *testing.T, base string, m protoreflect.MethodDescriptor, body []byte) (codes.Code, *errdetails.ErrorInfo) {
 	t.Helper()
-	var envelope bytes.Buffer
-	envelope.WriteByte(0)
-	_ = binary.Write(&envelope, binary.BigEndian, uint32(len(body)))
-	envelope.Write(body)
-	req, err := http.NewRequest(http.MethodPost, base+rpcPathOf(m), &envelope)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := envelopedRequest(t, base, m, body)
 	req.Header.Set("Content-Type", "application/grpc-web+json")
-	req.Header.Set("Authorization", "Bearer "+tokenFor(m))
 	a := do(t, req)
 	trailers := map[string]string{}
 	for k, v := range a.header {

@@ -75,33 +75,17 @@ func (b *Budget) take(ctx context.Context, n int64, conn *connReplies) (*reserva
 
 // grow adds n bytes to r, waiting as take does.
 func (b *Budget) grow(ctx context.Context, r *reservation, n int64) error {
-	var timer <-chan time.Time
-	for {
-		b.mu.Lock()
-		if b.fits(n, r) {
-			b.used += n
-			r.n += n
-			if r.conn != nil {
-				r.conn.held += n
-			}
-			b.mu.Unlock()
-			return nil
+	added := b.await(ctx, func() bool {
+		if !b.fits(n, r) {
+			return false
 		}
-		changed := b.changed
-		b.mu.Unlock()
-		if timer == nil {
-			t := time.NewTimer(MaxWait)
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-changed:
-		case <-timer:
-			return b.refusal(r.n + n)
-		case <-ctx.Done():
-			return b.refusal(r.n + n)
-		}
+		b.add(r, n)
+		return true
+	})
+	if !added {
+		return b.refusal(r.n + n)
 	}
+	return nil
 }
 
 // hold adds n bytes to r at once, over the budget if need be, then waits
@@ -111,14 +95,23 @@ func (b *Budget) grow(ctx context.Context, r *reservation, n int64) error {
 // caller releases r, and the reply with it.
 func (b *Budget) hold(ctx context.Context, r *reservation, n int64) error {
 	b.force(r, n)
+	if !b.await(ctx, func() bool { return b.within(r) }) {
+		return b.refusal(r.n)
+	}
+	return nil
+}
+
+// await calls ready, with b.mu held, until it reports true, whenever bytes
+// come back; it gives up, reporting false, after MaxWait or when ctx ends.
+func (b *Budget) await(ctx context.Context, ready func() bool) bool {
 	var timer <-chan time.Time
 	for {
 		b.mu.Lock()
-		fits := b.within(r)
+		ok := ready()
 		changed := b.changed
 		b.mu.Unlock()
-		if fits {
-			return nil
+		if ok {
+			return true
 		}
 		if timer == nil {
 			t := time.NewTimer(MaxWait)
@@ -128,9 +121,9 @@ func (b *Budget) hold(ctx context.Context, r *reservation, n int64) error {
 		select {
 		case <-changed:
 		case <-timer:
-			return b.refusal(r.n)
+			return false
 		case <-ctx.Done():
-			return b.refusal(r.n)
+			return false
 		}
 	}
 }
@@ -151,11 +144,7 @@ func (b *Budget) tryGrow(r *reservation, n int64) bool {
 	if !b.fits(n, r) {
 		return false
 	}
-	b.used += n
-	r.n += n
-	if r.conn != nil {
-		r.conn.held += n
-	}
+	b.add(r, n)
 	return true
 }
 
@@ -164,6 +153,11 @@ func (b *Budget) tryGrow(r *reservation, n int64) bool {
 func (b *Budget) force(r *reservation, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.add(r, n)
+}
+
+// add counts n more bytes for r; b.mu is held.
+func (b *Budget) add(r *reservation, n int64) {
 	b.used += n
 	r.n += n
 	if r.conn != nil {

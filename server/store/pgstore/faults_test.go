@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dedupd/dedupd/internal/testing/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
 )
@@ -86,41 +85,32 @@ func (l *faultLedger) outcome(op string, err error) (unknown bool) {
 // lost (each reads back COMPLETED with its result), no fencing token of a
 // key acquired twice, no replay that differs from the acknowledged result.
 func TestInjectedFaultsKeepTheInvariants(t *testing.T) {
-	for name, opts := range map[string]pgstore.Options{"group commit": {}, "one at a time": {MaxBatch: 1}} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			url := pgtest.URL(t)
-			s, err := pgstore.Open(ctx, url, opts)
-			if err != nil {
-				t.Fatal(err)
+	withEachCommitMode(t, func(t *testing.T, url string, s *pgstore.Store) {
+		ctx := context.Background()
+		injectFaults(t, url, 0.15, 0.05)
+		l := &faultLedger{tokens: map[string]map[int64]bool{}, acked: map[string][]byte{}}
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() { faultCaller(ctx, s, l, w) })
+		}
+		wg.Wait()
+		for _, p := range l.problems {
+			t.Error(p)
+		}
+		for key, result := range l.acked {
+			got, err := s.Lookup(ctx, "billing", key)
+			if err != nil || got.State != store.Completed || !bytes.Equal(got.Result, result) {
+				t.Errorf("%s: Complete acknowledged %q, stored %v %q (%v)", key, result, got.State, got.Result, err)
 			}
-			t.Cleanup(func() { s.Close() })
-			migrated(t, s)
-			injectFaults(t, url, 0.15, 0.05)
-			l := &faultLedger{tokens: map[string]map[int64]bool{}, acked: map[string][]byte{}}
-			var wg sync.WaitGroup
-			for w := range 8 {
-				wg.Go(func() { faultCaller(ctx, s, l, w) })
-			}
-			wg.Wait()
-			for _, p := range l.problems {
-				t.Error(p)
-			}
-			for key, result := range l.acked {
-				got, err := s.Lookup(ctx, "billing", key)
-				if err != nil || got.State != store.Completed || !bytes.Equal(got.Result, result) {
-					t.Errorf("%s: Complete acknowledged %q, stored %v %q (%v)", key, result, got.State, got.Result, err)
-				}
-			}
-			n40001 := queryInt(t, url, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM injected_40001`)
-			n40003 := queryInt(t, url, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM injected_40003`)
-			t.Logf("%s: %d injected 40001, %d injected 40003; %d writes answered outcome unknown; %d keys completed",
-				name, n40001, n40003, l.unknown, len(l.acked))
-			if n40001 == 0 || n40003 == 0 || len(l.acked) == 0 {
-				t.Errorf("the run injected %d 40001 and %d 40003 and completed %d keys: it tested nothing", n40001, n40003, len(l.acked))
-			}
-		})
-	}
+		}
+		n40001 := queryInt(t, url, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM injected_40001`)
+		n40003 := queryInt(t, url, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM injected_40003`)
+		t.Logf("%d injected 40001, %d injected 40003; %d writes answered outcome unknown; %d keys completed",
+			n40001, n40003, l.unknown, len(l.acked))
+		if n40001 == 0 || n40003 == 0 || len(l.acked) == 0 {
+			t.Errorf("the run injected %d 40001 and %d 40003 and completed %d keys: it tested nothing", n40001, n40003, len(l.acked))
+		}
+	})
 }
 
 // faultCaller claims random keys of a small shared set and completes what
