@@ -105,18 +105,23 @@ func (c *replicaCluster) replicaRetries(i int) float64 {
 	return total
 }
 
-// killWhile kills a random replica every 1.5 to 3 seconds, and restarts it
-// half a second later, until done is closed or limit passes.
+// killWhile kills a random replica every 0.8 to 2 seconds, and restarts it
+// half a second later, until done is closed or limit passes; it fails the
+// test if done closed before any kill (a run that tested nothing).
 func (c *replicaCluster) killWhile(done <-chan struct{}, limit time.Duration) {
 	c.t.Helper()
 	end := time.After(limit)
+	before := c.kills
 	for {
 		select {
 		case <-done:
+			if c.kills == before {
+				c.t.Errorf("the deliveries all finished before any replica was killed: raise the event count")
+			}
 			return
 		case <-end:
 			c.t.Fatalf("the deliveries did not all finish within %v", limit)
-		case <-time.After(1500*time.Millisecond + rand.N(1500*time.Millisecond)):
+		case <-time.After(800*time.Millisecond + rand.N(1200*time.Millisecond)):
 			c.killAndRestart(rand.N(len(c.procs)), 500*time.Millisecond)
 		}
 	}
