@@ -4,15 +4,14 @@
 // Files are named NNNN_name.sql. Statements are separated by a semicolon at
 // the end of a line and run one at a time, each in its own implicit
 // transaction: CockroachDB wants one DDL statement per transaction and never
-// DDL mixed with DML. Every statement must be idempotent (IF NOT EXISTS),
-// because the runner takes no lock (CockroachDB has no advisory locks) and
-// a run that failed halfway is simply run again: it skips the recorded
-// steps and repeats the statements of the unrecorded one. Two migrators at
-// once are not made safe by this: PostgreSQL may fail one of two
-// concurrent CREATE ... IF NOT EXISTS with a duplicate in its catalog
-// (pgstore then runs Up again), and CockroachDB runs each schema change as
-// a background job, which IF NOT EXISTS may find still in progress. Run
-// one migrator at a time.
+// DDL mixed with DML. Every statement must be idempotent (IF NOT EXISTS):
+// a run that failed halfway is simply run again; it skips the recorded
+// steps and repeats the statements of the unrecorded one. The runner takes
+// no lock itself: two migrators at once can collide in PostgreSQL's catalog
+// (or fail an ALTER ... COLLATE at SERIALIZABLE with an internal error), so
+// a store that several servers share serialises its migrators around Up
+// (pgstore holds a lease row in a table, since CockroachDB has no advisory
+// locks).
 package migrations
 
 import (

@@ -196,17 +196,9 @@ func codeOf(t *testing.T, name string) codes.Code {
 // and an end-of-stream envelope (flag 2) that carries any error.
 func callConnectStream(t *testing.T, base string, m protoreflect.MethodDescriptor, body []byte) outcome {
 	t.Helper()
-	var envelope bytes.Buffer
-	envelope.WriteByte(0)
-	_ = binary.Write(&envelope, binary.BigEndian, uint32(len(body)))
-	envelope.Write(body)
-	req, err := http.NewRequest(http.MethodPost, base+rpcPathOf(m), &envelope)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := envelopedRequest(t, base, m, body)
 	req.Header.Set("Content-Type", "application/connect+json")
 	req.Header.Set("Connect-Protocol-Version", "1")
-	req.Header.Set("Authorization", "Bearer "+tokenFor(m))
 	a := do(t, req)
 	if a.status != http.StatusOK {
 		t.Fatalf("HTTP %d for a Connect stream: %s", a.status, a.body)
@@ -235,6 +227,23 @@ func callConnectStream(t *testing.T, base string, m protoreflect.MethodDescripto
 		}
 		return o
 	}
+}
+
+// envelopedRequest posts body to m in one envelope (flags 0, then its
+// length), as the Connect streaming protocol and gRPC-Web frame a message,
+// with m's token.
+func envelopedRequest(t *testing.T, base string, m protoreflect.MethodDescriptor, body []byte) *http.Request {
+	t.Helper()
+	var envelope bytes.Buffer
+	envelope.WriteByte(0)
+	_ = binary.Write(&envelope, binary.BigEndian, uint32(len(body)))
+	envelope.Write(body)
+	req, err := http.NewRequest(http.MethodPost, base+rpcPathOf(m), &envelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tokenFor(m))
+	return req
 }
 
 func checkSame(t *testing.T, m protoreflect.MethodDescriptor, grpcGot, httpGot outcome) {

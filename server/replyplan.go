@@ -15,7 +15,9 @@ import (
 //     refuses them before they claim or finish anything;
 //   - the calls that only read (NO_SIDE_EFFECTS in the protos: Lookup,
 //     ListRecords, Stats, ...) may be refused once their reply is built,
-//     since they changed nothing;
+//     since they changed nothing; those that may build a large reply
+//     reserve it before they run (readReservation), so that it is counted
+//     before it exists;
 //   - a Claim that answered with the stored outcome wrote nothing, and its
 //     reply (a replay of a large result) may be refused as a read's;
 //   - every other call may have written by the time its reply exists, so
@@ -50,13 +52,28 @@ var claimReply = (&dedupv1.ClaimResponse{}).ProtoReflect().Descriptor()
 func planOf(m *rpcmethod.Method) replybudget.Plan {
 	switch {
 	case m.ReadOnly:
-		return replybudget.Plan{ReadOnly: true}
+		return replybudget.Plan{ReadOnly: true, Reserve: readReservation}
 	case m.Batch():
 		return replybudget.Plan{UpFront: api.MaxReplyBytes}
 	case m.Desc != nil && m.Desc.Output() == claimReply:
 		return replybudget.Plan{Unchanged: claimReplayed}
 	}
 	return replybudget.Plan{}
+}
+
+// readReservation is what a read reserves before it runs: a LookupBatch
+// one default-sized record (Floor, the default --max-result-bytes) per key,
+// a page of ListRecords, ListStreams or ListParked the largest reply, and
+// any other read nothing beyond Floor. A reply larger than its reservation
+// (records larger than the default) is counted once built.
+func readReservation(req any) int64 {
+	switch r := req.(type) {
+	case *dedupv1.LookupBatchRequest:
+		return min(int64(len(r.GetKeys()))*replybudget.Floor, api.MaxReplyBytes)
+	case *dedupv1.ListRecordsRequest, *dedupv1.ListStreamsRequest, *dedupv1.ListParkedRequest:
+		return api.MaxReplyBytes
+	}
+	return 0
 }
 
 // claimReplayed reports a Claim that acquired nothing: it answered with the

@@ -25,23 +25,29 @@ import (
 const (
 	memStalled     = 12             // connections that never read
 	memConns       = memStalled + 1 // --max-connections C: and one that reads
-	memStreams     = 4              // --max-concurrent-streams S
-	memInflight    = 4              // --max-inflight I
 	memPageBytes   = 1 << 20        // --max-page-bytes R
 	memReplyBudget = 64 << 20       // --max-reply-bytes-in-flight B: a connection's share is 4 MiB
 	memResultBytes = 100 << 10
 	memRecords     = 100 // 10 MB of results
 	memStreamCount = 300
-	// The largest reply any method gives, M: a batch (api.MaxReplyBytes).
+	// The largest reply any method gives: a batch (api.MaxReplyBytes).
 	memLargest = 4 << 20
-	// The documented bound, by hand: replies not yet read hold at most
-	// min(B, C × max(B/16, M)) and, without the budget, C × S × M; each
-	// call running holds at most 2 × M (its records and the reply
-	// message) and at most I run at once; and the garbage collector lets
-	// the heap grow to twice what is live (GOGC=100) before it collects.
-	memPinned = min(memReplyBudget, memConns*max(memReplyBudget/16, memLargest))
-	memBound  = 2 * (memPinned + memInflight*2*memLargest)
+	// The documented bound: every reply counts against B from before it
+	// is built (a batch or a page reserves the largest reply up front) or
+	// from the moment it is built (a single record), so what callers pin is
+	// B plus the replies being built at one instant beyond their
+	// reservations (small: a record or two per call running); the garbage
+	// collector lets the heap grow to twice what is live (GOGC=100) before
+	// it collects; 64 MiB covers the rest.
+	memBound = 2*memReplyBudget + 64<<20
 )
+
+// memRuns are the --max-inflight I and --max-concurrent-streams S the
+// test runs at: the bound must not depend on I. At the default I (1024),
+// with S = 25, every stalled connection's calls run at once, and their
+// replies are built together; at I = 2 (S = 2, so that the in-flight bound
+// refuses none) they run two at a time.
+var memRuns = []struct{ inflight, streams int }{{1024, 25}, {2, 2}}
 
 // TestUnreadRepliesAreBounded is the acceptance test of issue 19, item 2
 // (and issue 11, item 1): callers that never read the replies of any
@@ -52,13 +58,20 @@ const (
 // encoded reply whole until the client takes it, and the stream counts
 // against --max-concurrent-streams until then. For each method, callers on
 // memStalled connections fill every stream, one connection at a time (its
-// calls answered before the next: memStreams = memInflight, so that the
-// in-flight bound refuses none).
+// calls answered, or refused, before the next).
 func TestUnreadRepliesAreBounded(t *testing.T) {
+	for _, run := range memRuns {
+		t.Run(fmt.Sprintf("max-inflight=%d", run.inflight), func(t *testing.T) { unreadRepliesAreBounded(t, run.inflight, run.streams) })
+	}
+}
+
+// unreadRepliesAreBounded runs the test with --max-inflight inflight and
+// --max-concurrent-streams streamsPerConn.
+func unreadRepliesAreBounded(t *testing.T, inflight, streamsPerConn int) {
 	p := startDedupd(t, "--data-dir", t.TempDir(), "--embedded-sync", "normal", "--replay-cache-bytes", "0",
 		"--metrics-listen", "127.0.0.1:0",
-		"--max-connections", strconv.Itoa(memConns), "--max-concurrent-streams", strconv.Itoa(memStreams),
-		"--max-inflight", strconv.Itoa(memInflight), "--max-page-bytes", strconv.Itoa(memPageBytes),
+		"--max-connections", strconv.Itoa(memConns), "--max-concurrent-streams", strconv.Itoa(streamsPerConn),
+		"--max-inflight", strconv.Itoa(inflight), "--max-page-bytes", strconv.Itoa(memPageBytes),
 		"--max-result-bytes", strconv.Itoa(2*memResultBytes),
 		"--max-reply-bytes-in-flight", strconv.Itoa(memReplyBudget))
 	conn, err := grpc.NewClient(p.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -67,7 +80,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 	}
 	defer conn.Close()
 	c := dedupv1.NewDedupServiceClient(conn)
-	calls := fillForMemory(t, conn)
+	calls := fillForMemory(t, conn, min(inflight, 8))
 
 	for _, call := range calls {
 		collectGarbage(t, p)
@@ -76,13 +89,13 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 		handled := handledCalls(t, p)
 		for i := range stalled {
 			stalled[i] = grpctest.DialStalling(t, p.Addr)
-			stalled[i].Send(methodPath(call.method), call.request, memStreams)
-			handled += memStreams
+			stalled[i].Send(methodPath(call.method), call.request, streamsPerConn)
+			handled += streamsPerConn
 			waitHandled(t, p, handled)
 		}
 		grown := residentBytes(t, p.Cmd.Process.Pid) - before
-		t.Logf("%s (reply %d KiB), %d unread calls: resident set %+d MiB; documented bound %d MiB",
-			call.method, call.replyBytes>>10, memStalled*memStreams, grown>>20, memBound>>20)
+		t.Logf("I=%d %s (reply %d KiB), %d unread calls: resident set %d -> %d MiB (%+d MiB); documented bound %d MiB",
+			inflight, call.method, call.replyBytes>>10, memStalled*streamsPerConn, before>>20, (before+grown)>>20, grown>>20, memBound>>20)
 		if grown > memBound {
 			t.Errorf("unread %s replies grew the resident set by %d MiB, over the documented bound of %d MiB", call.method, grown>>20, memBound>>20)
 		}
@@ -100,7 +113,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 	}
 	// The bytes of the callers that left came back when their connections
 	// ended: the budget again takes as many of the largest replies as it
-	// holds (one at a time: memInflight is small).
+	// holds (one at a time).
 	for i := range memReplyBudget / memLargest {
 		if _, err := c.LookupBatch(context.Background(), calls[0].lookupBatch); err != nil {
 			t.Fatalf("after every caller that did not read left, large reply %d was refused: %v", i, err)
@@ -119,7 +132,7 @@ type memoryCall struct {
 // fillForMemory stores records of memResultBytes and streams with long
 // names, and returns one call of each method that can answer with more
 // than 64 KiB, each checked to do so through a caller that reads.
-func fillForMemory(t *testing.T, conn *grpc.ClientConn) []memoryCall {
+func fillForMemory(t *testing.T, conn *grpc.ClientConn, inflight int) []memoryCall {
 	t.Helper()
 	ctx := context.Background()
 	c := dedupv1.NewDedupServiceClient(conn)
@@ -127,9 +140,9 @@ func fillForMemory(t *testing.T, conn *grpc.ClientConn) []memoryCall {
 	result := bytes.Repeat([]byte{'r'}, memResultBytes)
 	keys := make([]string, memRecords)
 	var wg sync.WaitGroup
-	for w := range memInflight {
+	for w := range inflight {
 		wg.Go(func() {
-			for i := w; i < memRecords; i += memInflight {
+			for i := w; i < memRecords; i += inflight {
 				keys[i] = fmt.Sprintf("k%04d", i)
 				got, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: consumer, Key: keys[i]})
 				if err == nil {
@@ -140,7 +153,7 @@ func fillForMemory(t *testing.T, conn *grpc.ClientConn) []memoryCall {
 					return
 				}
 			}
-			for i := w; i < memStreamCount; i += memInflight {
+			for i := w; i < memStreamCount; i += inflight {
 				name := fmt.Sprintf("%0512d", i)
 				if _, err := streams.ClaimStream(ctx, &dedupv1.ClaimStreamRequest{Consumer: consumer, Stream: name, Sequence: 1, Owner: "o"}); err != nil {
 					t.Error(err)

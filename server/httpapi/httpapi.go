@@ -14,6 +14,8 @@
 //     makes optional, is read as the Connect call it is (DefaultConnect);
 //   - the in-flight bound's arrival count, which grpc-go applies only on its
 //     own listener, runs before a request body is read (Options.Tap);
+//   - a JSON request with a member its message does not define is refused
+//     INVALID_FIELD naming it (newJSONCodec);
 //   - an empty JSON body is refused MALFORMED_REQUEST (the transcoder would
 //     pass on no message, which grpc-go answers INTERNAL);
 //   - a request or reply body over Options.MaxBodyBytes is refused as
@@ -37,6 +39,7 @@ import (
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dedupd/dedupd/internal/clip"
 	"github.com/dedupd/dedupd/server/rpcerrors"
 )
 
@@ -162,25 +165,50 @@ func unknownRoute(w http.ResponseWriter, _ *http.Request) {
 		`Content-Type: application/json (or application/proto) and the request message as the body (docs/http.md)"}`+"\n")
 }
 
-// newJSONCodec is vanguard's JSON codec (protojson; unknown fields are
-// ignored, as protobuf ignores them, and every field is written, so that a
-// caller without generated code sees zero values rather than missing ones),
-// except that a request that does not decode is refused as one in
-// protobuf is: INVALID_ARGUMENT, reason MALFORMED_REQUEST, its message cut
-// as every other (protojson quotes the offending text, which a caller
-// chose).
+// newJSONCodec is vanguard's JSON codec (protojson; every field is
+// written, so that a caller without generated code sees zero values rather
+// than missing ones), except that:
+//   - a request with a member its message does not define is refused
+//     INVALID_ARGUMENT, reason INVALID_FIELD, naming the member: protojson
+//     as vanguard sets it up ignores it, so a misspelled "digset" would
+//     store a record without a digest and "lease_tll" would give the
+//     default lease, without a word to the caller (protobuf binary keeps
+//     proto3's rules: generated code cannot misspell a field);
+//   - a request that does not decode is refused as one in protobuf is:
+//     INVALID_ARGUMENT, reason MALFORMED_REQUEST, its message cut as every
+//     other (protojson quotes the offending text, which a caller chose).
 func newJSONCodec(res vanguard.TypeResolver) vanguard.Codec {
-	return malformedAsInvalid{vanguard.NewJSONCodec(res)}
+	codec := vanguard.NewJSONCodec(res)
+	strict := *codec
+	strict.UnmarshalOptions.DiscardUnknown = false
+	return strictJSON{JSONCodec: &strict, lenient: codec}
 }
 
-type malformedAsInvalid struct{ *vanguard.JSONCodec }
+type strictJSON struct {
+	*vanguard.JSONCodec
+	lenient *vanguard.JSONCodec
+}
 
-func (c malformedAsInvalid) Unmarshal(data []byte, msg proto.Message) error {
-	if err := c.JSONCodec.Unmarshal(data, msg); err != nil {
-		//nolint:errorlint // the sentinel alone decides the status; the decoder's error is text
-		return connectError(rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", ""))
+func (c strictJSON) Unmarshal(data []byte, msg proto.Message) error {
+	err := c.JSONCodec.Unmarshal(data, msg)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// Decoding leniently tells an unknown member (which only the strict
+	// decoder refuses) from malformed JSON (which both refuse).
+	proto.Reset(msg)
+	if c.lenient.Unmarshal(data, msg) == nil {
+		proto.Reset(msg)
+		desc := msg.ProtoReflect().Descriptor()
+		field := unknownField(data, desc)
+		if field == "" {
+			field = "(unknown)"
+		}
+		return connectError(rpcerrors.Status(&rpcerrors.FieldError{
+			Field: clip.String(field, clip.MaxEchoed), Problem: unknownFieldProblem(desc)}, "", ""))
+	}
+	//nolint:errorlint // the sentinel alone decides the status; the decoder's error is text
+	return connectError(rpcerrors.Status(fmt.Errorf("%w: %v", rpcerrors.ErrMalformedRequest, err), "", ""))
 }
 
 // connectError is st as a Connect error, details and all.

@@ -1,12 +1,14 @@
 // Package replybudget bounds the bytes of replies that the server has
-// encoded and its transport has not yet written to the network: one
-// server-wide budget, whatever the mix of calls.
+// built or encoded and its transport has not yet written to the network:
+// one server-wide budget, whatever the mix of calls.
 //
 // grpc-go keeps an encoded reply until the client's flow-control window
 // lets it out, long after the handler has returned, so counting calls in
-// flight bounds none of it. A reply takes its size from the budget after
-// its handler returns and before it is encoded; a reply that does not fit
-// waits briefly for room, then fails RESOURCE_EXHAUSTED (OVERLOADED). The
+// flight bounds none of it. A call reserves, before its handler runs, what
+// its method's reply may take (Plan), and its reply counts from the moment
+// it is built: one larger than its reservation is added at once and, if
+// there is then no room, waits briefly, counted, and fails
+// RESOURCE_EXHAUSTED (OVERLOADED). The
 // bytes go back when the transport lets go of the encoded buffer: written
 // out, dropped with a reset stream, or dropped with a closed connection
 // (grpc-go frees the buffer in the first two cases; the third is seen as
@@ -73,20 +75,44 @@ func (b *Budget) take(ctx context.Context, n int64, conn *connReplies) (*reserva
 
 // grow adds n bytes to r, waiting as take does.
 func (b *Budget) grow(ctx context.Context, r *reservation, n int64) error {
+	added := b.await(ctx, func() bool {
+		if !b.fits(n, r) {
+			return false
+		}
+		b.add(r, n)
+		return true
+	})
+	if !added {
+		return b.refusal(r.n + n)
+	}
+	return nil
+}
+
+// hold adds n bytes to r at once, over the budget if need be, then waits
+// as grow does until r would have fitted: a reply already built counts
+// while it waits for room, so that the calls arriving meanwhile find the
+// budget full and are refused before they build theirs. On a timeout the
+// caller releases r, and the reply with it.
+func (b *Budget) hold(ctx context.Context, r *reservation, n int64) error {
+	b.force(r, n)
+	if !b.await(ctx, func() bool { return b.within(r) }) {
+		return b.refusal(r.n)
+	}
+	return nil
+}
+
+// await calls ready, with b.mu held, until it reports true, whenever bytes
+// come back; it gives up, reporting false, after MaxWait or when ctx ends.
+func (b *Budget) await(ctx context.Context, ready func() bool) bool {
 	var timer <-chan time.Time
 	for {
 		b.mu.Lock()
-		if b.fits(n, r) {
-			b.used += n
-			r.n += n
-			if r.conn != nil {
-				r.conn.held += n
-			}
-			b.mu.Unlock()
-			return nil
-		}
+		ok := ready()
 		changed := b.changed
 		b.mu.Unlock()
+		if ok {
+			return true
+		}
 		if timer == nil {
 			t := time.NewTimer(MaxWait)
 			defer t.Stop()
@@ -95,11 +121,20 @@ func (b *Budget) grow(ctx context.Context, r *reservation, n int64) error {
 		select {
 		case <-changed:
 		case <-timer:
-			return b.refusal(r.n + n)
+			return false
 		case <-ctx.Done():
-			return b.refusal(r.n + n)
+			return false
 		}
 	}
+}
+
+// within reports whether r, already counted, fits the budget and its
+// connection's share, as fits does for bytes not yet added; b.mu is held.
+func (b *Budget) within(r *reservation) bool {
+	if c := r.conn; c != nil && c.held > r.n && c.held > b.perConn {
+		return false
+	}
+	return b.used == r.n || b.used <= b.limit
 }
 
 // tryGrow adds n bytes to r if they fit now, without waiting.
@@ -109,11 +144,7 @@ func (b *Budget) tryGrow(r *reservation, n int64) bool {
 	if !b.fits(n, r) {
 		return false
 	}
-	b.used += n
-	r.n += n
-	if r.conn != nil {
-		r.conn.held += n
-	}
+	b.add(r, n)
 	return true
 }
 
@@ -122,6 +153,11 @@ func (b *Budget) tryGrow(r *reservation, n int64) bool {
 func (b *Budget) force(r *reservation, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.add(r, n)
+}
+
+// add counts n more bytes for r; b.mu is held.
+func (b *Budget) add(r *reservation, n int64) {
 	b.used += n
 	r.n += n
 	if r.conn != nil {

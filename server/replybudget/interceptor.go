@@ -21,6 +21,10 @@ type Plan struct {
 	// there is no room for it, the call is refused before it changes
 	// anything.
 	UpFront int64
+	// Reserve, when set, is the size of the reply the request may build,
+	// reserved up front like UpFront (the larger of the two), so that a
+	// large reply is counted before it is built rather than after.
+	Reserve func(req any) int64
 	// ReadOnly marks calls that change nothing: a reply larger than UpFront
 	// may still be refused once it is built. Any other call may have
 	// written by then, and a failed call must change nothing, so its reply
@@ -46,6 +50,9 @@ func (b *Budget) UnaryServerInterceptor(plan Planner) grpc.UnaryServerIntercepto
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		p := plan(info.FullMethod)
 		upFront := max(p.UpFront, Floor)
+		if p.Reserve != nil {
+			upFront = max(upFront, p.Reserve(req))
+		}
 		conn := connOf(ctx)
 		r, err := b.take(ctx, upFront, conn)
 		if err != nil {
@@ -70,7 +77,7 @@ func (b *Budget) UnaryServerInterceptor(plan Planner) grpc.UnaryServerIntercepto
 		case !p.ReadOnly && (p.Unchanged == nil || !p.Unchanged(resp)):
 			b.force(r, n-upFront)
 		default:
-			if err := b.grow(ctx, r, n-upFront); err != nil {
+			if err := b.hold(ctx, r, n-upFront); err != nil {
 				r.release()
 				return nil, rpcerrors.Status(err, "", "").Err()
 			}

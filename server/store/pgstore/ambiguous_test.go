@@ -53,19 +53,11 @@ func queryInt(t *testing.T, url, sql string) int64 {
 // itself; a trigger raises it here, and a sequence (which no rollback
 // undoes) counts the attempts.
 func TestAmbiguousCommitIsUnavailableAndNotRetried(t *testing.T) {
-	for name, opts := range map[string]pgstore.Options{"group commit": {}, "one at a time": {MaxBatch: 1}} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			url := pgtest.URL(t)
-			s, err := pgstore.Open(ctx, url, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			migrated(t, s)
-			execAll(t, url,
-				`CREATE SEQUENCE ambiguous_attempts`,
-				`CREATE FUNCTION raise_ambiguous() RETURNS trigger LANGUAGE plpgsql AS $$
+	withEachCommitMode(t, func(t *testing.T, url string, s *pgstore.Store) {
+		ctx := context.Background()
+		execAll(t, url,
+			`CREATE SEQUENCE ambiguous_attempts`,
+			`CREATE FUNCTION raise_ambiguous() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	IF (TG_OP = 'INSERT' AND NEW.key = 'ambiguous-claim') OR (TG_OP = 'UPDATE' AND NEW.key = 'ambiguous-complete') THEN
 		PERFORM nextval('ambiguous_attempts');
@@ -73,27 +65,42 @@ BEGIN
 	END IF;
 	RETURN NEW;
 END $$`,
-				`CREATE TRIGGER raise_ambiguous BEFORE INSERT OR UPDATE ON dedup_records
+			`CREATE TRIGGER raise_ambiguous BEFORE INSERT OR UPDATE ON dedup_records
 	FOR EACH ROW EXECUTE FUNCTION raise_ambiguous()`)
 
-			if _, err := s.Claim(ctx, claimParams("ambiguous-claim")); !errors.Is(err, store.ErrUnavailable) {
-				t.Errorf("Claim whose INSERT is ambiguous: %v; want ErrUnavailable", err)
-			}
-			held, err := s.Claim(ctx, claimParams("ambiguous-complete"))
+		if _, err := s.Claim(ctx, claimParams("ambiguous-claim")); !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("Claim whose INSERT is ambiguous: %v; want ErrUnavailable", err)
+		}
+		held, err := s.Claim(ctx, claimParams("ambiguous-complete"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Complete(ctx, store.CompleteParams{Consumer: "billing", Key: "ambiguous-complete",
+			FencingToken: held.Record.FencingToken, Result: []byte("r"), Policy: policy})
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("Complete whose UPDATE is ambiguous: %v; want ErrUnavailable", err)
+		}
+		if n := queryInt(t, url, `SELECT last_value FROM ambiguous_attempts`); n != 2 {
+			t.Errorf("the two ambiguous writes were sent %d times in all, want once each", n)
+		}
+		if _, err := s.Claim(ctx, claimParams("plain")); err != nil {
+			t.Errorf("Claim of another key: %v", err)
+		}
+	})
+}
+
+// withEachCommitMode runs test on a migrated store on a fresh schema, once
+// with group commit and once writing one call at a time.
+func withEachCommitMode(t *testing.T, test func(t *testing.T, url string, s *pgstore.Store)) {
+	for name, opts := range map[string]pgstore.Options{"group commit": {}, "one at a time": {MaxBatch: 1}} {
+		t.Run(name, func(t *testing.T) {
+			url := pgtest.URL(t)
+			s, err := pgstore.Open(context.Background(), url, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = s.Complete(ctx, store.CompleteParams{Consumer: "billing", Key: "ambiguous-complete",
-				FencingToken: held.Record.FencingToken, Result: []byte("r"), Policy: policy})
-			if !errors.Is(err, store.ErrUnavailable) {
-				t.Errorf("Complete whose UPDATE is ambiguous: %v; want ErrUnavailable", err)
-			}
-			if n := queryInt(t, url, `SELECT last_value FROM ambiguous_attempts`); n != 2 {
-				t.Errorf("the two ambiguous writes were sent %d times in all, want once each", n)
-			}
-			if _, err := s.Claim(ctx, claimParams("plain")); err != nil {
-				t.Errorf("Claim of another key: %v", err)
-			}
+			t.Cleanup(func() { s.Close() })
+			test(t, url, migrated(t, s))
 		})
 	}
 }

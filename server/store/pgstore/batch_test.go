@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/dedupd/dedupd/internal/testing/pgtest"
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pgstore"
@@ -52,6 +54,19 @@ func TestBatchStatements(t *testing.T) {
 		}
 	}
 	wantStatements(t, "a redelivered batch", log.take(), 2)
+}
+
+// isolation returns the isolation the pool's connections start their
+// transactions at: "read committed" by default, "serializable" when the
+// run sets PGOPTIONS="-c default_transaction_isolation=serializable" (as
+// CI's second run does, for CockroachDB's isolation).
+func isolation(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var level string
+	if err := pool.QueryRow(context.Background(), `SHOW default_transaction_isolation`).Scan(&level); err != nil {
+		t.Fatal(err)
+	}
+	return level
 }
 
 func wantStatements(t *testing.T, what string, sqls []string, want int) {

@@ -150,11 +150,14 @@ func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
 	return s.migrateUp(ctx, "migrate", all)
 }
 
-// migrateUp runs the migration runner over ms, and runs it again after an
-// error that says another attempt can succeed:
-//   - two servers may migrate at once (the runner takes no lock), and their
-//     idempotent DDL can still collide inside PostgreSQL's catalog, which
-//     then reports a duplicate;
+// migrateUp runs the migration runner over ms while holding the migration
+// lease (migrationlock.go), so that replicas starting together migrate one
+// at a time, at any isolation; a schema already current takes no lease. It
+// runs the runner again after an error that says another attempt can
+// succeed:
+//   - idempotent DDL can still collide inside PostgreSQL's catalog with a
+//     session that does not take the lease (an older dedupd), which then
+//     reports a duplicate;
 //   - a serialization failure (40001) aborted a statement, which CockroachDB
 //     can raise for DDL and for the version table's insert.
 //
@@ -162,21 +165,40 @@ func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
 // (40003) is not rerun: it is reported as ErrUnavailable, like any outcome
 // the runner cannot know, and running migrate again settles it.
 func (s *Store) migrateUp(ctx context.Context, op string, ms []migrations.Migration) ([]migrations.Migration, error) {
-	var applied []migrations.Migration
-	var err error
-	for retry := 1; ; retry++ {
-		applied, err = migrations.Up(ctx, migrationConn{s.pool}, ms)
-		if err == nil || retry > maxMigrateRetries || !(isConcurrentDDL(err) || isRetryable(err)) {
-			break
-		}
-		if err = sleep(ctx, backoff(retry)); err != nil {
-			break
-		}
+	var pending []migrations.Migration
+	err := retryMigration(ctx, func(ctx context.Context) (err error) {
+		pending, err = migrations.Pending(ctx, migrationConn{s.pool}, ms)
+		return err
+	})
+	if err != nil || len(pending) == 0 {
+		return nil, classify(ctx, op, err)
 	}
+	var applied []migrations.Migration
+	err = s.withMigrationLock(ctx, func(ctx context.Context) error {
+		return retryMigration(ctx, func(ctx context.Context) (err error) {
+			applied, err = migrations.Up(ctx, migrationConn{s.pool}, ms)
+			return err
+		})
+	})
 	if err != nil {
 		return nil, classify(ctx, op, err)
 	}
 	return applied, nil
+}
+
+// retryMigration runs step until it succeeds, fails with an error that
+// another attempt cannot mend, or has been run again maxMigrateRetries
+// times.
+func retryMigration(ctx context.Context, step func(context.Context) error) error {
+	for retry := 1; ; retry++ {
+		err := step(ctx)
+		if err == nil || retry > maxMigrateRetries || !(isConcurrentDDL(err) || isRetryable(err)) {
+			return err
+		}
+		if err = sleep(ctx, backoff(retry)); err != nil {
+			return err
+		}
+	}
 }
 
 // PendingMigrations returns the migrations the database lacks.
