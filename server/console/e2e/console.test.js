@@ -160,11 +160,51 @@ describe('dedupd console in chromium', () => {
     await page.locator('table.parked').waitFor();
     assert.match(await page.locator('table.parked tbody tr').first().innerText(), /^3\t/);
     await shot(page, 'stream');
+    // Skip the gap (2 is given up), then drop parked event 5.
+    await page.click('button:text-is("Skip the gap…")');
+    await page.locator('dialog.confirm', { hasText: 'Sequences 2–2' }).waitFor();
+    await page.click('dialog.confirm button:text-is("Skip the gap")');
+    await page.locator('dl.fields', { hasText: 'last 2–2 (admin)' }).waitFor();
+    const stream = await admin('StreamService', 'GetStream', { consumer: 'orders', stream: 'order-42' });
+    assert.equal(stream.body.stream.highWater, '2');
+    await page.locator('table.parked tbody tr').filter({ has: page.locator('td:first-child:text-is("5")') })
+      .locator('button:text-is("Drop…")').click();
+    await page.locator('dialog.confirm', { hasText: 'parked event 5 of stream' }).waitFor();
+    await page.click('dialog.confirm button:text-is("Drop the event")');
+    await page.locator('h2', { hasText: 'Parked events (1,' }).waitFor();
+    const parked = await admin('StreamService', 'ListParked', { consumer: 'orders', stream: 'order-42' });
+    assert.deepEqual(parked.body.events.map((e) => e.sequence), ['3']);
 
     await page.click('#nav a:text-is("Stats")');
     await page.locator('table.stats').waitFor();
     assert.match(await page.locator('table.stats').innerText(), /All 3 consumers/);
     await shot(page, 'stats');
+
+    // Shorten the retention: the review names every change and warns.
+    await page.goto(`${server.base}/console/consumers/payments`);
+    await page.click('button:text-is("Change the retention policy…")');
+    await page.fill('#p-completedTtl', '2h');
+    await page.click('button:text-is("Review the change…")');
+    const review = page.locator('dialog.confirm');
+    await review.waitFor();
+    const reviewText = await review.innerText();
+    assert.match(reviewText, /Keep completed records for\t1d\t2h\tchanges/);
+    // 6 completed and 1 rejected keep their expiry; the 2 pending take the new TTLs.
+    assert.match(reviewText, /7 stored records keep the expiry they have; 2 pending claims/);
+    assert.match(reviewText, /Warning: completed_ttl shrinks from 24h to 2h/);
+    await shot(page, 'policy-review');
+    await review.locator('button:text-is("Shorten retention")').click();
+    await page.locator('dl.fields', { hasText: 'Completed records kept2h' }).waitFor();
+    const policy = await admin('AdminService', 'GetPolicy', { consumer: 'payments' });
+    assert.equal(policy.body.policy.completedTtl, '7200s');
+
+    // A live lease is named in the delete confirmation.
+    await page.goto(`${server.base}${recordPath('payments', keys.live)}`);
+    await page.click('button:text-is("Delete this record…")');
+    assert.match(await page.locator('dialog.confirm .warning').innerText(), /lease is live \(held by worker-b/);
+    await page.keyboard.press('Escape');
+    await page.locator('dialog.confirm').waitFor({ state: 'detached' });
+    assert.equal((await admin('DedupService', 'Lookup', { consumer: 'payments', key: keys.live })).status, 200, 'Escape deleted');
 
     // Delete the stuck record through its confirmation.
     await page.goto(`${server.base}${recordPath('payments', keys.stuck)}`);

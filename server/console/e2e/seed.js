@@ -53,6 +53,8 @@ async function seed(call) {
   await call('StreamService', 'CompleteStream', { consumer: 'orders', stream: 'order-42', sequence: 1, fencingToken: c1.body.fencingToken });
   const p3 = await call('StreamService', 'ClaimStream', { consumer: 'orders', stream: 'order-42', sequence: 3, park: true, payload: b64('{"event":"paid"}') });
   assert.equal(p3.body.outcome, 'STREAM_OUTCOME_PARKED', JSON.stringify(p3.body));
+  const p5 = await call('StreamService', 'ClaimStream', { consumer: 'orders', stream: 'order-42', sequence: 5, park: true, payload: b64('{"event":"shipped"}') });
+  assert.equal(p5.body.outcome, 'STREAM_OUTCOME_PARKED', JSON.stringify(p5.body));
   // Wait until the stuck claim's lease has run out, as the API sees it.
   for (;;) {
     const q = await call('DedupService', 'ListRecords', { consumer: 'payments', leaseExpired: true });
