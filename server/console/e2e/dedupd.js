@@ -30,7 +30,7 @@ async function startDedupd() {
   const ready = path.join(dir, 'ready');
   const logs = [];
   const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0', '--auth-tokens', authFile,
-    '--data-dir', path.join(dir, 'data'), '--ready-file', ready, '--log-format', 'json'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    '--data-dir', path.join(dir, 'data'), '--ready-file', ready, '--log-format', 'json', '--log-all-calls'], { stdio: ['ignore', 'ignore', 'pipe'] });
   proc.stderr.on('data', (d) => logs.push(String(d)));
   const lines = await new Promise((resolve, reject) => {
     let exited = false;
