@@ -100,15 +100,7 @@ func TestConsoleServesNoDataWithoutACredential(t *testing.T) {
 // TestConsoleSessionByCertificate: under mutual TLS the browser's client
 // certificate is the credential, as it is for the API.
 func TestConsoleSessionByCertificate(t *testing.T) {
-	f := newTLSFixture(t)
-	cfg := testConfig()
-	cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA = f.cert, f.key, f.ca
-	cfg.AuthTokens = authFile(t, fmt.Sprintf(`tokens: [{sha256: %s, consumers: [payments]}]
-certificates:
-  - {subject: "CN=inventory-worker", consumers: [inventory]}
-`, sha256Hex(allToken)))
-	_, base := runHTTPServer(t, cfg)
-	base = strings.Replace(base, "http://", "https://", 1)
+	f, base := runMutualTLSHTTPServer(t)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.serverCA.Pool(),
 		Certificates: []tls.Certificate{clientCert(t, f.clientCA, "inventory-worker")}}}}
 	resp, err := client.Post(base+"/console/api/session", "application/json", strings.NewReader("{}"))
