@@ -50,3 +50,20 @@ export function openConsumerForm(go) {
   return h('form', { class: 'inline', on: { submit: (e) => { e.preventDefault(); go(consumerHref(input.value.trim())); } } },
     h('label', { for: 'open-consumer' }, 'Open a consumer'), input, h('button', { type: 'submit' }, 'Open'));
 }
+
+/**
+ * fn over items, at most `limit` calls at once, results in order: a page
+ * over many consumers sends the server a few calls at a time, not a burst.
+ */
+export async function mapLimited(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}

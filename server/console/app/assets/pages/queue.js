@@ -5,7 +5,7 @@
 import { h, table, empty, errorBox } from '../dom.js';
 import { count, when } from '../format.js';
 import { consumerHref, href, recordHref } from '../router.js';
-import { QUEUE_SCAN, consumerHeader, expiredLeases, scopedConsumers, statsByConsumer } from './common.js';
+import { QUEUE_SCAN, consumerHeader, expiredLeases, mapLimited, scopedConsumers, statsByConsumer } from './common.js';
 
 export async function queuePage(node, route, ctx) {
   const only = route.query.get('consumer');
@@ -25,7 +25,7 @@ export async function queuePage(node, route, ctx) {
       return;
     }
   }
-  const queues = await Promise.all(names.map(async (n) => [n, await expiredLeases(n).catch((err) => ({ err }))]));
+  const queues = await mapLimited(names, 4, async (n) => [n, await expiredLeases(n).catch((err) => ({ err }))]);
   const nonEmpty = queues.filter(([, q]) => q.err || q.records.length > 0);
   if (nonEmpty.length === 0) {
     node.append(empty(only ? `${only} has no pending record with an expired lease.` : 'No pending record has an expired lease. Nothing to settle.'));

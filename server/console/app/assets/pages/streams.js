@@ -4,7 +4,7 @@ import { call } from '../api.js';
 import { h, table, fields, empty } from '../dom.js';
 import { count, size, when, past, relative } from '../format.js';
 import { consumerHref, go, streamHref } from '../router.js';
-import { consumerHeader } from './common.js';
+import { consumerHeader, mapLimited } from './common.js';
 import { actionButton, confirmAction } from './confirm.js';
 
 const mode = (m) => String(m || '').replace('STREAM_MODE_', '').toLowerCase() || 'unset';
@@ -21,8 +21,8 @@ export async function streamsPage(node, route) {
   }
   // The gap is in GetStream's parked summary; only a stream with parked
   // events can have one.
-  const gaps = new Map(await Promise.all(streams.filter((s) => Number(s.parked) > 0)
-    .map(async (s) => [s.stream, await call('StreamService', 'GetStream', { consumer, stream: s.stream }).catch(() => null)])));
+  const gaps = new Map(await mapLimited(streams.filter((s) => Number(s.parked) > 0), 4,
+    async (s) => [s.stream, await call('StreamService', 'GetStream', { consumer, stream: s.stream }).catch(() => null)]));
   node.append(table(['Stream', 'Mode', 'High-water mark', 'In flight', 'Lease ends', 'Gap', 'Parked', 'Skipped', 'Changed'],
     streams.map((s) => {
       const g = gaps.get(s.stream);
