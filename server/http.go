@@ -72,6 +72,7 @@ func newHTTPAPI(ctx context.Context, cfg Config, g guards, srv *grpc.Server, m *
 	if err != nil {
 		return nil, fmt.Errorf("--http-listen: %w", err)
 	}
+	handler = withConsole(handler, g.auth)
 	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.HTTPListen)
 	if err != nil {
 		return nil, fmt.Errorf("listening on --http-listen %s: %w", cfg.HTTPListen, err)

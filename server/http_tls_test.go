@@ -16,15 +16,7 @@ import (
 func TestHTTPTransports(t *testing.T) {
 	_, plain := runHTTPServer(t, testConfig())
 
-	f := newTLSFixture(t)
-	cfg := testConfig()
-	cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA = f.cert, f.key, f.ca
-	cfg.AuthTokens = authFile(t, fmt.Sprintf(`tokens: [{sha256: %s, consumers: [payments]}]
-certificates:
-  - {subject: "CN=inventory-worker", consumers: [inventory]}
-`, sha256Hex(allToken)))
-	_, secure := runHTTPServer(t, cfg)
-	secure = strings.Replace(secure, "http://", "https://", 1)
+	f, secure := runMutualTLSHTTPServer(t)
 	worker := clientCert(t, f.clientCA, "inventory-worker")
 
 	h2c := new(http.Protocols)
@@ -90,4 +82,21 @@ certificates:
 			t.Fatalf("answered HTTP %d without the client certificate --tls-client-ca requires", resp.StatusCode)
 		}
 	})
+}
+
+// runMutualTLSHTTPServer runs an HTTP listener with TLS and
+// --tls-client-ca, whose auth file grants allToken consumer payments and
+// the client certificate CN=inventory-worker consumer inventory; it
+// returns the fixture and the https:// base URL.
+func runMutualTLSHTTPServer(t *testing.T) (*tlsFixture, string) {
+	t.Helper()
+	f := newTLSFixture(t)
+	cfg := testConfig()
+	cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA = f.cert, f.key, f.ca
+	cfg.AuthTokens = authFile(t, fmt.Sprintf(`tokens: [{sha256: %s, consumers: [payments]}]
+certificates:
+  - {subject: "CN=inventory-worker", consumers: [inventory]}
+`, sha256Hex(allToken)))
+	_, base := runHTTPServer(t, cfg)
+	return f, strings.Replace(base, "http://", "https://", 1)
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
@@ -109,15 +110,34 @@ func authorize(g *Grant, method, name string) error {
 // identify finds the grant of the caller's bearer token or, when it sent
 // none, of its verified client certificate.
 func (a *Authorizer) identify(ctx context.Context) (*Grant, error) {
-	rules := a.rules.Load()
 	token, err := grpcauth.AuthFromMD(ctx, "bearer")
-	if err == nil {
+	return a.grantOf(token, err == nil, verifiedLeaf(ctx))
+}
+
+// Identify is the grant of a bearer token or, when token is empty, of a
+// client certificate whose chain the server verified (nil when none):
+// what a call presenting them may do. The web console asks it to show a
+// caller only what the API would let it do; the API decides each call
+// through AuthFunc all the same.
+func (a *Authorizer) Identify(token string, verified *x509.Certificate) (Grant, error) {
+	g, err := a.grantOf(token, token != "", verified)
+	if err != nil {
+		return Grant{}, err
+	}
+	return Grant{Name: g.Name, Consumers: slices.Clone(g.Consumers), Admin: g.Admin}, nil
+}
+
+// grantOf decides by the token when one was presented (an empty one
+// included), else by the verified certificate.
+func (a *Authorizer) grantOf(token string, presented bool, leaf *x509.Certificate) (*Grant, error) {
+	rules := a.rules.Load()
+	if presented {
 		if g := rules.byToken(token); g != nil {
 			return g, nil
 		}
 		return nil, fmt.Errorf("unknown bearer token: %w", rpcerrors.ErrUnauthenticated)
 	}
-	if leaf := verifiedLeaf(ctx); leaf != nil {
+	if leaf != nil {
 		if g := rules.byCertificate(leaf); g != nil {
 			return g, nil
 		}
