@@ -158,7 +158,7 @@ func sortStrings(s []string) {
 func TestCLIConnectionErrors(t *testing.T) {
 	r := runCtl(t, "127.0.0.1:1", "stats")
 	first, _, _ := strings.Cut(r.stderr, "\n")
-	if r.code != exitFailure || first != "dedupctl: cannot reach dedupd at 127.0.0.1:1: connection refused (is it running? set --server or DEDUPCTL_SERVER)" {
+	if r.code != exitFailure || first != "dedupctl: cannot reach dedupd at 127.0.0.1:1: connection refused (is it running? set --server or DEDUPD_ADDR)" {
 		t.Errorf("stats against a closed port: %v", r)
 	}
 	r = runCtl(t, "127.0.0.1:1", "--token", "tok-XYZZY", "--server", "dedupd.example:7070", "stats")
@@ -217,4 +217,25 @@ func TestCLIEscapesStoredText(t *testing.T) {
 			t.Errorf("JSON changed the key or owner: %q, %q", lookup.GetRecord().GetKey(), lookup.GetRecord().GetOwner())
 		}
 	})
+}
+
+// TestCLIReadsDedupdAddr: dedupctl takes dedupd's address from DEDUPD_ADDR,
+// the variable every dedupd client reads, ahead of its older
+// DEDUPCTL_SERVER; --server wins over both.
+func TestCLIReadsDedupdAddr(t *testing.T) {
+	s := startDedupd(t)
+	const nowhere = "127.0.0.1:1"
+	if r := runCtlEnv(t, nowhere, []string{"DEDUPD_ADDR=" + s.addr}, "stats"); r.code != 0 {
+		t.Errorf("DEDUPD_ADDR set, DEDUPCTL_SERVER elsewhere: %v", r)
+	}
+	r := runCtlEnv(t, s.addr, []string{"DEDUPD_ADDR=" + nowhere}, "stats")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "cannot reach dedupd at "+nowhere) {
+		t.Errorf("DEDUPD_ADDR elsewhere: %v", r)
+	}
+	if r := runCtlEnv(t, nowhere, []string{"DEDUPD_ADDR=" + nowhere}, "--server", s.addr, "stats"); r.code != 0 {
+		t.Errorf("--server over DEDUPD_ADDR: %v", r)
+	}
+	if r := runCtlEnv(t, s.addr, nil, "stats"); r.code != 0 {
+		t.Errorf("DEDUPCTL_SERVER alone: %v", r)
+	}
 }

@@ -109,6 +109,22 @@ func TestGatewayConnectsOverTLS(t *testing.T) {
 	}
 }
 
+// TestGatewayReadsDedupdAddr: with no --server the gateway finds dedupd
+// at DEDUPD_ADDR, ahead of its older DEDUPD_SERVER (here pointing nowhere):
+// a keyed request runs once and its retry is replayed.
+func TestGatewayReadsDedupdAddr(t *testing.T) {
+	server := startDedupd(t, "--data-dir", t.TempDir()).Addr
+	up := &flakyUpstream{}
+	up.calls.Store(1) // answer every request
+	gw := startGatewayEnv(t, []string{"DEDUPD_ADDR=" + server, "DEDUPD_SERVER=127.0.0.1:1"}, up)
+	first, body := postKey(t, gw.url, "k1")
+	again, replay := postKey(t, gw.url, "k1")
+	if first != http.StatusCreated || again != first || replay != body || up.calls.Load() != 2 {
+		t.Fatalf("through DEDUPD_ADDR: %d %q, then %d %q, %d upstream calls (from 1); want one 201 and its replay",
+			first, body, again, replay, up.calls.Load())
+	}
+}
+
 // TestGatewayFlags: mistakes are refused at start, naming the flag.
 func TestGatewayFlags(t *testing.T) {
 	cases := [][2]string{

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dedupd/dedupd/internal/dedupdconn"
 	"github.com/dedupd/dedupd/internal/envflags"
 	"github.com/dedupd/dedupd/internal/version"
 )
@@ -32,8 +33,13 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Every flag can also come from DEDUPD_<FLAG_NAME>, e.g.
-		// DEDUPD_DATABASE_URL; a flag on the command line wins.
+		// DEDUPD_DATABASE_URL; a flag on the command line wins. The
+		// address of the dedupd a command calls (--server) comes from
+		// DEDUPD_ADDR first, DEDUPD_SERVER being its older alias.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := dedupdconn.ApplyAddrEnv(cmd.Flags()); err != nil {
+				return err
+			}
 			return envflags.Apply(cmd.Flags(), "DEDUPD")
 		},
 	}
