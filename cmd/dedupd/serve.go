@@ -123,7 +123,7 @@ see docs/operations.md).`,
 	f.Float64Var(&cfg.RateLimit, "rate-limit", 0, "calls per second each consumer may make; 0 turns the limit off")
 	f.IntVar(&cfg.RateBurst, "rate-burst", 0, "calls a consumer may make at once above --rate-limit; 0 means ceil(--rate-limit)")
 	f.BoolVar(&cfg.LogAllCalls, "log-all-calls", false, "log every call at INFO (as --log-level debug does); otherwise only failed calls, rate-limited per method and code, and slow ones")
-	f.DurationVar(&cfg.LogSlowCalls, "log-slow-calls", 250*time.Millisecond, "log calls that take at least this long, at WARN; 0 logs none for being slow")
+	f.DurationVar(&cfg.LogSlowCalls, "log-slow-calls", 250*time.Millisecond, "log unary calls that take at least this long beyond the wait they asked for (a claim's wait), at WARN; streams are never slow; 0 logs none for being slow")
 	f.IntVar(&cfg.MaxInFlight, "max-inflight", 1024, "calls running at once; more are refused at once with RESOURCE_EXHAUSTED (OVERLOADED)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "client connections open at once; one more waits to be accepted until one closes")
 	f.IntVar(&cfg.MaxReplyBytesInFlight, "max-reply-bytes-in-flight", server.DefaultMaxReplyBytesInFlight, "most bytes of replies encoded and not yet read by their callers, all calls together (docs/operations.md); a reply that finds no room within 500ms fails RESOURCE_EXHAUSTED (OVERLOADED)")
