@@ -13,36 +13,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/dedupd/dedupd/internal/duration"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
-
-// formatDuration writes d the way an operator types it: 72h, 30s, 1h30m,
-// with zero units left out. It parses back with parseDuration.
-func formatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	sign := ""
-	if d < 0 {
-		sign, d = "-", -d
-	}
-	var b strings.Builder
-	b.WriteString(sign)
-	if h := d / time.Hour; h > 0 {
-		fmt.Fprintf(&b, "%dh", h)
-		d -= h * time.Hour
-	}
-	if m := d / time.Minute; m > 0 {
-		fmt.Fprintf(&b, "%dm", m)
-		d -= m * time.Minute
-	}
-	if d > 0 {
-		// Below a minute time.Duration's own form is already minimal:
-		// 30s, 1.5s, 250ms.
-		b.WriteString(d.String())
-	}
-	return b.String()
-}
 
 // formatProtoDuration is formatDuration for an optional proto field; unset
 // is "-".
@@ -50,7 +23,7 @@ func formatProtoDuration(d *durationpb.Duration) string {
 	if d == nil {
 		return "-"
 	}
-	return formatDuration(d.AsDuration())
+	return duration.Format(d.AsDuration())
 }
 
 // sizeUnits are the binary units, largest first.
@@ -89,7 +62,7 @@ func formatAge(t, now time.Time) string {
 	} else {
 		d = d.Round(time.Minute)
 	}
-	return prefix + formatDuration(d) + suffix
+	return prefix + duration.Format(d) + suffix
 }
 
 // formatTime writes a timestamp as RFC 3339 in UTC to the second, followed

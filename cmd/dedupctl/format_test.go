@@ -10,29 +10,6 @@ import (
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
-func TestFormatDuration(t *testing.T) {
-	tests := []struct {
-		in   time.Duration
-		want string
-	}{
-		{0, "0s"},
-		{72 * time.Hour, "72h"},
-		{30 * time.Second, "30s"},
-		{90 * time.Minute, "1h30m"},
-		{time.Hour + 30*time.Second, "1h30s"},
-		{time.Hour + 500*time.Millisecond, "1h500ms"},
-		{1500 * time.Millisecond, "1.5s"},
-		{250 * time.Millisecond, "250ms"},
-		{-2 * time.Minute, "-2m"},
-		{7 * 24 * time.Hour, "168h"},
-	}
-	for _, tt := range tests {
-		if got := formatDuration(tt.in); got != tt.want {
-			t.Errorf("formatDuration(%v) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestFormatSize(t *testing.T) {
 	tests := []struct {
 		in   int64

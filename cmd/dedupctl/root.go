@@ -19,6 +19,7 @@ import (
 	"github.com/dedupd/dedupd/client"
 	"github.com/dedupd/dedupd/cmd/dedupctl/internal/loadtest"
 	"github.com/dedupd/dedupd/internal/dedupdconn"
+	"github.com/dedupd/dedupd/internal/duration"
 	"github.com/dedupd/dedupd/internal/envflags"
 	"github.com/dedupd/dedupd/internal/version"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
@@ -98,6 +99,7 @@ Exit status: 0 success, 1 the server refused or could not be reached,
 	root.AddCommand(newPolicyCommand(a), newRecordsCommand(a), newStreamsCommand(a), newPurgeCommand(a),
 		newStatsCommand(a), newReconcileCommand(a), newCompletionCommand(),
 		loadtest.NewCommand(a.dial, func() string { return a.output }))
+	duration.Adopt(root)
 	return root
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dedupd/dedupd/internal/dedupdconn"
+	"github.com/dedupd/dedupd/internal/duration"
 	"github.com/dedupd/dedupd/internal/envflags"
 	"github.com/dedupd/dedupd/internal/version"
 )
@@ -61,6 +62,8 @@ func newRootCommand() *cobra.Command {
 	}
 	versionCmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	root.AddCommand(newServeCommand(), newMigrateCommand(), newMigrateStoreCommand(), newProbeCommand(), newGatewayCommand(), versionCmd)
+	// Every duration flag takes days (7d), as dedupctl's do.
+	duration.Adopt(root)
 	return root
 }
 
