@@ -50,35 +50,6 @@ marker; the digest is shown in hex.`,
 	}
 }
 
-func newRecordsDeleteCommand(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete CONSUMER KEY",
-		Short: "Forget one key so that its next claim runs the work again",
-		Long: `Delete the record of one key, whatever its state, and show what was deleted.
-The next Claim of the key acquires it afresh and runs the work again.`,
-		Example: `  dedupctl records delete payments charge-42
-  dedupctl records delete payments charge-42 -o json`,
-		Args: args(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			admin, err := a.admin()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.callContext(cmd.Context())
-			defer cancel()
-			resp, err := admin.DeleteRecord(ctx, &dedupv1.DeleteRecordRequest{Consumer: argv[0], Key: argv[1]})
-			if err != nil {
-				return err
-			}
-			if a.jsonOutput() {
-				return a.printJSON(resp)
-			}
-			fmt.Fprintln(a.std.out, "deleted:")
-			return a.printRecord(resp.GetRecord())
-		},
-	}
-}
-
 // printRecord writes one record as a two-column table.
 func (a *app) printRecord(r *dedupv1.Record) error {
 	now := a.now()

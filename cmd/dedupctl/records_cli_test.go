@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -119,16 +120,16 @@ func TestCLIRecords(t *testing.T) {
 		}
 
 		// delete: shows what it deleted, then it is gone.
-		r = s.ok(t, "records", "delete", "shop", "order-3")
+		r = s.ok(t, "records", "delete", "shop", "order-3", "--yes")
 		if !strings.HasPrefix(r.stdout, "deleted:") || !strings.Contains(r.stdout, "OUT_OF_STOCK: no") {
 			t.Errorf("records delete:\n%s", r.stdout)
 		}
 		var del dedupv1.DeleteRecordResponse
-		parseJSON(t, s.ok(t, "records", "delete", "shop", "order-1", "-o", "json").stdout, &del)
+		parseJSON(t, s.ok(t, "records", "delete", "shop", "order-1", "-o", "json", "--yes").stdout, &del)
 		if del.GetRecord().GetKey() != "order-1" || del.GetRecord().GetState() != dedupv1.State_STATE_COMPLETED {
 			t.Errorf("delete JSON = %v", &del)
 		}
-		s.fails(t, exitFailure, `RECORD_NOT_FOUND`, "records", "delete", "shop", "order-1")
+		s.fails(t, exitFailure, `RECORD_NOT_FOUND`, "records", "delete", "shop", "order-1", "--yes")
 		s.fails(t, exitFailure, `RECORD_NOT_FOUND`, "records", "get", "shop", "order-3")
 	})
 }
@@ -238,4 +239,45 @@ func TestCLIReadsDedupdAddr(t *testing.T) {
 	if r := runCtlEnv(t, s.addr, nil, "stats"); r.code != 0 {
 		t.Errorf("DEDUPCTL_SERVER alone: %v", r)
 	}
+}
+
+// TestCLIRecordsDeleteIsSafe: off a terminal, delete refuses without
+// --yes (exit 2, nothing deleted); on one it shows the record and asks,
+// and warns first when the record is PENDING with a live lease; what it
+// prints is the record as it was stored (its expiry, not the moment of
+// the delete).
+func TestCLIRecordsDeleteIsSafe(t *testing.T) {
+	s := startDedupd(t)
+	ctx := context.Background()
+	s.complete(t, "shop", "done-1", []byte("ok"))
+	s.claim(t, "shop", "held-1", "worker-a", time.Hour)
+
+	s.fails(t, exitUsage, "pass --yes", "records", "delete", "shop", "done-1")
+	before := s.ok(t, "records", "get", "shop", "done-1").stdout
+
+	r := inProcess{stdin: "n\n", interactive: true}.run(ctx, s, "records", "delete", "shop", "held-1")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stderr, "lease") ||
+		!strings.Contains(r.stderr, "worker-a") || !strings.Contains(r.stderr, "[y/N]") || !strings.Contains(r.stderr, "aborted: nothing changed") {
+		t.Fatalf("answering n for a live lease: %v", r)
+	}
+	s.ok(t, "records", "get", "shop", "held-1")
+
+	r = inProcess{stdin: "y\n", interactive: true}.run(ctx, s, "records", "delete", "shop", "done-1")
+	if r.code != 0 || strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stdout, "deleted:") {
+		t.Fatalf("answering y for a completed record: %v", r)
+	}
+	expiry := func(out string) string {
+		for line := range strings.Lines(out) {
+			if v, ok := strings.CutPrefix(line, "expires_at"); ok {
+				at, _, _ := strings.Cut(strings.TrimSpace(v), " (")
+				return at
+			}
+		}
+		return ""
+	}
+	printed := r.stdout[strings.Index(r.stdout, "deleted:"):]
+	if want := expiry(before); want == "" || expiry(printed) != want {
+		t.Fatalf("the deleted record's expires_at %q, want %q as stored:\n%s", expiry(printed), want, printed)
+	}
+	s.fails(t, exitFailure, "RECORD_NOT_FOUND", "records", "get", "shop", "done-1")
 }
