@@ -45,7 +45,7 @@ func (a *app) deleteRecord(ctx context.Context, consumer, key string, yes bool) 
 		return err
 	}
 	before, err := a.lookupBeforeDelete(ctx, consumer, key)
-	if err != nil {
+	if err != nil && !(yes && status.Code(err) == codes.NotFound) {
 		return err
 	}
 	if before != nil && liveLease(before) != nil && liveLease(before).AsTime().After(a.now()) {
@@ -84,8 +84,8 @@ func (a *app) deleteRecord(ctx context.Context, consumer, key string, yes bool) 
 // lookupBeforeDelete reads the record about to be deleted, for the
 // question, the warning and the printout. A token that may delete but not
 // read the consumer's records (an admin token that covers no consumer)
-// gets nil: the delete then goes on without them. A missing record is
-// the delete's own NOT_FOUND.
+// gets nil: the delete then goes on without them. With --yes a missing
+// record is left to the delete to report, since it may also be refused.
 func (a *app) lookupBeforeDelete(ctx context.Context, consumer, key string) (*dedupv1.Record, error) {
 	records, err := a.records()
 	if err != nil {
