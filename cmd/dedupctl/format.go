@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/dedupd/dedupd/internal/duration"
+	"github.com/dedupd/dedupd/internal/resultview"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -97,17 +97,10 @@ func printable(b []byte) bool {
 	return true
 }
 
-// formatBytes writes a stored result as text when it is printable,
-// otherwise as base64 with a "base64:" marker and its size; empty is "-".
-func formatBytes(b []byte) string {
-	switch {
-	case len(b) == 0:
-		return "-"
-	case printable(b):
-		return string(b)
-	}
-	return fmt.Sprintf("base64:%s (%d bytes)", base64.StdEncoding.EncodeToString(b), len(b))
-}
+// formatBytes writes a stored result or detail on one line, as
+// internal/resultview reads it: text, compact JSON, a stored HTTP
+// response's status and body, or hex.
+func formatBytes(b []byte) string { return resultview.Decode(b).Summary() }
 
 // formatDigest writes a digest, which is a hash and never text, in hex.
 func formatDigest(b []byte) string {

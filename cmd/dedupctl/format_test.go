@@ -65,11 +65,11 @@ func TestFormatBytes(t *testing.T) {
 	}{
 		{nil, "-"},
 		{[]byte("ok"), "ok"},
-		{[]byte(`{"id": 42}`), `{"id": 42}`},
+		{[]byte(`{"id": 42}`), `{"id":42}`},
 		{[]byte("grüße"), "grüße"},
-		{[]byte{0xff, 0x00}, "base64:/wA= (2 bytes)"},
-		{[]byte("two\nlines"), "base64:dHdvCmxpbmVz (9 bytes)"},
-		{[]byte("tab\there"), "base64:dGFiCWhlcmU= (8 bytes)"},
+		{[]byte{0xff, 0x00}, "hex:ff00 (2 bytes)"},
+		{[]byte("two\nlines"), "two lines"},
+		{[]byte("tab\there"), "tab here"},
 	}
 	for _, tt := range tests {
 		if got := formatBytes(tt.in); got != tt.want {

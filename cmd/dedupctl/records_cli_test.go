@@ -35,7 +35,7 @@ func TestCLIRecords(t *testing.T) {
 			t.Errorf("a PENDING record shows lease_expires_at %q, want its time", got)
 		}
 		r = s.ok(t, "records", "get", "shop", "order-2")
-		if got := strings.Join(tableRows(t, r.stdout)["result"][1:], " "); got != "base64:/wAB (3 bytes)" {
+		if got := strings.Join(tableRows(t, r.stdout)["result"][1:], " "); got != "hex:ff0001 (3 bytes)" {
 			t.Errorf("binary result shown as %q", got)
 		}
 		var lookup dedupv1.LookupResponse

@@ -189,7 +189,9 @@ func checkStoredLimit(ctx context.Context, logger *slog.Logger, mc httpidem.Conf
 	defer cancel()
 	p, err := c.Admin().GetPolicy(ctx, &dedupv1.GetPolicyRequest{Consumer: mc.Consumer})
 	if err != nil {
-		logger.Info("could not read the consumer's policy; make sure its max_result_bytes holds the stored responses",
+		logger.Warn("could not read the consumer's policy to check that its max_result_bytes holds the stored responses "+
+			"(a response with its headers over it is passed through and not stored: serve with --max-result-bytes at least want_at_least, "+
+			"or raise it with dedupctl policy set --max-result-bytes)",
 			"consumer", mc.Consumer, "want_at_least", mc.MaxStoredResponseBytes+storedHeadroom, "err", err)
 		return
 	}
