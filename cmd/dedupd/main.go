@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,12 +21,24 @@ import (
 	"github.com/dedupd/dedupd/internal/version"
 )
 
+// Exit status: 0 success, 1 failure, 2 usage error (a bad flag), as
+// dedupctl's.
+const exitUsage = 2
+
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "dedupd:", err)
+		if _, usage := errors.AsType[usageError](err); usage {
+			os.Exit(exitUsage)
+		}
 		os.Exit(1)
 	}
 }
+
+// usageError is a mistake on the command line.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -44,6 +57,7 @@ func newRootCommand() *cobra.Command {
 			return envflags.Apply(cmd.Flags(), "DEDUPD")
 		},
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	var showVersion bool
 	var output string
 	root.Flags().BoolVar(&showVersion, "version", false, "print the version and exit")

@@ -89,7 +89,7 @@ see docs/operations.md).`,
 	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address serving the same API over HTTP/1.1 and HTTP/2: Connect with JSON (curl), gRPC-Web (docs/http.md); same auth, TLS and limits as --listen; empty turns it off")
 	f.StringVar(&cfg.ReadyFile, "ready-file", "", "once serving, write the bound gRPC address (first line; then \"metrics ADDR\" with --metrics-listen and \"http ADDR\" with --http-listen) to this file, atomically; removed on exit. Lets scripts use --listen 127.0.0.1:0")
 	f.StringVar(&cfg.DataDir, "data-dir", "dedupd-data", "directory of the embedded store (used when --database-url is empty)")
-	f.StringVar(&cfg.EmbeddedEngine, "embedded-engine", server.EngineAuto, "engine of the embedded store: auto (the one already in --data-dir; a new directory gets "+server.DefaultEmbeddedEngine+"), sqlite or pebble (docs/operations.md, \"Choosing the embedded engine\")")
+	f.StringVar(&cfg.EmbeddedEngine, "embedded-engine", server.EngineAuto, "engine of the embedded store: auto (the one already in --data-dir; a new directory gets "+server.DefaultEmbeddedEngine+"), sqlite or pebble (docs/operations.md, \"The embedded store: choosing its engine\")")
 	f.StringVar(&embeddedSync, "embedded-sync", "full", "embedded store durability: full (fsync each commit; survives power loss) or normal (survives a process crash only; about 3x the write rate)")
 	f.BoolVar(&cfg.GroupCommit, "group-commit", true, "write concurrent calls together (one multi-row INSERT on PostgreSQL, one transaction and fsync on the embedded store); answers are the same either way")
 	f.Int64Var(&cfg.ReplayCacheBytes, "replay-cache-bytes", 32<<20, "memory for finished records kept to answer their replays without the database; 0 turns the cache off")
