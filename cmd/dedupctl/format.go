@@ -83,20 +83,6 @@ func formatRelative(ts *timestamppb.Timestamp, now time.Time) string {
 	return formatAge(ts.AsTime(), now)
 }
 
-// printable reports whether b reads as text on one line: valid UTF-8 made
-// of printable characters (spaces included, control characters not).
-func printable(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, r := range string(b) {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
-
 // formatBytes writes a stored result or detail on one line, as
 // internal/resultview reads it: text, compact JSON, a stored HTTP
 // response's status and body, or hex.

@@ -275,7 +275,7 @@ func TestCLIRecordsDeleteIsSafe(t *testing.T) {
 		}
 		return ""
 	}
-	printed := r.stdout[strings.Index(r.stdout, "deleted:"):]
+	_, printed, _ := strings.Cut(r.stdout, "deleted:")
 	if want := expiry(before); want == "" || expiry(printed) != want {
 		t.Fatalf("the deleted record's expires_at %q, want %q as stored:\n%s", expiry(printed), want, printed)
 	}

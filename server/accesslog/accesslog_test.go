@@ -177,7 +177,7 @@ func TestLoggedValuesAreBounded(t *testing.T) {
 // open (grpcurl's reflection stream). Times are the test's clock.
 func TestSlowCountsTimeBeyondTheWaitAsked(t *testing.T) {
 	const slow = 250 * time.Millisecond
-	wait := func(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
+	wait := durationpb.New
 	for _, tc := range []struct {
 		name     string
 		req      any
