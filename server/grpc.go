@@ -140,7 +140,7 @@ func diagnosticMethod(fullMethod string) bool {
 // consumer-facing service would need all three first; TestStreamingCallsAreAdminOnly
 // fails when one appears.
 func newGRPCServer(cfg Config, log *slog.Logger, healthSrv healthpb.HealthServer, g guards) *grpc.Server {
-	calls := accesslog.New(log, accesslog.Options{All: cfg.LogAllCalls, Slow: cfg.LogSlowCalls,
+	calls := accesslog.New(log, accesslog.Options{All: cfg.LogAllCalls, Slow: cfg.LogSlowCalls, MaxWait: cfg.ClaimWait.MaxWait,
 		Failed: loglimit.New(failedCallLinesPerSecond, failedCallLinesBurst)})
 	unary := []grpc.UnaryServerInterceptor{
 		consumer.UnaryServerInterceptor(),

@@ -64,7 +64,9 @@ func newHTTPAPI(ctx context.Context, cfg Config, g guards, srv *grpc.Server, m *
 	if cfg.HTTPListen == "" {
 		return nil, nil //nolint:nilnil // no listener asked for is not an error
 	}
-	opts := httpapi.Options{MaxBodyBytes: httpBodyBytes(cfg)}
+	opts := httpapi.Options{MaxBodyBytes: httpBodyBytes(cfg), TooLarge: fmt.Sprintf(
+		"request too large: a message may hold at most %d bytes (dedupd serve --max-message-bytes), its JSON body at most %d",
+		maxMessageBytes(cfg), httpBodyBytes(cfg))}
 	if g.inflight != nil {
 		opts.Tap = g.inflight.Tap(diagnosticMethod)
 	}

@@ -14,8 +14,10 @@ import (
 // TestHTTPBodyLimits: a body over the HTTP bound (here twice
 // --max-message-bytes and a MiB) is refused before it is decoded, whether
 // its length is announced or not; a body within it whose message is over
-// --max-message-bytes is refused as the same message over gRPC is. Each
-// refusal is RESOURCE_EXHAUSTED, HTTP 429, and changes nothing stored.
+// --max-message-bytes is refused too. Each refusal is HTTP 413 (a
+// request that can never succeed, not 429's "later"), code
+// resource_exhausted, with a message naming --max-message-bytes, and
+// changes nothing stored.
 func TestHTTPBodyLimits(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxMessageBytes = cfg.Limits.MaxResultBytes + messageOverhead // 65 KiB
@@ -55,8 +57,8 @@ func TestHTTPBodyLimits(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 			a := do(t, req)
 			e := a.connectErr(t)
-			if a.status != http.StatusTooManyRequests || e.Code != "resource_exhausted" {
-				t.Fatalf("HTTP %d %+v, want 429 resource_exhausted", a.status, e)
+			if a.status != http.StatusRequestEntityTooLarge || e.Code != "resource_exhausted" || !strings.Contains(e.Message, "--max-message-bytes") {
+				t.Fatalf("HTTP %d %+v, want 413 resource_exhausted naming --max-message-bytes", a.status, e)
 			}
 			if len(e.Message) > 1024 {
 				t.Errorf("the refusal echoes %d bytes", len(e.Message))

@@ -39,6 +39,9 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, onRetry func(o
 	if cfg.DatabaseURL == "" {
 		return openEmbedded(ctx, cfg, log)
 	}
+	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
 	opts := pgstore.Options{OnRetry: onRetry}
 	if !cfg.GroupCommit {
 		opts.MaxBatch = 1
@@ -62,6 +65,9 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, onRetry func(o
 
 // Migrate brings a shared database to the head of its migrations.
 func Migrate(ctx context.Context, databaseURL string, log *slog.Logger) error {
+	if err := checkDatabaseURL(databaseURL); err != nil {
+		return err
+	}
 	st, err := pgstore.Open(ctx, databaseURL, pgstore.Options{})
 	if err != nil {
 		return fmt.Errorf("opening database: %w", err)

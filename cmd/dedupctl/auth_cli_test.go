@@ -77,7 +77,7 @@ func TestCLIAuthTokens(t *testing.T) {
 			code: exitFailure, want: "PERMISSION_DENIED"},
 		{name: "consumer token, admin command", args: []string{"--token", ctlShopToken, "stats"},
 			code: exitFailure, want: "PERMISSION_DENIED"},
-		{name: "consumer token, admin delete", args: []string{"--token", ctlShopToken, "records", "delete", "shop", "k"},
+		{name: "consumer token, admin delete", args: []string{"--token", ctlShopToken, "records", "delete", "shop", "k", "--yes"},
 			code: exitFailure, want: "PERMISSION_DENIED"},
 	})
 }

@@ -117,11 +117,12 @@ func runCtlEnv(t *testing.T, addr string, env []string, args ...string) result {
 	return r
 }
 
-// ctlEnv is the environment without any DEDUPCTL_ setting of the caller.
+// ctlEnv is the environment without any DEDUPCTL_ or DEDUPD_ADDR setting
+// of the caller.
 func ctlEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DEDUPCTL_") {
+		if !strings.HasPrefix(kv, "DEDUPCTL_") && !strings.HasPrefix(kv, "DEDUPD_ADDR=") {
 			env = append(env, kv)
 		}
 	}

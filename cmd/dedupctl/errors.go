@@ -85,7 +85,7 @@ func describeError(err error, server string) string {
 	switch s.Code() {
 	case codes.Unavailable:
 		if strings.Contains(msg, "connection refused") {
-			return fmt.Sprintf("cannot reach dedupd at %s: connection refused (is it running? set --server or DEDUPCTL_SERVER)", server)
+			return fmt.Sprintf("cannot reach dedupd at %s: connection refused (is it running? set --server or DEDUPD_ADDR)", server)
 		}
 		if strings.Contains(msg, "server preface") && !strings.HasSuffix(server, "(TLS)") {
 			// A TLS server closes a plaintext connection without a word.

@@ -33,7 +33,7 @@ func TestDescribeError(t *testing.T) {
 			`POLICY_NOT_FOUND: no policy for "x"`},
 		{"connection refused", status.Error(codes.Unavailable,
 			`connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`),
-			"cannot reach dedupd at 127.0.0.1:1: connection refused (is it running? set --server or DEDUPCTL_SERVER)"},
+			"cannot reach dedupd at 127.0.0.1:1: connection refused (is it running? set --server or DEDUPD_ADDR)"},
 		{"unauthenticated", status.Error(codes.Unauthenticated, "missing token"),
 			"UNAUTHENTICATED: missing token (pass a token with --token or DEDUPCTL_TOKEN, or a listed client certificate with --tls-cert/--tls-key)"},
 		{"dedupd's unauthenticated", withInfo(t, codes.Unauthenticated, "no bearer token", "UNAUTHENTICATED",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -13,36 +12,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/dedupd/dedupd/internal/duration"
+	"github.com/dedupd/dedupd/internal/resultview"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
-
-// formatDuration writes d the way an operator types it: 72h, 30s, 1h30m,
-// with zero units left out. It parses back with parseDuration.
-func formatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	sign := ""
-	if d < 0 {
-		sign, d = "-", -d
-	}
-	var b strings.Builder
-	b.WriteString(sign)
-	if h := d / time.Hour; h > 0 {
-		fmt.Fprintf(&b, "%dh", h)
-		d -= h * time.Hour
-	}
-	if m := d / time.Minute; m > 0 {
-		fmt.Fprintf(&b, "%dm", m)
-		d -= m * time.Minute
-	}
-	if d > 0 {
-		// Below a minute time.Duration's own form is already minimal:
-		// 30s, 1.5s, 250ms.
-		b.WriteString(d.String())
-	}
-	return b.String()
-}
 
 // formatProtoDuration is formatDuration for an optional proto field; unset
 // is "-".
@@ -50,7 +23,7 @@ func formatProtoDuration(d *durationpb.Duration) string {
 	if d == nil {
 		return "-"
 	}
-	return formatDuration(d.AsDuration())
+	return duration.Format(d.AsDuration())
 }
 
 // sizeUnits are the binary units, largest first.
@@ -89,7 +62,7 @@ func formatAge(t, now time.Time) string {
 	} else {
 		d = d.Round(time.Minute)
 	}
-	return prefix + formatDuration(d) + suffix
+	return prefix + duration.Format(d) + suffix
 }
 
 // formatTime writes a timestamp as RFC 3339 in UTC to the second, followed
@@ -110,31 +83,10 @@ func formatRelative(ts *timestamppb.Timestamp, now time.Time) string {
 	return formatAge(ts.AsTime(), now)
 }
 
-// printable reports whether b reads as text on one line: valid UTF-8 made
-// of printable characters (spaces included, control characters not).
-func printable(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, r := range string(b) {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
-
-// formatBytes writes a stored result as text when it is printable,
-// otherwise as base64 with a "base64:" marker and its size; empty is "-".
-func formatBytes(b []byte) string {
-	switch {
-	case len(b) == 0:
-		return "-"
-	case printable(b):
-		return string(b)
-	}
-	return fmt.Sprintf("base64:%s (%d bytes)", base64.StdEncoding.EncodeToString(b), len(b))
-}
+// formatBytes writes a stored result or detail on one line, as
+// internal/resultview reads it: text, compact JSON, a stored HTTP
+// response's status and body, or hex.
+func formatBytes(b []byte) string { return resultview.Decode(b).Summary() }
 
 // formatDigest writes a digest, which is a hash and never text, in hex.
 func formatDigest(b []byte) string {

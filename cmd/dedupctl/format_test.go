@@ -10,29 +10,6 @@ import (
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
-func TestFormatDuration(t *testing.T) {
-	tests := []struct {
-		in   time.Duration
-		want string
-	}{
-		{0, "0s"},
-		{72 * time.Hour, "72h"},
-		{30 * time.Second, "30s"},
-		{90 * time.Minute, "1h30m"},
-		{time.Hour + 30*time.Second, "1h30s"},
-		{time.Hour + 500*time.Millisecond, "1h500ms"},
-		{1500 * time.Millisecond, "1.5s"},
-		{250 * time.Millisecond, "250ms"},
-		{-2 * time.Minute, "-2m"},
-		{7 * 24 * time.Hour, "168h"},
-	}
-	for _, tt := range tests {
-		if got := formatDuration(tt.in); got != tt.want {
-			t.Errorf("formatDuration(%v) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestFormatSize(t *testing.T) {
 	tests := []struct {
 		in   int64
@@ -88,11 +65,11 @@ func TestFormatBytes(t *testing.T) {
 	}{
 		{nil, "-"},
 		{[]byte("ok"), "ok"},
-		{[]byte(`{"id": 42}`), `{"id": 42}`},
+		{[]byte(`{"id": 42}`), `{"id":42}`},
 		{[]byte("grüße"), "grüße"},
-		{[]byte{0xff, 0x00}, "base64:/wA= (2 bytes)"},
-		{[]byte("two\nlines"), "base64:dHdvCmxpbmVz (9 bytes)"},
-		{[]byte("tab\there"), "base64:dGFiCWhlcmU= (8 bytes)"},
+		{[]byte{0xff, 0x00}, "hex:ff00 (2 bytes)"},
+		{[]byte("two\nlines"), "two lines"},
+		{[]byte("tab\there"), "tab here"},
 	}
 	for _, tt := range tests {
 		if got := formatBytes(tt.in); got != tt.want {

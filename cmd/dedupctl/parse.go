@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dedupd/dedupd/internal/duration"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -47,48 +47,13 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// leadingDays matches a days prefix such as "7d" in "7d12h".
-var leadingDays = regexp.MustCompile(`^(\d+)d`)
-
-// parseDuration reads a Go duration (72h, 1h30m, 90s) that may start with a
-// number of days (7d, 1d12h). A bare 0 is zero.
-func parseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	neg := strings.HasPrefix(s, "-")
-	body := strings.TrimPrefix(s, "-")
-	var days time.Duration
-	if m := leadingDays.FindStringSubmatch(body); m != nil {
-		n, err := strconv.ParseInt(m[1], 10, 64)
-		if err != nil || n > int64(math.MaxInt64/(24*time.Hour)) {
-			return 0, fmt.Errorf("duration %q: too large", s)
-		}
-		days = time.Duration(n) * 24 * time.Hour
-		body = body[len(m[0]):]
-	}
-	var rest time.Duration
-	if body != "" || days == 0 {
-		var err error
-		if rest, err = time.ParseDuration(body); err != nil {
-			return 0, fmt.Errorf("duration %q: want a duration such as 30s, 1h30m, 72h or 7d", s)
-		}
-	}
-	d := days + rest
-	if d < days { // overflow
-		return 0, fmt.Errorf("duration %q: too large", s)
-	}
-	if neg {
-		d = -d
-	}
-	return d, nil
-}
-
 // parseTimeBound reads a point in time: RFC 3339 (2026-01-02T15:04:05Z), or
 // a duration meaning that long before now (2h, 7d).
 func parseTimeBound(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	d, err := parseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil || d < 0 {
 		return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-01-02T15:04:05Z) or an age such as 2h or 7d", s)
 	}
@@ -123,11 +88,11 @@ func (f durationFlag) String() string {
 	if f.d == nil {
 		return ""
 	}
-	return formatDuration(*f.d)
+	return duration.Format(*f.d)
 }
 
 func (f durationFlag) Set(s string) error {
-	d, err := parseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dedupd/dedupd/internal/duration"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func TestParseSize(t *testing.T) {
@@ -34,35 +38,6 @@ func TestParseSize(t *testing.T) {
 		got, err := parseSize(tt.in)
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("parseSize(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
-func TestParseDuration(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    time.Duration
-		wantErr bool
-	}{
-		{"72h", 72 * time.Hour, false},
-		{"1h30m", 90 * time.Minute, false},
-		{"30s", 30 * time.Second, false},
-		{"250ms", 250 * time.Millisecond, false},
-		{"0", 0, false},
-		{"7d", 7 * 24 * time.Hour, false},
-		{"1d12h", 36 * time.Hour, false},
-		{"-2h", -2 * time.Hour, false},
-		{"d", 0, true},
-		{"7days", 0, true},
-		{"12h1d", 0, true},
-		{"", 0, true},
-		{"soon", 0, true},
-		{"999999999999d", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := parseDuration(tt.in)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
 }
@@ -114,9 +89,9 @@ func TestParseStates(t *testing.T) {
 // TestFormatParsesBack checks that what dedupctl prints is what it reads.
 func TestFormatParsesBack(t *testing.T) {
 	for _, d := range []time.Duration{time.Second, 90 * time.Second, 72 * time.Hour, time.Hour + 30*time.Second, 1500 * time.Millisecond} {
-		got, err := parseDuration(formatDuration(d))
+		got, err := duration.Parse(duration.Format(d))
 		if err != nil || got != d {
-			t.Errorf("parseDuration(formatDuration(%v) = %q) = %v, %v", d, formatDuration(d), got, err)
+			t.Errorf("duration.Parse(duration.Format(%v) = %q) = %v, %v", d, duration.Format(d), got, err)
 		}
 	}
 	for _, n := range []int64{0, 1, 1000, 1536, 64 << 10, 1 << 20, 3 << 30} {
@@ -138,5 +113,31 @@ func TestFlagValues(t *testing.T) {
 	var n int64
 	if err := (sizeFlag{&n}).Set("64KiB"); err != nil || n != 65536 || (sizeFlag{&n}).String() != "64KiB" {
 		t.Errorf("sizeFlag 64KiB = %d, %v", n, err)
+	}
+}
+
+// TestEveryDurationFlagTakesDays: every duration flag of every dedupctl
+// command, --timeout and bench's included, reads days.
+func TestEveryDurationFlagTakesDays(t *testing.T) {
+	root := newRootCommand(&app{})
+	seen := 0
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "duration" {
+				return
+			}
+			seen++
+			if err := f.Value.Set("1d"); err != nil {
+				t.Errorf("%s --%s 1d: %v", cmd.CommandPath(), f.Name, err)
+			}
+		})
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	if seen < 5 {
+		t.Fatalf("only %d duration flags found", seen)
 	}
 }

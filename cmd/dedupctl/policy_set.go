@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/dedupd/dedupd/internal/duration"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -125,7 +126,7 @@ func (a *app) policySet(cmd *cobra.Command, consumer string, f *policySetFlags) 
 	if shortens && !f.yes && a.std.interactive {
 		a.printPolicyChange(consumer, current.GetEffective(), preview)
 		summarised = true
-		ok, err := a.confirm(cmd.Context(), fmt.Sprintf("Shorten completed_ttl of %s to %s?", consumer, formatDuration(completedTTL(preview.GetEffective()))))
+		ok, err := a.confirm(cmd.Context(), fmt.Sprintf("Shorten completed_ttl of %s to %s?", consumer, duration.Format(completedTTL(preview.GetEffective()))))
 		if err != nil {
 			return err
 		}
@@ -159,7 +160,7 @@ func (a *app) printWarnings(resp *dedupv1.SetPolicyResponse, before *dedupv1.Pol
 	}
 	if shortens && len(resp.GetWarnings()) == 0 {
 		fmt.Fprintf(a.std.err, "warning: completed_ttl shortens from %s to %s: a redelivery that arrives after the new TTL runs the work again\n",
-			formatDuration(completedTTL(before)), formatDuration(completedTTL(resp.GetEffective())))
+			duration.Format(completedTTL(before)), duration.Format(completedTTL(resp.GetEffective())))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/dedupd/dedupd/internal/duration"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -105,7 +106,7 @@ func describePurge(req *dedupv1.PurgeRequest, olderThan time.Duration) string {
 		parts = append(parts, "in state "+strings.Join(names, " or "))
 	}
 	if olderThan > 0 {
-		parts = append(parts, "unchanged for "+formatDuration(olderThan))
+		parts = append(parts, "unchanged for "+duration.Format(olderThan))
 	}
 	if req.GetExpiredOnly() {
 		parts = append(parts, "past their expiry")

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/dedupd/dedupd/internal/resultview"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 )
 
@@ -25,9 +27,10 @@ func newRecordsGetCommand(a *app) *cobra.Command {
 		Use:   "get CONSUMER KEY",
 		Short: "Show everything stored about one key",
 		Long: `Show the stored record of one key: state, digest, fencing token, attempts,
-owner, times, and the stored result or rejection. A result that is
-printable text is shown as text, anything else as base64 with a "base64:"
-marker; the digest is shown in hex.`,
+owner, times, and the stored result or rejection. A result is shown as
+text, as JSON (pretty-printed below the table), as the HTTP response the
+gateway stored (status, headers and body, below the table), or in hex; -o
+json keeps the raw bytes (base64). The digest is shown in hex.`,
 		Example: `  dedupctl records get payments charge-42
   dedupctl records get payments charge-42 -o json | jq -r .record.result | base64 -d`,
 		Args: args(cobra.ExactArgs(2)),
@@ -45,35 +48,6 @@ marker; the digest is shown in hex.`,
 			if a.jsonOutput() {
 				return a.printJSON(resp)
 			}
-			return a.printRecord(resp.GetRecord())
-		},
-	}
-}
-
-func newRecordsDeleteCommand(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete CONSUMER KEY",
-		Short: "Forget one key so that its next claim runs the work again",
-		Long: `Delete the record of one key, whatever its state, and show what was deleted.
-The next Claim of the key acquires it afresh and runs the work again.`,
-		Example: `  dedupctl records delete payments charge-42
-  dedupctl records delete payments charge-42 -o json`,
-		Args: args(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			admin, err := a.admin()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.callContext(cmd.Context())
-			defer cancel()
-			resp, err := admin.DeleteRecord(ctx, &dedupv1.DeleteRecordRequest{Consumer: argv[0], Key: argv[1]})
-			if err != nil {
-				return err
-			}
-			if a.jsonOutput() {
-				return a.printJSON(resp)
-			}
-			fmt.Fprintln(a.std.out, "deleted:")
 			return a.printRecord(resp.GetRecord())
 		},
 	}
@@ -101,7 +75,20 @@ func (a *app) printRecord(r *dedupv1.Record) error {
 	for _, l := range lines {
 		row(w, l[0], l[1])
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// A response or a JSON document reads better whole, on its lines.
+	if v := resultview.Decode(r.GetResult()); v.Kind == resultview.HTTP || v.Kind == resultview.JSON && strings.ContainsAny(v.Detail(), "\n") {
+		_, err := fmt.Fprintf(a.std.out, "\nstored result, as %s:\n%s\n", v.Kind, indent(v.Detail(), "  "))
+		return err
+	}
+	return nil
+}
+
+// indent puts prefix before each line of s.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
 
 // liveLease is the end of a record's lease while it is PENDING. A

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestCLIRecords(t *testing.T) {
 			t.Errorf("a PENDING record shows lease_expires_at %q, want its time", got)
 		}
 		r = s.ok(t, "records", "get", "shop", "order-2")
-		if got := strings.Join(tableRows(t, r.stdout)["result"][1:], " "); got != "base64:/wAB (3 bytes)" {
+		if got := strings.Join(tableRows(t, r.stdout)["result"][1:], " "); got != "hex:ff0001 (3 bytes)" {
 			t.Errorf("binary result shown as %q", got)
 		}
 		var lookup dedupv1.LookupResponse
@@ -119,16 +120,16 @@ func TestCLIRecords(t *testing.T) {
 		}
 
 		// delete: shows what it deleted, then it is gone.
-		r = s.ok(t, "records", "delete", "shop", "order-3")
+		r = s.ok(t, "records", "delete", "shop", "order-3", "--yes")
 		if !strings.HasPrefix(r.stdout, "deleted:") || !strings.Contains(r.stdout, "OUT_OF_STOCK: no") {
 			t.Errorf("records delete:\n%s", r.stdout)
 		}
 		var del dedupv1.DeleteRecordResponse
-		parseJSON(t, s.ok(t, "records", "delete", "shop", "order-1", "-o", "json").stdout, &del)
+		parseJSON(t, s.ok(t, "records", "delete", "shop", "order-1", "-o", "json", "--yes").stdout, &del)
 		if del.GetRecord().GetKey() != "order-1" || del.GetRecord().GetState() != dedupv1.State_STATE_COMPLETED {
 			t.Errorf("delete JSON = %v", &del)
 		}
-		s.fails(t, exitFailure, `RECORD_NOT_FOUND`, "records", "delete", "shop", "order-1")
+		s.fails(t, exitFailure, `RECORD_NOT_FOUND`, "records", "delete", "shop", "order-1", "--yes")
 		s.fails(t, exitFailure, `RECORD_NOT_FOUND`, "records", "get", "shop", "order-3")
 	})
 }
@@ -158,7 +159,7 @@ func sortStrings(s []string) {
 func TestCLIConnectionErrors(t *testing.T) {
 	r := runCtl(t, "127.0.0.1:1", "stats")
 	first, _, _ := strings.Cut(r.stderr, "\n")
-	if r.code != exitFailure || first != "dedupctl: cannot reach dedupd at 127.0.0.1:1: connection refused (is it running? set --server or DEDUPCTL_SERVER)" {
+	if r.code != exitFailure || first != "dedupctl: cannot reach dedupd at 127.0.0.1:1: connection refused (is it running? set --server or DEDUPD_ADDR)" {
 		t.Errorf("stats against a closed port: %v", r)
 	}
 	r = runCtl(t, "127.0.0.1:1", "--token", "tok-XYZZY", "--server", "dedupd.example:7070", "stats")
@@ -217,4 +218,66 @@ func TestCLIEscapesStoredText(t *testing.T) {
 			t.Errorf("JSON changed the key or owner: %q, %q", lookup.GetRecord().GetKey(), lookup.GetRecord().GetOwner())
 		}
 	})
+}
+
+// TestCLIReadsDedupdAddr: dedupctl takes dedupd's address from DEDUPD_ADDR,
+// the variable every dedupd client reads, ahead of its older
+// DEDUPCTL_SERVER; --server wins over both.
+func TestCLIReadsDedupdAddr(t *testing.T) {
+	s := startDedupd(t)
+	const nowhere = "127.0.0.1:1"
+	if r := runCtlEnv(t, nowhere, []string{"DEDUPD_ADDR=" + s.addr}, "stats"); r.code != 0 {
+		t.Errorf("DEDUPD_ADDR set, DEDUPCTL_SERVER elsewhere: %v", r)
+	}
+	r := runCtlEnv(t, s.addr, []string{"DEDUPD_ADDR=" + nowhere}, "stats")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "cannot reach dedupd at "+nowhere) {
+		t.Errorf("DEDUPD_ADDR elsewhere: %v", r)
+	}
+	if r := runCtlEnv(t, nowhere, []string{"DEDUPD_ADDR=" + nowhere}, "--server", s.addr, "stats"); r.code != 0 {
+		t.Errorf("--server over DEDUPD_ADDR: %v", r)
+	}
+	if r := runCtlEnv(t, s.addr, nil, "stats"); r.code != 0 {
+		t.Errorf("DEDUPCTL_SERVER alone: %v", r)
+	}
+}
+
+// TestCLIRecordsDeleteIsSafe: off a terminal, delete refuses without
+// --yes (exit 2, nothing deleted); on one it shows the record and asks,
+// and warns first when the record is PENDING with a live lease; what it
+// prints is the record as it was stored (its expiry, not the moment of
+// the delete).
+func TestCLIRecordsDeleteIsSafe(t *testing.T) {
+	s := startDedupd(t)
+	ctx := context.Background()
+	s.complete(t, "shop", "done-1", []byte("ok"))
+	s.claim(t, "shop", "held-1", "worker-a", time.Hour)
+
+	s.fails(t, exitUsage, "pass --yes", "records", "delete", "shop", "done-1")
+	before := s.ok(t, "records", "get", "shop", "done-1").stdout
+
+	r := inProcess{stdin: "n\n", interactive: true}.run(ctx, s, "records", "delete", "shop", "held-1")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stderr, "lease") ||
+		!strings.Contains(r.stderr, "worker-a") || !strings.Contains(r.stderr, "[y/N]") || !strings.Contains(r.stderr, "aborted: nothing changed") {
+		t.Fatalf("answering n for a live lease: %v", r)
+	}
+	s.ok(t, "records", "get", "shop", "held-1")
+
+	r = inProcess{stdin: "y\n", interactive: true}.run(ctx, s, "records", "delete", "shop", "done-1")
+	if r.code != 0 || strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stdout, "deleted:") {
+		t.Fatalf("answering y for a completed record: %v", r)
+	}
+	expiry := func(out string) string {
+		for line := range strings.Lines(out) {
+			if v, ok := strings.CutPrefix(line, "expires_at"); ok {
+				at, _, _ := strings.Cut(strings.TrimSpace(v), " (")
+				return at
+			}
+		}
+		return ""
+	}
+	_, printed, _ := strings.Cut(r.stdout, "deleted:")
+	if want := expiry(before); want == "" || expiry(printed) != want {
+		t.Fatalf("the deleted record's expires_at %q, want %q as stored:\n%s", expiry(printed), want, printed)
+	}
+	s.fails(t, exitFailure, "RECORD_NOT_FOUND", "records", "get", "shop", "done-1")
 }

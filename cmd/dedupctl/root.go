@@ -17,6 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dedupd/dedupd/client"
+	"github.com/dedupd/dedupd/internal/dedupdconn"
+	"github.com/dedupd/dedupd/internal/duration"
 	"github.com/dedupd/dedupd/internal/envflags"
 	"github.com/dedupd/dedupd/internal/loadtest"
 	"github.com/dedupd/dedupd/internal/version"
@@ -67,14 +69,16 @@ func newRootCommand(a *app) *cobra.Command {
 consumer, listing and deleting stored records, purging in bulk, counts, and
 the reconciliation queue of abandoned claims. It never touches the database.
 
-Every global flag can also be set as DEDUPCTL_<FLAG>, for example
-DEDUPCTL_SERVER=db1:7070 or DEDUPCTL_TOKEN; a flag on the command line wins.
+dedupd's address is --server, else DEDUPD_ADDR (the variable every dedupd
+program and example reads), else 127.0.0.1:7070. Every other global flag can
+also be set as DEDUPCTL_<FLAG>, for example DEDUPCTL_TOKEN; DEDUPCTL_SERVER
+is an older alias of DEDUPD_ADDR. A flag on the command line wins.
 
 Exit status: 0 success, 1 the server refused or could not be reached,
 2 usage error, 130 interrupted.`,
 		Example: `  dedupctl policy set payments --completed-ttl 7d --dry-run
   dedupctl records list payments --state pending
-  DEDUPCTL_SERVER=dedupd.internal:7070 dedupctl --tls stats`,
+  DEDUPD_ADDR=dedupd.internal:7070 dedupctl --tls stats`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.prepare(cmd) },
@@ -95,11 +99,16 @@ Exit status: 0 success, 1 the server refused or could not be reached,
 	root.AddCommand(newPolicyCommand(a), newRecordsCommand(a), newStreamsCommand(a), newPurgeCommand(a),
 		newStatsCommand(a), newReconcileCommand(a), newCompletionCommand(),
 		loadtest.NewCommand(a.dial, func() string { return a.output }))
+	duration.Adopt(root)
 	return root
 }
 
-// prepare reads DEDUPCTL_* and checks the global flags before any command.
+// prepare reads DEDUPD_ADDR and DEDUPCTL_* and checks the global flags
+// before any command.
 func (a *app) prepare(cmd *cobra.Command) error {
+	if err := dedupdconn.ApplyAddrEnv(cmd.Root().PersistentFlags()); err != nil {
+		return usageError{err}
+	}
 	if err := envflags.Apply(cmd.Root().PersistentFlags(), "DEDUPCTL"); err != nil {
 		return usageError{err}
 	}

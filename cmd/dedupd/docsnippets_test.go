@@ -45,6 +45,9 @@ func TestDocSnippetsRunInOrder(t *testing.T) {
 	ran, skipped := 0, 0
 	for _, doc := range snippetDocs {
 		for _, cmd := range shellCommands(t, doc) {
+			// The docs name the server as $DEDUPD_ADDR, set as a reader
+			// following them would have it.
+			cmd = strings.ReplaceAll(cmd, "$DEDUPD_ADDR", p.Addr)
 			args, ok := splitWords(cmd)
 			switch {
 			case !ok || strings.ContainsAny(cmd, "$|><`"):
@@ -59,7 +62,7 @@ func TestDocSnippetsRunInOrder(t *testing.T) {
 				}
 			case args[0] == "dedupctl":
 				run := exec.Command(ctl, args[1:]...)
-				run.Env = append(os.Environ(), "DEDUPCTL_SERVER="+p.Addr)
+				run.Env = append(os.Environ(), "DEDUPD_ADDR="+p.Addr)
 				if out, err := run.CombinedOutput(); err != nil {
 					t.Errorf("%s: %s\n  %v\n%s", doc, cmd, err, out)
 				}

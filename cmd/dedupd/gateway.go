@@ -35,6 +35,7 @@ type gatewayConfig struct {
 	retentionHeader         string
 	shutdownTimeout         time.Duration
 	readyFile               string
+	readinessPath           string
 	log                     logFlags
 }
 
@@ -70,6 +71,7 @@ func newGatewayCommand() *cobra.Command {
 	f.StringVar(&cfg.replayedHeader, "replayed-header", httpidem.DefaultReplayedHeader, "response header set to true on a replay")
 	f.StringVar(&cfg.retentionHeader, "retention-header", httpidem.DefaultRetentionHeader, "response header with the HTTP-date until which the key's response is kept")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGTERM")
+	f.StringVar(&cfg.readinessPath, "readiness-path", "/.well-known/dedupd-gateway/ready", "path answered by the gateway itself: 200 once dedupd answers its health check, 503 while it does not (for a readiness probe); empty turns it off")
 	f.StringVar(&cfg.readyFile, "ready-file", "", "file to write the listen address to once serving (for supervisors and tests)")
 	cfg.log.register(f)
 	return cmd
@@ -128,12 +130,14 @@ func runGateway(ctx context.Context, cfg gatewayConfig) error {
 	if err != nil {
 		return err
 	}
-	checkStoredLimit(ctx, logger, mc, c)
 	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: m.Handler(newProxy(up, m)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	readiness := &dedupdReadiness{cause: "not checked yet"}
+	go readiness.watch(ctx, c, cfg.conn.Describe(), logger, func() { checkStoredLimit(ctx, logger, mc, c) })
+	handler := withReadiness(m.Handler(newProxy(up, m)), cfg.readinessPath, readiness.handler(cfg.conn.Describe()))
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	logger.Info("gateway serving", "listen", lis.Addr().String(), "upstream", up.Redacted(), "dedupd", cfg.conn.Describe(), "consumer", cfg.consumer)
 	if cfg.readyFile != "" {
 		if err := os.WriteFile(cfg.readyFile, []byte(lis.Addr().String()+"\n"), 0o644); err != nil {
@@ -189,7 +193,9 @@ func checkStoredLimit(ctx context.Context, logger *slog.Logger, mc httpidem.Conf
 	defer cancel()
 	p, err := c.Admin().GetPolicy(ctx, &dedupv1.GetPolicyRequest{Consumer: mc.Consumer})
 	if err != nil {
-		logger.Info("could not read the consumer's policy; make sure its max_result_bytes holds the stored responses",
+		logger.Warn("could not read the consumer's policy to check that its max_result_bytes holds the stored responses "+
+			"(a response with its headers over it is passed through and not stored: serve with --max-result-bytes at least want_at_least, "+
+			"or raise it with dedupctl policy set --max-result-bytes)",
 			"consumer", mc.Consumer, "want_at_least", mc.MaxStoredResponseBytes+storedHeadroom, "err", err)
 		return
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dedupd/dedupd/client/dedupdtest"
 )
@@ -109,6 +111,22 @@ func TestGatewayConnectsOverTLS(t *testing.T) {
 	}
 }
 
+// TestGatewayReadsDedupdAddr: with no --server the gateway finds dedupd
+// at DEDUPD_ADDR, ahead of its older DEDUPD_SERVER (here pointing nowhere):
+// a keyed request runs once and its retry is replayed.
+func TestGatewayReadsDedupdAddr(t *testing.T) {
+	server := startDedupd(t, "--data-dir", t.TempDir()).Addr
+	up := &flakyUpstream{}
+	up.calls.Store(1) // answer every request
+	gw := startGatewayEnv(t, []string{"DEDUPD_ADDR=" + server, "DEDUPD_SERVER=127.0.0.1:1"}, up)
+	first, body := postKey(t, gw.url, "k1")
+	again, replay := postKey(t, gw.url, "k1")
+	if first != http.StatusCreated || again != first || replay != body || up.calls.Load() != 2 {
+		t.Fatalf("through DEDUPD_ADDR: %d %q, then %d %q, %d upstream calls (from 1); want one 201 and its replay",
+			first, body, again, replay, up.calls.Load())
+	}
+}
+
 // TestGatewayFlags: mistakes are refused at start, naming the flag.
 func TestGatewayFlags(t *testing.T) {
 	cases := [][2]string{
@@ -123,5 +141,68 @@ func TestGatewayFlags(t *testing.T) {
 		if err == nil || !strings.Contains(out, c[1]) {
 			t.Errorf("%s: %v, %q; want a refusal naming %q", c[0], err, out, c[1])
 		}
+	}
+}
+
+// TestGatewayWaitsForDedupd: a gateway started before its dedupd serves
+// anyway, reports not-ready on its readiness path, logs at ERROR naming
+// dedupd's address, answers keyed requests 503 with Retry-After without
+// calling the upstream; once dedupd comes up it turns ready and requests
+// go through.
+func TestGatewayWaitsForDedupd(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	up := &flakyUpstream{}
+	up.calls.Store(1) // answer every request
+	gw := startGatewayEnv(t, nil, up, "--server", addr)
+	readyURL := gw.url + "/.well-known/dedupd-gateway/ready"
+	readiness := func() (int, string) {
+		resp, err := http.Get(readyURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := readiness(); code != http.StatusServiceUnavailable || !strings.Contains(body, addr) {
+		t.Fatalf("readiness without dedupd: %d %q; want 503 naming %s", code, body, addr)
+	}
+	req, _ := http.NewRequest(http.MethodPost, gw.url+"/orders", strings.NewReader("{}"))
+	req.Header.Set("Idempotency-Key", "k1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || up.calls.Load() != 1 {
+		t.Fatalf("keyed request without dedupd: %d, Retry-After %q, upstream calls %d (from 1)", resp.StatusCode, resp.Header.Get("Retry-After"), up.calls.Load())
+	}
+	for i := 0; !strings.Contains(gw.logs.String(), `"level":"ERROR"`); i++ {
+		if i > 3000 {
+			t.Fatalf("no ERROR line about dedupd:\n%s", gw.logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if logs := gw.logs.String(); !strings.Contains(logs, `"dedupd":"`+addr+`"`) {
+		t.Fatalf("the ERROR line does not name dedupd's address %s:\n%s", addr, logs)
+	}
+
+	startDedupd(t, "--data-dir", t.TempDir(), "--listen", addr)
+	for i := 0; ; i++ {
+		if code, _ := readiness(); code == http.StatusOK {
+			break
+		}
+		if i > 3000 {
+			t.Fatalf("the gateway never turned ready:\n%s", gw.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, _ := postKey(t, gw.url, "k2"); code != http.StatusCreated || up.calls.Load() != 2 {
+		t.Fatalf("keyed request once ready: %d, upstream calls %d (from 1)", code, up.calls.Load())
 	}
 }

@@ -22,12 +22,27 @@ var gatewayConsumers atomic.Int64
 // dedupd at server, and returns its base URL once it serves.
 func startGateway(t *testing.T, server string, upstream http.Handler, args ...string) string {
 	t.Helper()
+	return startGatewayEnv(t, nil, upstream, append([]string{"--server", server}, args...)...).url
+}
+
+// gatewayProcess is a running `dedupd gateway`.
+type gatewayProcess struct {
+	url  string
+	logs *dedupdproc.LogBuffer
+}
+
+// startGatewayEnv is startGateway with the environment variables env
+// (KEY=value) added to a copy of this process's environment without the
+// ones that name dedupd's address; the address is up to env and args.
+func startGatewayEnv(t *testing.T, env []string, upstream http.Handler, args ...string) gatewayProcess {
+	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	ready := filepath.Join(t.TempDir(), "ready")
-	args = append([]string{"gateway", "--listen", "127.0.0.1:0", "--upstream", up.URL, "--server", server,
+	args = append([]string{"gateway", "--listen", "127.0.0.1:0", "--upstream", up.URL,
 		"--consumer", fmt.Sprintf("gw-%d", gatewayConsumers.Add(1)), "--ready-file", ready, "--log-format", "json"}, args...)
 	cmd := exec.Command(dedupdBin, args...)
+	cmd.Env = append(withoutAddrEnv(), env...)
 	logs := &dedupdproc.LogBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
@@ -44,7 +59,7 @@ func startGateway(t *testing.T, server string, upstream http.Handler, args ...st
 	})
 	for {
 		if b, err := os.ReadFile(ready); err == nil && strings.HasSuffix(string(b), "\n") {
-			return "http://" + strings.TrimSpace(string(b))
+			return gatewayProcess{url: "http://" + strings.TrimSpace(string(b)), logs: logs}
 		}
 		select {
 		case err := <-exited:

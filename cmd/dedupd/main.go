@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,17 +15,31 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dedupd/dedupd/internal/dedupdconn"
+	"github.com/dedupd/dedupd/internal/duration"
 	"github.com/dedupd/dedupd/internal/envflags"
 	"github.com/dedupd/dedupd/internal/loadtest/enginebench"
 	"github.com/dedupd/dedupd/internal/version"
 )
 
+// Exit status: 0 success, 1 failure, 2 usage error (a bad flag), as
+// dedupctl's.
+const exitUsage = 2
+
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "dedupd:", err)
+		if _, usage := errors.AsType[usageError](err); usage {
+			os.Exit(exitUsage)
+		}
 		os.Exit(1)
 	}
 }
+
+// usageError is a mistake on the command line.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -33,11 +48,17 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Every flag can also come from DEDUPD_<FLAG_NAME>, e.g.
-		// DEDUPD_DATABASE_URL; a flag on the command line wins.
+		// DEDUPD_DATABASE_URL; a flag on the command line wins. The
+		// address of the dedupd a command calls (--server) comes from
+		// DEDUPD_ADDR first, DEDUPD_SERVER being its older alias.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := dedupdconn.ApplyAddrEnv(cmd.Flags()); err != nil {
+				return err
+			}
 			return envflags.Apply(cmd.Flags(), "DEDUPD")
 		},
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	var showVersion bool
 	var output string
 	root.Flags().BoolVar(&showVersion, "version", false, "print the version and exit")
@@ -57,6 +78,8 @@ func newRootCommand() *cobra.Command {
 	versionCmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	root.AddCommand(newServeCommand(), newMigrateCommand(), newMigrateStoreCommand(), newProbeCommand(), newGatewayCommand(),
 		enginebench.NewCommand(), versionCmd)
+	// Every duration flag takes days (7d), as dedupctl's do.
+	duration.Adopt(root)
 	return root
 }
 

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/dedupd/dedupd/internal/dedupdconn"
 )
 
 // newProbeCommand is the health probe of an image with no shell or curl
@@ -28,9 +30,13 @@ func newProbeCommand() *cobra.Command {
 		Long: `Ask a running dedupd's grpc.health.v1 service for its status and exit 0
 only when the answer is SERVING: for a container HEALTHCHECK or an exec
 probe. Health needs no credential. With --tls-ca the call uses TLS and
-checks the server's certificate against that CA.`,
+checks the server's certificate against that CA.
+
+The address is --server, else DEDUPD_ADDR, else 127.0.0.1:7070; --addr is an
+older name of --server and DEDUPD_SERVER of DEDUPD_ADDR.`,
 		Example: `  dedupd probe
-  dedupd probe --addr 127.0.0.1:7070 --service dedup.v1.DedupService
+  dedupd probe --server 127.0.0.1:7070 --service dedup.v1.DedupService
+  DEDUPD_ADDR=dedupd.internal:7070 dedupd probe
   dedupd probe --tls-ca /etc/dedupd/ca.pem --tls-server-name dedupd.internal`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -52,11 +58,12 @@ checks the server's certificate against that CA.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "addr", "127.0.0.1:7070", "the dedupd to ask (its --listen address)")
+	f.SetNormalizeFunc(dedupdconn.Alias("addr"))
+	dedupdconn.RegisterServer(f, &addr, "DEDUPD_SERVER")
 	f.StringVar(&service, "service", "", `the service whose health to ask for; "" is the server as a whole`)
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
 	f.StringVar(&caFile, "tls-ca", "", "PEM file of the CA that signed the server's certificate; TLS when set")
-	f.StringVar(&serverName, "tls-server-name", "", "the name the server's certificate must carry (default: the host of --addr)")
+	f.StringVar(&serverName, "tls-server-name", "", "the name the server's certificate must carry (default: the host of --server)")
 	return cmd
 }
 

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestProbe runs `dedupd probe` as an image's HEALTHCHECK would: exit 0
@@ -16,10 +20,11 @@ func TestProbe(t *testing.T) {
 		wantOK   bool
 		wantText string
 	}{
-		{"whole server", []string{"--addr", p.Addr}, true, "SERVING"},
-		{"one service", []string{"--addr", p.Addr, "--service", "dedup.v1.DedupService"}, true, "SERVING"},
-		{"unknown service", []string{"--addr", p.Addr, "--service", "no.such.Service"}, false, "NotFound"},
-		{"nothing listening", []string{"--addr", "127.0.0.1:1", "--timeout", "30s"}, false, "Unavailable"},
+		{"whole server", []string{"--server", p.Addr}, true, "SERVING"},
+		{"one service", []string{"--server", p.Addr, "--service", "dedup.v1.DedupService"}, true, "SERVING"},
+		{"older flag name", []string{"--addr", p.Addr}, true, "SERVING"},
+		{"unknown service", []string{"--server", p.Addr, "--service", "no.such.Service"}, false, "NotFound"},
+		{"nothing listening", []string{"--server", "127.0.0.1:1", "--timeout", "30s"}, false, "Unavailable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -32,4 +37,47 @@ func TestProbe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProbeReadsDedupdAddr: the probe takes its address from DEDUPD_ADDR,
+// the variable every dedupd client reads, ahead of the older DEDUPD_SERVER;
+// --server on the command line wins over both.
+func TestProbeReadsDedupdAddr(t *testing.T) {
+	p := startDedupd(t, "--data-dir", t.TempDir())
+	const nowhere = "127.0.0.1:1"
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		args   []string
+		wantOK bool
+	}{
+		{"DEDUPD_ADDR", []string{"DEDUPD_ADDR=" + p.Addr}, nil, true},
+		{"DEDUPD_ADDR over DEDUPD_SERVER", []string{"DEDUPD_ADDR=" + p.Addr, "DEDUPD_SERVER=" + nowhere}, nil, true},
+		{"DEDUPD_SERVER alone", []string{"DEDUPD_SERVER=" + p.Addr}, nil, true},
+		{"flag over DEDUPD_ADDR", []string{"DEDUPD_ADDR=" + nowhere}, []string{"--server", p.Addr}, true},
+		{"DEDUPD_ADDR elsewhere", []string{"DEDUPD_ADDR=" + nowhere}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, dedupdBin, append([]string{"probe", "--timeout", "30s"}, tc.args...)...)
+			cmd.Env = append(withoutAddrEnv(), tc.env...)
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != tc.wantOK {
+				t.Fatalf("probe with %v %v: err %v, want ok %v; output %q", tc.env, tc.args, err, tc.wantOK, out)
+			}
+		})
+	}
+}
+
+// withoutAddrEnv is this process's environment without the variables
+// that name dedupd's address.
+func withoutAddrEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DEDUPD_ADDR=") && !strings.HasPrefix(kv, "DEDUPD_SERVER=") && !strings.HasPrefix(kv, "DEDUPCTL_SERVER=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

@@ -25,4 +25,4 @@ chroot --userspec="$user" "$mnt" /usr/local/bin/dedupd serve --listen 127.0.0.1:
 pid=$!
 for _ in $(seq 1 120); do [ -s "$mnt/var/lib/dedupd/ready" ] && break; sleep 0.5; done
 addr=$(head -n1 "$mnt/var/lib/dedupd/ready")
-chroot --userspec="$user" "$mnt" /usr/local/bin/dedupd probe --addr "$addr"
+chroot --userspec="$user" "$mnt" /usr/local/bin/dedupd probe --server "$addr"

@@ -3,8 +3,8 @@
 // "qty":3}) and takes stock for each exactly once, or with -reconcile
 // settles the events whose claim was abandoned. See README.md beside it.
 //
-// dedupd's address is -dedupd, or $DEDUPD_ADDR, or 127.0.0.1:7070. The
-// stock lives in its own PostgreSQL database, dedupd_inventory by default
+// dedupd's address is -server (or its older name -dedupd), or
+// $DEDUPD_ADDR, or 127.0.0.1:7070. The stock lives in its own PostgreSQL database, dedupd_inventory by default
 // (created when missing); -database-url or $INVENTORY_DATABASE_URL picks
 // another. Against a dedupd with --auth-tokens, put the token in
 // DEDUPD_TOKEN; -tls-ca (and -tls-cert/-tls-key for mutual TLS) connect
@@ -39,7 +39,8 @@ const (
 )
 
 func main() {
-	addr := flag.String("dedupd", envOr("DEDUPD_ADDR", defaultAddr), "dedupd address (default from $DEDUPD_ADDR)")
+	addr := flag.String("server", envOr("DEDUPD_ADDR", defaultAddr), "dedupd address (default from $DEDUPD_ADDR)")
+	flag.StringVar(addr, "dedupd", *addr, "older name of -server")
 	dbURL := flag.String("database-url", envOr("INVENTORY_DATABASE_URL", defaultDBURL),
 		"the example's own PostgreSQL database, created if missing (default from $INVENTORY_DATABASE_URL)")
 	seed := flag.Int("seed", -1, "set the stock of item widget to this first")

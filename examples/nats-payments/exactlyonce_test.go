@@ -123,7 +123,7 @@ func runPayments(t *testing.T, settle bool) *paymentsRun {
 	r := &paymentsRun{dedup: dc, gw: gw, fig: &figures{kills: map[string]int{}}}
 	r.msgs = publish(ctx, t, js, subject, r)
 
-	args := []string{"-dedupd", dedupd.Addr, "-nats", natsURL, "-gateway", gwServer.URL,
+	args := []string{"-server", dedupd.Addr, "-nats", natsURL, "-gateway", gwServer.URL,
 		"-stream", streamName, "-subject", subject, "-durable", "payments", "-consumer", "payments",
 		"-lease", "2s", "-ack-wait", "3s"}
 	if !settle {

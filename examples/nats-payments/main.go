@@ -48,7 +48,8 @@ func dedupdAddr() string {
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.dedupd, "dedupd", dedupdAddr(), "dedupd address (default from $DEDUPD_ADDR)")
+	flag.StringVar(&cfg.dedupd, "server", dedupdAddr(), "dedupd address (default from $DEDUPD_ADDR)")
+	flag.StringVar(&cfg.dedupd, "dedupd", dedupdAddr(), "older name of -server")
 	flag.StringVar(&cfg.natsURL, "nats", nats.DefaultURL, "NATS URL")
 	flag.StringVar(&cfg.gateway, "gateway", "http://127.0.0.1:8080", "payment gateway base URL")
 	flag.StringVar(&cfg.stream, "stream", "PAYMENTS", "JetStream stream (created if missing)")

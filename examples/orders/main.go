@@ -6,7 +6,7 @@
 // early events (park mode, orders/park.go) and no message is delivered
 // twice; it prints how many were.
 //
-//	go run ./examples/orders            # dedupd at $DEDUPD_ADDR, or 127.0.0.1:7070; -dedupd overrides
+//	go run ./examples/orders            # dedupd at $DEDUPD_ADDR, or 127.0.0.1:7070; -server overrides
 //	go run ./examples/orders -park
 package main
 
@@ -24,7 +24,8 @@ import (
 )
 
 func main() {
-	addr := flag.String("dedupd", dedupdAddr(), "dedupd address (default from $DEDUPD_ADDR)")
+	addr := flag.String("server", dedupdAddr(), "dedupd address (default from $DEDUPD_ADDR)")
+	flag.StringVar(addr, "dedupd", dedupdAddr(), "older name of -server")
 	park := flag.Bool("park", false, "park early events in dedupd instead of redelivering them")
 	flag.Parse()
 	if err := run(*addr, *park); err != nil {

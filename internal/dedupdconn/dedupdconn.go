@@ -7,6 +7,7 @@ package dedupdconn
 import (
 	"crypto/tls"
 	"fmt"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -40,11 +41,24 @@ func usagef(format string, args ...any) error {
 	return &UsageError{fmt.Errorf(format, args...)}
 }
 
+// AddrEnv is the one environment variable every program and example that
+// calls dedupd reads its address from; DefaultAddr is the address when it
+// is unset (dedupd serve's default --listen).
+const (
+	AddrEnv     = "DEDUPD_ADDR"
+	DefaultAddr = "127.0.0.1:7070"
+)
+
+// ServerFlag is the one name of the address flag. The commands' older
+// names stay as aliases (see Alias).
+const ServerFlag = "server"
+
 // Register adds the flags to flags; env is the prefix of the environment
-// variables the command reads them from (DEDUPCTL gives DEDUPCTL_SERVER),
-// named in the help.
+// variables the command reads them from (DEDUPCTL gives DEDUPCTL_TOKEN),
+// named in the help. The address comes from AddrEnv first (ApplyAddrEnv),
+// then from env_SERVER, the older name kept as an alias.
 func (o *Flags) Register(flags *pflag.FlagSet, env string) {
-	flags.StringVar(&o.Server, "server", "127.0.0.1:7070", "dedupd gRPC address (env "+env+"_SERVER)")
+	RegisterServer(flags, &o.Server, env+"_SERVER")
 	flags.StringVar(&o.Token, "token", "", "bearer token sent as 'authorization: Bearer <token>' (env "+env+"_TOKEN); never printed")
 	flags.BoolVar(&o.InsecureToken, "insecure-token", false, "allow --token over plaintext to a server that is not on loopback")
 	flags.BoolVar(&o.TLS, "tls", false, "connect with TLS, verifying the server against the system roots")
@@ -52,6 +66,41 @@ func (o *Flags) Register(flags *pflag.FlagSet, env string) {
 	flags.StringVar(&o.TLSCert, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key; implies --tls)")
 	flags.StringVar(&o.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	flags.StringVar(&o.TLSServerName, "tls-server-name", "", "name to verify the server's certificate against, when it differs from the --server host (implies --tls)")
+}
+
+// RegisterServer adds --server, stored in p, with the default DefaultAddr;
+// legacyEnv names the older variable the help lists as an alias.
+func RegisterServer(flags *pflag.FlagSet, p *string, legacyEnv string) {
+	flags.StringVar(p, ServerFlag, DefaultAddr, "dedupd gRPC address (env "+AddrEnv+"; "+legacyEnv+" is an older alias)")
+}
+
+// ApplyAddrEnv sets --server from AddrEnv unless the command line gave it.
+// Call it before envflags.Apply: a flag set here counts as given, so that
+// AddrEnv wins over the command's older variable. A flag set without
+// --server is left alone.
+func ApplyAddrEnv(flags *pflag.FlagSet) error {
+	f := flags.Lookup(ServerFlag)
+	v, ok := os.LookupEnv(AddrEnv)
+	if f == nil || f.Changed || !ok {
+		return nil
+	}
+	if v == "" {
+		return fmt.Errorf("%s is set but empty", AddrEnv)
+	}
+	return flags.Set(ServerFlag, v)
+}
+
+// Alias makes --old another name of --server (for a command that called
+// it --old before); pass it to the flag set's SetNormalizeFunc. Flags are
+// normalized where they are defined and where they are parsed, so the
+// alias is accepted and never listed twice.
+func Alias(old string) func(*pflag.FlagSet, string) pflag.NormalizedName {
+	return func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == old {
+			name = ServerFlag
+		}
+		return pflag.NormalizedName(name)
+	}
 }
 
 // UseTLS reports whether any TLS flag was given.

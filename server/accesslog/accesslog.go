@@ -3,7 +3,11 @@
 //
 //   - a call that fails, rate-limited per method and code (loglimit), with
 //     the count of lines dropped since the last one of its kind;
-//   - a call slower than Options.Slow, at WARN.
+//   - a unary call slower than Options.Slow, at WARN, not counting the
+//     wait its caller asked for (a claim's wait, spent waiting for another
+//     caller's outcome by request, is not slowness). A stream is never
+//     slow: it lasts as long as its caller keeps it open (grpcurl's
+//     reflection stream) or its work runs (Purge).
 //
 // A call that succeeds in time costs two clock reads and a comparison: no
 // field is built. With Options.All (or a logger enabled at DEBUG), every
@@ -21,6 +25,7 @@ package accesslog
 import (
 	"context"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +34,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/internal/clip"
+	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/consumer"
 	"github.com/dedupd/dedupd/server/loglimit"
 	"github.com/dedupd/dedupd/server/rpcerrors"
@@ -40,9 +47,14 @@ import (
 type Options struct {
 	// All logs every call. A logger enabled at DEBUG implies it.
 	All bool
-	// Slow logs successful calls that took at least this long, at WARN;
-	// zero logs none for being slow.
+	// Slow logs successful unary calls that took at least this long
+	// beyond the wait they asked for, at WARN; zero logs none for being
+	// slow.
 	Slow time.Duration
+	// MaxWait is the longest wait the server grants a claim (longer ones
+	// are clamped to it, --max-claim-wait); zero grants none, so no call is
+	// allowed any.
+	MaxWait time.Duration
 	// Failed rate-limits the lines of failed calls; nil logs them all.
 	Failed *loglimit.Limiter
 	// Now is the clock; nil is time.Now.
@@ -70,7 +82,7 @@ func (l *Log) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := l.opts.Now()
 		resp, err := handler(ctx, req)
-		l.finished(ctx, info.FullMethod, "unary", start, err)
+		l.finished(ctx, info.FullMethod, "unary", start, l.waitAllowed(req), err)
 		return resp, err
 	}
 }
@@ -87,15 +99,34 @@ func (l *Log) StreamServerInterceptor() grpc.StreamServerInterceptor {
 		case info.IsServerStream && !info.IsClientStream:
 			kind = "server_stream"
 		}
-		l.finished(ss.Context(), info.FullMethod, kind, start, err)
+		l.finished(ss.Context(), info.FullMethod, kind, start, neverSlow, err)
 		return err
 	}
 }
 
-// finished writes the line of a call that ended, if it is one to log.
-func (l *Log) finished(ctx context.Context, method, kind string, start time.Time, err error) {
+// neverSlow is the allowance of a stream: no length makes it slow.
+const neverSlow = time.Duration(math.MaxInt64)
+
+// waitAllowed is how long req asked to wait for another caller's outcome
+// (the longest of a batch's items), as the server grants it (MaxWait).
+func (l *Log) waitAllowed(req any) time.Duration {
+	var wait time.Duration
+	switch r := req.(type) {
+	case interface{ GetWait() *durationpb.Duration }:
+		wait = r.GetWait().AsDuration()
+	case *dedupv1.ClaimBatchRequest:
+		for _, it := range r.GetItems() {
+			wait = max(wait, it.GetWait().AsDuration())
+		}
+	}
+	return max(min(wait, l.opts.MaxWait), 0)
+}
+
+// finished writes the line of a call that ended, if it is one to log; a
+// successful one is slow when it took Slow beyond allowed.
+func (l *Log) finished(ctx context.Context, method, kind string, start time.Time, allowed time.Duration, err error) {
 	took := l.opts.Now().Sub(start)
-	slow := l.opts.Slow > 0 && took >= l.opts.Slow
+	slow := l.opts.Slow > 0 && took-l.opts.Slow >= allowed
 	if err == nil && !slow && !l.opts.All {
 		return // the common case: nothing built, nothing written
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dedupd/dedupd/internal/clip"
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
@@ -169,3 +170,58 @@ func TestLoggedValuesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A claim's wait, asked for and granted (up to MaxWait), is not slowness:
+// the threshold counts the time beyond it. A wait asked past MaxWait is
+// allowed only MaxWait, and a stream is never slow however long it stays
+// open (grpcurl's reflection stream). Times are the test's clock.
+func TestSlowCountsTimeBeyondTheWaitAsked(t *testing.T) {
+	const slow = 250 * time.Millisecond
+	wait := durationpb.New
+	for _, tc := range []struct {
+		name     string
+		req      any
+		took     time.Duration
+		wantSlow bool
+	}{
+		{"no wait, fast", &dedupv1.ClaimRequest{}, 249 * time.Millisecond, false},
+		{"no wait, slow", &dedupv1.ClaimRequest{}, slow, true},
+		{"waited as asked", &dedupv1.ClaimRequest{Wait: wait(2 * time.Second)}, 2 * time.Second, false},
+		{"waited, then slow", &dedupv1.ClaimRequest{Wait: wait(2 * time.Second)}, 2*time.Second + slow, true},
+		{"wait past MaxWait counts as MaxWait", &dedupv1.ClaimRequest{Wait: wait(time.Hour)}, 10*time.Second + slow, true},
+		{"stream claim", &dedupv1.ClaimStreamRequest{Wait: wait(time.Second)}, time.Second, false},
+		{"batch: the longest item's wait", &dedupv1.ClaimBatchRequest{Items: []*dedupv1.ClaimBatchItem{
+			{Wait: wait(time.Second)}, {Wait: wait(3 * time.Second)}}}, 3 * time.Second, false},
+		{"negative wait", &dedupv1.ClaimRequest{Wait: wait(-time.Hour)}, slow, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &lines{level: slog.LevelInfo}
+			c := &clock{now: time.Unix(1000, 0)}
+			l := New(slog.New(out), Options{Slow: slow, MaxWait: 10 * time.Second, Now: c.Now})
+			info := &grpc.UnaryServerInfo{FullMethod: "/dedup.v1.DedupService/Claim"}
+			_, _ = l.UnaryServerInterceptor()(context.Background(), tc.req, info, func(context.Context, any) (any, error) {
+				c.now = c.now.Add(tc.took)
+				return nil, nil
+			})
+			if got := len(out.records) == 1; got != tc.wantSlow {
+				t.Fatalf("took %v: logged slow %v, want %v", tc.took, got, tc.wantSlow)
+			}
+		})
+	}
+	out := &lines{level: slog.LevelInfo}
+	c := &clock{now: time.Unix(1000, 0)}
+	l := New(slog.New(out), Options{Slow: slow, Now: c.Now})
+	info := &grpc.StreamServerInfo{FullMethod: "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", IsClientStream: true, IsServerStream: true}
+	_ = l.StreamServerInterceptor()(nil, fakeStream{}, info, func(any, grpc.ServerStream) error {
+		c.now = c.now.Add(time.Hour)
+		return nil
+	})
+	if len(out.records) != 0 {
+		t.Fatalf("an hour-long reflection stream was logged: %v", out.attrs(0))
+	}
+}
+
+// fakeStream is a server stream with only a context.
+type fakeStream struct{ grpc.ServerStream }
+
+func (fakeStream) Context() context.Context { return context.Background() }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +165,47 @@ func TestRejectionRoundTripsOverGRPC(t *testing.T) {
 	if lookup.GetRecord().GetState() != dedupv1.State_STATE_REJECTED || rj.GetReason() != "OUT_OF_STOCK" ||
 		rj.GetMessage() != "only 2 left" || !bytes.Equal(rj.GetDetail(), []byte{9}) || rj.GetRetryable() {
 		t.Fatalf("lookup = %v", lookup)
+	}
+}
+
+// TestFinishWithoutRecordSaysSo: Complete, Reject and ExtendLease of a key
+// never claimed answer LEASE_LOST as before, and say in the message and
+// the metadata that the key has no record; a stale holder's Complete of a
+// key that has one does not.
+func TestFinishWithoutRecordSaysSo(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	calls := map[string]func() error{
+		"Complete": func() error {
+			_, err := c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "orders", Key: "never", FencingToken: 1})
+			return err
+		},
+		"Reject": func() error {
+			_, err := c.Reject(ctx, &dedupv1.RejectRequest{Consumer: "orders", Key: "never", FencingToken: 1, Reason: "r"})
+			return err
+		},
+		"ExtendLease": func() error {
+			_, err := c.ExtendLease(ctx, &dedupv1.ExtendLeaseRequest{Consumer: "orders", Key: "never", FencingToken: 1, LeaseTtl: durationpb.New(time.Minute)})
+			return err
+		},
+		"stale Complete": func() error {
+			got, err := c.Claim(ctx, &dedupv1.ClaimRequest{Consumer: "orders", Key: "held"})
+			if err != nil {
+				return err
+			}
+			_, err = c.Complete(ctx, &dedupv1.CompleteRequest{Consumer: "orders", Key: "held", FencingToken: got.GetFencingToken() + 1})
+			return err
+		},
+	}
+	for name, call := range calls {
+		st := status.Convert(call())
+		info := errorInfo(t, st)
+		if st.Code() != codes.Aborted || info.GetReason() != rpcerrors.ReasonLeaseLost {
+			t.Fatalf("%s: %v, want ABORTED LEASE_LOST", name, st)
+		}
+		wantNone := name != "stale Complete"
+		if strings.Contains(st.Message(), "no record exists") != wantNone || (info.GetMetadata()["record"] == "none") != wantNone {
+			t.Errorf("%s: message %q, metadata %v; want it to say no record exists: %v", name, st.Message(), info.GetMetadata(), wantNone)
+		}
 	}
 }

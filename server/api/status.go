@@ -81,8 +81,20 @@ func refusalStatus(err error, r store.Refusal, meta map[string]string) *status.S
 		msg = fmt.Sprintf("%s (state %s, fencing token %d)", msg, c.Record.State, c.Record.FencingToken)
 		return rpcerrors.New(class.code, class.reason, msg, meta, recordpb.FromStore(c.Record))
 	}
+	if r.Err == store.ErrLeaseLost {
+		// A lease lost with no record to show is a key that has none: the
+		// code and reason stay (clients match on them), the message and
+		// metadata say so, since "not the current lease" sends a reader
+		// looking for a competing holder that does not exist.
+		meta[rpcerrors.MetaRecord] = rpcerrors.RecordNone
+		msg += NoRecordMessage
+	}
 	return rpcerrors.New(class.code, class.reason, msg, meta)
 }
+
+// NoRecordMessage ends the message of a LEASE_LOST for a key with no
+// record.
+const NoRecordMessage = ": no record exists for it (never claimed, or expired or deleted)"
 
 // streamConflictStatus is the status of a refusal caused by a stored
 // stream: the stream rides along as a detail, and its id, mark and mode

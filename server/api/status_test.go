@@ -66,6 +66,33 @@ func TestStatusMapsEveryDomainError(t *testing.T) {
 	}
 }
 
+// TestLeaseLostSaysWhetherARecordExists: LEASE_LOST keeps its code and
+// reason either way, and says "no record" (message and metadata) exactly
+// when the store had none to show.
+func TestLeaseLostSaysWhetherARecordExists(t *testing.T) {
+	stored := store.Record{Consumer: "c", Key: "k", State: store.Pending, FencingToken: 3}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		noRecord bool
+	}{
+		{"another holder", &store.ConflictError{Err: store.ErrLeaseLost, Record: stored}, false},
+		{"no record", fmt.Errorf("complete: %w", store.ErrLeaseLost), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := wireStatus(tc.err, "c", "k")
+			info := errorInfo(t, st)
+			if st.Code() != codes.Aborted || info.GetReason() != rpcerrors.ReasonLeaseLost {
+				t.Fatalf("%v %s, want ABORTED LEASE_LOST", st.Code(), info.GetReason())
+			}
+			says := strings.Contains(st.Message(), "no record exists")
+			if says != tc.noRecord || (info.GetMetadata()["record"] == "none") != tc.noRecord {
+				t.Fatalf("message %q, metadata %v; want \"no record\" %v", st.Message(), info.GetMetadata(), tc.noRecord)
+			}
+		})
+	}
+}
+
 // TestStatusEchoesBoundedValues: a consumer of 16 MB, a key of 10 KiB and a
 // refusal whose text repeats them come back cut to clip.MaxEchoed each, so
 // the whole answer stays far below the trailer size clients accept.
@@ -209,7 +236,9 @@ func TestEveryStoreRefusalHasItsReason(t *testing.T) {
 			if st.Code() == codes.Internal || !listed[reason] {
 				t.Errorf("%s (%v): %v %s, want a listed refusal reason", r.Class, err, st.Code(), reason)
 			}
-			if st.Message() != r.Err.Error() {
+			// LEASE_LOST without a record adds a fixed sentence of its own
+			// (NoRecordMessage); nothing from the store follows either.
+			if msg := strings.TrimSuffix(st.Message(), NoRecordMessage); msg != r.Err.Error() {
 				t.Errorf("%s: message %q, want the sentinel's fixed text %q", r.Class, st.Message(), r.Err.Error())
 			}
 		}

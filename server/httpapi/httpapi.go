@@ -21,10 +21,13 @@
 //   - a request or reply body over Options.MaxBodyBytes is refused as
 //     soon as its length is known or read, before it is decoded, and a
 //     body that does not decode is refused MALFORMED_REQUEST, as a gRPC
-//     request is.
+//     request is;
+//   - a Connect unary request too large to take is answered 413, not 429
+//     (toolarge.go).
 package httpapi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +59,10 @@ type Options struct {
 	// read, and may refuse it (throttle.InFlight.Tap): grpc-go runs its
 	// InTapHandle only for calls on its own listener.
 	Tap tap.ServerInHandle
+	// TooLarge is the message of the 413 that refuses a Connect unary
+	// request too large to take (toolarge.go); it should name the setting
+	// that bounds it.
+	TooLarge string
 }
 
 // Handler serves every service registered on srv. Register them all
@@ -86,7 +93,8 @@ func Handler(srv *grpc.Server, opts Options) (http.Handler, error) {
 	if opts.Tap != nil {
 		h = tapped{next: h, tap: opts.Tap}
 	}
-	return DefaultConnect(h), nil
+	tooLarge := cmp.Or(opts.TooLarge, fmt.Sprintf("request too large: the body may hold at most %d bytes", opts.MaxBodyBytes))
+	return DefaultConnect(tooLargeAs413(h, opts.MaxBodyBytes, tooLarge)), nil
 }
 
 // DefaultConnect marks as Connect a unary call that lacks the

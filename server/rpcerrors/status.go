@@ -116,6 +116,14 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 // sequence the stream expects next.
 const MetaExpectedSequence = "expected_sequence"
 
+// MetaRecord is the ErrorInfo metadata key that says, on a LEASE_LOST
+// with no stored record to show, that the key has none (RecordNone): it
+// was never claimed, or its record expired or was deleted.
+const (
+	MetaRecord = "record"
+	RecordNone = "none"
+)
+
 // errorClass is how one kind of error appears on the wire. A class with a
 // message sends that fixed text instead of the error's own, which may carry
 // a store's details.
