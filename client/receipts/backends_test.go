@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
-	_ "modernc.org/sqlite"              // database/sql driver "sqlite"
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
 
 	"github.com/dedupd/dedupd/client/dedupdtest"
 	"github.com/dedupd/dedupd/internal/testing/pgtest"

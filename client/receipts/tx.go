@@ -70,6 +70,7 @@ func (d sqlDB) InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) err
 	if err != nil {
 		return err
 	}
+	defer rollbackOnPanic(func() { _ = tx.Rollback() })
 	if err := fn(ctx, sqlTx{tx}); err != nil {
 		return errors.Join(err, ignoreDone(tx.Rollback()))
 	}
@@ -124,6 +125,7 @@ func (d pgxDB) InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) err
 	if err != nil {
 		return err
 	}
+	defer rollbackOnPanic(func() { _ = tx.Rollback(context.WithoutCancel(ctx)) })
 	if err := fn(ctx, pgxTx{tx}); err != nil {
 		// The context may be done; the rollback must still be sent.
 		rbErr := tx.Rollback(context.WithoutCancel(ctx))
@@ -164,4 +166,13 @@ func ambiguous(err error) bool {
 	}
 	var commit *CommitError
 	return errors.As(err, &commit) && !retryable(err)
+}
+
+// rollbackOnPanic rolls the transaction back when fn panicked, so that its
+// connection and locks are freed, and panics on.
+func rollbackOnPanic(rollback func()) {
+	if p := recover(); p != nil {
+		rollback()
+		panic(p)
+	}
 }
