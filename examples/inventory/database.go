@@ -35,7 +35,7 @@ func openDatabase(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("connecting to PostgreSQL database %q (set -database-url or $INVENTORY_DATABASE_URL): %w",
 			cfg.ConnConfig.Database, err)
 	}
-	if _, err := db.Exec(ctx, stock.Schema); err != nil {
+	if err := stock.Migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("creating the tables in %q: %w", cfg.ConnConfig.Database, err)
 	}

@@ -169,7 +169,7 @@ func explain(err error) string {
 	case errors.Is(err, client.ErrDigestMismatch):
 		return "DIGEST_MISMATCH: this event_id was already used for an event with other content; give a new event an ID of its own"
 	case errors.Is(err, stock.ErrFenced):
-		return "FENCED: a newer holder took this event over"
+		return "FENCED: this event was already applied under another holder"
 	case errors.As(err, &rejected):
 		return fmt.Sprintf("refused (%s): %s", rejected.Rejection.Reason, rejected.Rejection.Message)
 	default:

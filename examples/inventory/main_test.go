@@ -101,7 +101,7 @@ func TestUnreachableDedupdFails(t *testing.T) {
 }
 
 // TestReconcileOutput abandons two claims, one whose stock was taken (its
-// applied_events row says so) and one whose was not, and checks the one
+// receipt says so) and one whose was not, and checks the one
 // line per settled claim and what dedupd stored.
 func TestReconcileOutput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -116,7 +116,7 @@ func TestReconcileOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close(ctx)
-	if _, err := db.Exec(ctx, `INSERT INTO applied_events VALUES ('E8', 0, true, 5)`); err != nil {
+	if _, err := db.Exec(ctx, `INSERT INTO dedupd_receipts VALUES ('`+consumer+`', 'E8', 1, '5', now(), now() + interval '1 hour')`); err != nil {
 		t.Fatal(err)
 	}
 	dedup, err := client.New(addr)

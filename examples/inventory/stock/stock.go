@@ -1,40 +1,43 @@
 // Package stock is the library half of the inventory example: a consumer
 // that takes items out of stock in PostgreSQL once per event, using dedupd
-// for the dedup record and the fencing token to guard its own write.
+// for the dedup record and a receipt (client/receipts) as its own fence.
 //
-// The stock change and the event's row in applied_events commit in one
-// transaction, and that row carries the highest fencing token that touched
-// the event. A holder whose lease ran out (token lower than the row's) is
-// refused, and an attempt that finds the event applied returns the stored
-// outcome instead of taking stock twice. That is what turns dedupd's
-// at-most-one-holder into exactly one effect across crashes.
+// The stock change and the event's receipt commit in one transaction. A
+// holder that finds a live receipt (the stock was already taken under
+// another holder) rolls its transaction back, stock change included, and a
+// takeover settles from the receipt instead of taking stock twice. That is
+// what turns dedupd's at-most-one-holder into exactly one effect across
+// crashes.
 package stock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dedupd/dedupd/client"
+	"github.com/dedupd/dedupd/client/receipts"
 )
 
-// Schema creates the consumer's own tables.
+// Schema creates the consumer's stock table; Migrate adds the receipts'.
 const Schema = `
 CREATE TABLE IF NOT EXISTS stock (
 	item TEXT PRIMARY KEY,
 	qty  INT NOT NULL CHECK (qty >= 0)
-);
-CREATE TABLE IF NOT EXISTS applied_events (
-	event_id      TEXT PRIMARY KEY,
-	fencing_token BIGINT NOT NULL,
-	applied       BOOLEAN NOT NULL DEFAULT false,
-	qty_after     INT
 );`
+
+// Migrate creates the stock table and runs the receipts' migration.
+func Migrate(ctx context.Context, db *pgxpool.Pool) error {
+	if _, err := db.Exec(ctx, Schema); err != nil {
+		return err
+	}
+	return receipts.Migrate(ctx, receipts.PgxDB(db, pgx.TxOptions{}), receipts.Postgres, "")
+}
 
 // Event asks to take Qty of Item out of stock.
 type Event struct {
@@ -43,9 +46,9 @@ type Event struct {
 	Qty  int    `json:"qty"`
 }
 
-// ErrFenced is an attempt whose fencing token is older than one that
-// already touched the event: its lease ran out and someone took over.
-var ErrFenced = errors.New("stock: a newer holder has taken this event over")
+// ErrFenced is an attempt that found the event already applied under
+// another holder (a live receipt): its transaction rolled back.
+var ErrFenced = receipts.ErrStale
 
 // Hooks let a test crash the consumer at each point of the two-phase
 // pattern (a hook that panics is a crash). Nil hooks do nothing.
@@ -59,7 +62,27 @@ type Consumer struct {
 	Dedup    *client.Client
 	Name     string
 	LeaseTTL time.Duration
-	Hooks    Hooks
+	// ReceiptTTL is how long a receipt lives: the consumer's completed
+	// retention. When zero it is read once from dedupd's policy.
+	ReceiptTTL time.Duration
+	Hooks      Hooks
+
+	mu sync.Mutex
+}
+
+// receipts is the consumer's receipt helper.
+func (c *Consumer) receipts(ctx context.Context) (*receipts.Receipts, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ReceiptTTL == 0 {
+		ttl, err := receipts.TTLFromPolicy(ctx, c.Dedup, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		c.ReceiptTTL = ttl
+	}
+	return &receipts.Receipts{DB: receipts.PgxDB(c.DB, pgx.TxOptions{}), Dialect: receipts.Postgres,
+		Consumer: c.Name, TTL: c.ReceiptTTL}, nil
 }
 
 // Handle takes e's quantity out of stock once, however often e is
@@ -72,7 +95,12 @@ func (c *Consumer) Handle(ctx context.Context, e Event) (left int, replayed bool
 	if err != nil {
 		return 0, false, err
 	}
-	res, err := c.Dedup.Do(ctx, c.Name, e.ID, digest, client.DoOptions{LeaseTTL: c.LeaseTTL, Owner: "inventory", MaxWait: time.Minute},
+	r, err := c.receipts(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	res, err := c.Dedup.Do(ctx, c.Name, e.ID, digest, client.DoOptions{LeaseTTL: c.LeaseTTL, Owner: "inventory", MaxWait: time.Minute,
+		Settle: r.Settle},
 		func(ctx context.Context, a client.Attempt) ([]byte, error) {
 			call(c.Hooks.AfterClaim, e)
 			left, err := c.Apply(ctx, e, a.FencingToken)
@@ -96,46 +124,26 @@ func call(hook func(Event), e Event) {
 	}
 }
 
-// Apply is the fenced write: in one transaction, raise the event's fence
-// to token (refusing an older token), and take the stock unless an earlier
-// attempt already did.
+// Apply takes the stock and writes the event's receipt under token, in one
+// transaction; ErrFenced (and nothing taken) when the event was already
+// applied under another holder.
 func (c *Consumer) Apply(ctx context.Context, e Event, token int64) (left int, err error) {
-	err = pgx.BeginFunc(ctx, c.DB, func(tx pgx.Tx) error {
-		applied, qtyAfter, err := fence(ctx, tx, e.ID, token)
-		if err != nil || applied {
-			left = qtyAfter
-			return err
+	r, err := c.receipts(ctx)
+	if err != nil {
+		return 0, err
+	}
+	_, err = r.Run(ctx, e.ID, token, func(ctx context.Context, tx receipts.Tx) ([]byte, error) {
+		found, err := tx.QueryRow(ctx, `UPDATE stock SET qty = qty - $2 WHERE item = $1 AND qty >= $2 RETURNING qty`,
+			[]any{e.Item, e.Qty}, &left)
+		switch {
+		case err != nil:
+			return nil, err
+		case !found:
+			return nil, client.Terminal("OUT_OF_STOCK", fmt.Errorf("%s: fewer than %d %s in stock", e.ID, e.Qty, e.Item), nil)
 		}
-		err = tx.QueryRow(ctx, `UPDATE stock SET qty = qty - $2 WHERE item = $1 AND qty >= $2 RETURNING qty`,
-			e.Item, e.Qty).Scan(&left)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return client.Terminal("OUT_OF_STOCK", fmt.Errorf("%s: fewer than %d %s in stock", e.ID, e.Qty, e.Item), nil)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE applied_events SET applied = true, qty_after = $2 WHERE event_id = $1`, e.ID, left)
-		return err
+		return []byte(strconv.Itoa(left)), nil
 	})
 	return left, err
-}
-
-// fence raises the event's fencing token to token and locks its row until
-// the transaction ends; ErrFenced when a newer token got there first.
-func fence(ctx context.Context, tx pgx.Tx, eventID string, token int64) (applied bool, qtyAfter int, err error) {
-	var after *int
-	err = tx.QueryRow(ctx, `
-		INSERT INTO applied_events (event_id, fencing_token) VALUES ($1, $2)
-		ON CONFLICT (event_id) DO UPDATE SET fencing_token = EXCLUDED.fencing_token
-			WHERE applied_events.fencing_token <= EXCLUDED.fencing_token
-		RETURNING applied, qty_after`, eventID, token).Scan(&applied, &after)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, 0, ErrFenced
-	}
-	if after != nil {
-		qtyAfter = *after
-	}
-	return applied, qtyAfter, err
 }
 
 // Settled is one key a reconciliation run settled: Decision is
@@ -162,35 +170,33 @@ func (c *Consumer) Reconcile(ctx context.Context) ([]Settled, error) {
 }
 
 // Reconciler settles events whose claim stayed PENDING past its lease: it
-// takes the key over, raises the event's fence to the new token (so the
-// stalled holder can no longer apply it), and completes the key if the
-// stock was taken, or releases it for the next delivery if not. Each
+// takes the key over and completes it with the receipt's result if the
+// stock was taken, or releases it for the next delivery if not (a stalled
+// holder that commits later only makes that delivery settle from its
+// receipt). Each
 // verdict is passed to the optional decided functions before dedupd
 // records it.
 func (c *Consumer) Reconciler(decided ...func(Settled)) *client.Reconciler {
 	return &client.Reconciler{Client: c.Dedup, Consumer: c.Name, Owner: "inventory-reconciler", LeaseTTL: c.LeaseTTL,
 		Check: func(ctx context.Context, a client.Attempt) (client.Verdict, error) {
-			var verdict client.Verdict
 			s := Settled{Key: a.Record.GetKey()}
-			err := pgx.BeginFunc(ctx, c.DB, func(tx pgx.Tx) error {
-				applied, qtyAfter, err := fence(ctx, tx, s.Key, a.FencingToken)
-				switch {
-				case err != nil:
-					return err
-				case applied:
-					s.Decision, s.Result = "completed", strconv.Itoa(qtyAfter)
-					verdict = client.CompleteWith([]byte(s.Result))
-				default:
-					s.Decision, s.Result = "released", "NOT_APPLIED: no stock was taken; redeliver"
-					verdict = client.Release("NOT_APPLIED", "no stock was taken; redeliver")
-				}
-				return nil
-			})
-			if err == nil {
-				for _, f := range decided {
-					f(s)
-				}
+			r, err := c.receipts(ctx)
+			if err != nil {
+				return client.Verdict{}, err
 			}
-			return verdict, err
+			result, found, err := r.Settle(ctx, a)
+			if err != nil {
+				return client.Verdict{}, err
+			}
+			verdict := client.Release("NOT_APPLIED", "no stock was taken; redeliver")
+			s.Decision, s.Result = "released", "NOT_APPLIED: no stock was taken; redeliver"
+			if found {
+				s.Decision, s.Result = "completed", string(result)
+				verdict = client.CompleteWith(result)
+			}
+			for _, f := range decided {
+				f(s)
+			}
+			return verdict, nil
 		}}
 }

@@ -32,7 +32,7 @@ func setup(t *testing.T) (*stock.Consumer, context.Context) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	if _, err := db.Exec(ctx, stock.Schema); err != nil {
+	if err := stock.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(ctx, `INSERT INTO stock VALUES ('widget', 100)`); err != nil {
@@ -67,7 +67,7 @@ func assertOneEffect(t *testing.T, c *stock.Consumer, ctx context.Context) {
 	if err := c.DB.QueryRow(ctx, `SELECT qty FROM stock WHERE item = 'widget'`).Scan(&qty); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.DB.QueryRow(ctx, `SELECT count(*) FROM applied_events WHERE applied`).Scan(&applied); err != nil {
+	if err := c.DB.QueryRow(ctx, `SELECT count(*) FROM dedupd_receipts`).Scan(&applied); err != nil {
 		t.Fatal(err)
 	}
 	if qty != 97 || applied != 1 {
@@ -125,7 +125,7 @@ func TestStaleHolderIsFenced(t *testing.T) {
 	if _, _, _, err := deliver(c, ctx, e42); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Apply(ctx, stock.Event{ID: "E42", Item: "widget", Qty: 3}, 0); !errors.Is(err, stock.ErrFenced) {
+	if _, err := c.Apply(ctx, stock.Event{ID: "E42", Item: "widget", Qty: 3}, 1); !errors.Is(err, stock.ErrFenced) {
 		t.Fatalf("Apply with a stale token = %v, want ErrFenced", err)
 	}
 	assertOneEffect(t, c, ctx)
