@@ -17,6 +17,7 @@ import (
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/httpapi"
 	"github.com/dedupd/dedupd/server/metrics"
+	"github.com/dedupd/dedupd/server/openapi"
 )
 
 // The HTTP listener's time bounds (docs/http.md, "Limits"). The header
@@ -70,11 +71,11 @@ func newHTTPAPI(ctx context.Context, cfg Config, g guards, srv *grpc.Server, m *
 	if g.inflight != nil {
 		opts.Tap = g.inflight.Tap(diagnosticMethod)
 	}
-	handler, err := httpapi.Handler(srv, opts)
+	api, err := httpapi.Handler(srv, opts)
 	if err != nil {
 		return nil, fmt.Errorf("--http-listen: %w", err)
 	}
-	handler = withConsole(handler, g.auth)
+	handler := withConsole(withOpenAPI(api), g.auth)
 	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.HTTPListen)
 	if err != nil {
 		return nil, fmt.Errorf("listening on --http-listen %s: %w", cfg.HTTPListen, err)
@@ -142,6 +143,19 @@ func (h *httpAPI) close() {
 		h.srv.Close()
 		h.lis.Close()
 	}
+}
+
+// withOpenAPI serves the API's OpenAPI description at openapi.Path, and
+// every other path as the API.
+func withOpenAPI(api http.Handler) http.Handler {
+	doc := openapi.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == openapi.Path {
+			doc.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // stallBound cuts a reply that its caller has not read for stall: each
