@@ -166,7 +166,7 @@ func TestEveryCommandIsDecided(t *testing.T) {
 		"ListParked": "Reader", "GetParkedSummary": "Reader", "ListOpenGaps": "Reader", "ParkedTotals": "Reader",
 		"DeleteExpired": "Upkeep: the waiters' polls see it", "DeleteExpiredStreams": "Upkeep: as DeleteExpired",
 		"Ping": "Upkeep", "Close": "Upkeep",
-		"Stats": "Reports", "StreamStats": "Reports", "PendingLeases": "Reports", "InFlightLeases": "Reports",
+		"Stats": "Reports", "StreamStats": "Reports", "Leases": "Reports",
 		"PurgeBatch": "Reports: the waiters' polls see it", "CountPurge": "Reports",
 		"PutPolicy": "Reports", "GetPolicy": "Reports", "ListPolicies": "Reports", "DeletePolicy": "Reports",
 		"PutStreamPolicy": "Reports", "GetStreamPolicy": "Reports", "DeleteStreamPolicy": "Reports",

@@ -41,6 +41,16 @@ func (a *API) DeleteRecord(ctx context.Context, consumer, key string) (Record, e
 	return d.Record, err
 }
 
+// PendingLeases is Leases of the Pending records.
+func (a *API) PendingLeases(ctx context.Context) ([]LeaseStats, error) {
+	return a.Leases(ctx, PendingKeyLeases)
+}
+
+// InFlightLeases is Leases of the streams' claims in flight.
+func (a *API) InFlightLeases(ctx context.Context) ([]LeaseStats, error) {
+	return a.Leases(ctx, InFlightStreamLeases)
+}
+
 // Lookup is LookupBatch of one key, marked Single so that observers name
 // it Lookup.
 func (a *API) Lookup(ctx context.Context, consumer, key string) (Record, error) {

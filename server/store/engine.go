@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Engine is what a storage backend implements: every write through one of
 // three methods, each decided by the pure rules (Apply, ApplyStream,
@@ -64,8 +67,7 @@ type Upkeep interface {
 type Reports interface {
 	Stats(ctx context.Context, consumer string) ([]ConsumerStats, error)
 	StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error)
-	PendingLeases(ctx context.Context) ([]LeaseStats, error)
-	InFlightLeases(ctx context.Context) ([]LeaseStats, error)
+	Leases(ctx context.Context, kind LeaseKind) ([]LeaseStats, error)
 	PurgeBatch(ctx context.Context, p PurgeParams) (int, error)
 	CountPurge(ctx context.Context, p PurgeParams) (int64, error)
 	Policies
@@ -81,3 +83,19 @@ type Policies interface {
 	GetStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
 	DeleteStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
 }
+
+// LeaseKind names the claims in flight that Leases sums up: one engine
+// call serves both typed samplers, PendingLeases and InFlightLeases.
+type LeaseKind uint8
+
+const (
+	// PendingKeyLeases is the live Pending records (PendingLeases).
+	PendingKeyLeases LeaseKind = iota + 1
+	// InFlightStreamLeases is the live streams with a claim in flight
+	// (InFlightLeases).
+	InFlightStreamLeases
+)
+
+// ErrUnknownLeaseKind is the answer of Leases to a kind it does not know:
+// a programming error, since only the typed API chooses the kind.
+var ErrUnknownLeaseKind = errors.New("store: unknown lease kind")

@@ -53,9 +53,21 @@ func (s *Store) StreamStats(ctx context.Context, consumer string) ([]store.Consu
 	return out, nil
 }
 
-// PendingLeases sums up the pending claims per consumer from the index of
+// Leases sums up the claims in flight of one kind per consumer, reading
+// only the rows of that kind's index.
+func (s *Store) Leases(ctx context.Context, kind store.LeaseKind) ([]store.LeaseStats, error) {
+	switch kind {
+	case store.PendingKeyLeases:
+		return s.pendingLeases(ctx)
+	case store.InFlightStreamLeases:
+		return s.inFlightLeases(ctx)
+	}
+	return nil, store.ErrUnknownLeaseKind
+}
+
+// pendingLeases sums up the pending claims per consumer from the index of
 // Pending records ('p'), reading only their rows.
-func (s *Store) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
+func (s *Store) pendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
 	return s.leaseStats(ctx, "pending leases", tablePending, func(c, name string) (bool, time.Time, time.Time, error) {
 		rec, err := getRecord(s.db, rowKey(tableRecord, c, name), c, name)
 		if err != nil || rec == nil || rec.State != store.Pending || !store.IsLive(rec, now()) {
@@ -65,9 +77,9 @@ func (s *Store) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
 	})
 }
 
-// InFlightLeases sums up the streams' claims in flight per consumer from
+// inFlightLeases sums up the streams' claims in flight per consumer from
 // the index of in-flight streams ('q').
-func (s *Store) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
+func (s *Store) inFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
 	return s.leaseStats(ctx, "in-flight leases", tableStreamPending, func(c, name string) (bool, time.Time, time.Time, error) {
 		st, err := getStream(s.db, rowKey(tableStream, c, name), c, name)
 		if err != nil || st == nil || st.InFlight == 0 || !store.IsStreamLive(st, now()) {

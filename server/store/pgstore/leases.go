@@ -14,14 +14,16 @@ var (
 	inFlightLeasesSQL = sqlstmt.InFlightLeases(sqlstmt.Postgres)
 )
 
-// PendingLeases sums up the pending claims per consumer.
-func (s *Store) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
-	return s.leaseStats(ctx, "pending leases", pendingLeasesSQL)
-}
-
-// InFlightLeases sums up the streams' claims in flight per consumer.
-func (s *Store) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
-	return s.leaseStats(ctx, "in-flight leases", inFlightLeasesSQL)
+// Leases sums up the claims in flight of one kind per consumer: the
+// pending claims of keys or the streams' claims in flight.
+func (s *Store) Leases(ctx context.Context, kind store.LeaseKind) ([]store.LeaseStats, error) {
+	switch kind {
+	case store.PendingKeyLeases:
+		return s.leaseStats(ctx, "pending leases", pendingLeasesSQL)
+	case store.InFlightStreamLeases:
+		return s.leaseStats(ctx, "in-flight leases", inFlightLeasesSQL)
+	}
+	return nil, store.ErrUnknownLeaseKind
 }
 
 func (s *Store) leaseStats(ctx context.Context, op, query string) ([]store.LeaseStats, error) {

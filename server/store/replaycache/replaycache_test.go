@@ -345,9 +345,9 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 		"ListParked": "Reader: reads", "GetParkedSummary": "Reader: reads", "ListOpenGaps": "Reader: reads",
 		"ParkedTotals": "Reader: reads", "DeleteExpired": "Upkeep: only what the cache no longer trusts",
 		"DeleteExpiredStreams": "Upkeep: streams", "Ping": "Upkeep", "Close": "Upkeep",
-		"Stats": "Reports: reads", "StreamStats": "Reports: reads", "PendingLeases": "Reports: reads",
-		"InFlightLeases": "Reports: reads", "CountPurge": "Reports: reads",
-		"PutPolicy": "Reports: policies", "GetPolicy": "Reports: policies", "ListPolicies": "Reports: policies",
+		"Stats": "Reports: reads", "StreamStats": "Reports: reads", "Leases": "Reports: reads",
+		"CountPurge": "Reports: reads",
+		"PutPolicy":  "Reports: policies", "GetPolicy": "Reports: policies", "ListPolicies": "Reports: policies",
 		"DeletePolicy": "Reports: policies", "PutStreamPolicy": "Reports: policies",
 		"GetStreamPolicy": "Reports: policies", "DeleteStreamPolicy": "Reports: policies",
 	})

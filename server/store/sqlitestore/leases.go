@@ -7,14 +7,16 @@ import (
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
-// PendingLeases sums up the pending claims per consumer.
-func (s *Store) PendingLeases(ctx context.Context) ([]store.LeaseStats, error) {
-	return s.leaseStats(ctx, "pending leases", sqlstmt.PendingLeases(sqlstmt.SQLite))
-}
-
-// InFlightLeases sums up the streams' claims in flight per consumer.
-func (s *Store) InFlightLeases(ctx context.Context) ([]store.LeaseStats, error) {
-	return s.leaseStats(ctx, "in-flight leases", sqlstmt.InFlightLeases(sqlstmt.SQLite))
+// Leases sums up the claims in flight of one kind per consumer: the
+// pending claims of keys or the streams' claims in flight.
+func (s *Store) Leases(ctx context.Context, kind store.LeaseKind) ([]store.LeaseStats, error) {
+	switch kind {
+	case store.PendingKeyLeases:
+		return s.leaseStats(ctx, "pending leases", sqlstmt.PendingLeases(sqlstmt.SQLite))
+	case store.InFlightStreamLeases:
+		return s.leaseStats(ctx, "in-flight leases", sqlstmt.InFlightLeases(sqlstmt.SQLite))
+	}
+	return nil, store.ErrUnknownLeaseKind
 }
 
 func (s *Store) leaseStats(ctx context.Context, op, query string) ([]store.LeaseStats, error) {

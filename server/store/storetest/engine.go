@@ -127,3 +127,13 @@ func (e typedEngine) LookupBatch(ctx context.Context, p store.LookupBatchParams)
 	}
 	return e.Backend.LookupBatch(ctx, p)
 }
+
+func (e typedEngine) Leases(ctx context.Context, kind store.LeaseKind) ([]store.LeaseStats, error) {
+	switch kind {
+	case store.PendingKeyLeases:
+		return e.PendingLeases(ctx)
+	case store.InFlightStreamLeases:
+		return e.InFlightLeases(ctx)
+	}
+	return nil, store.ErrUnknownLeaseKind
+}

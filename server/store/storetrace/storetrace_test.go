@@ -200,7 +200,7 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 		"DeleteExpired": "counted", "DeleteExpiredStreams": "counted", "Ping": "counted",
 		"Close": "passes through",
 		"Stats": "Reports: unobserved", "StreamStats": "Reports: unobserved",
-		"PendingLeases": "Reports: unobserved", "InFlightLeases": "Reports: unobserved",
+		"Leases":     "Reports: unobserved",
 		"PurgeBatch": "Reports: unobserved", "CountPurge": "Reports: unobserved",
 		"PutPolicy": "Reports: unobserved", "GetPolicy": "Reports: unobserved",
 		"ListPolicies": "Reports: unobserved", "DeletePolicy": "Reports: unobserved",
