@@ -81,7 +81,7 @@ func refusalStatus(err error, r store.Refusal, meta map[string]string) *status.S
 		msg = fmt.Sprintf("%s (state %s, fencing token %d)", msg, c.Record.State, c.Record.FencingToken)
 		return rpcerrors.New(class.code, class.reason, msg, meta, recordpb.FromStore(c.Record))
 	}
-	if r.Err == store.ErrLeaseLost {
+	if errors.Is(r.Err, store.ErrLeaseLost) {
 		// A lease lost with no record to show is a key that has none: the
 		// code and reason stay (clients match on them), the message and
 		// metadata say so, since "not the current lease" sends a reader
