@@ -53,7 +53,7 @@ func parseKeySource(keyFrom, webhooks string) (keySource, error) {
 		return keySource{header: rest, spec: keyFrom}, nil
 	case kind == "json" && strings.HasPrefix(rest, "/"):
 		var tokens []string
-		for _, t := range strings.Split(rest[1:], "/") {
+		for t := range strings.SplitSeq(rest[1:], "/") {
 			// RFC 6901 section 4: ~1 before ~0, so "~01" is "~1".
 			tokens = append(tokens, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
 		}
