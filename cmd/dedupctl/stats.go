@@ -14,10 +14,10 @@ func newStatsCommand(a *app) *cobra.Command {
 		Use:   "stats [CONSUMER]",
 		Short: "Count stored records and streams per consumer",
 		Long: `Count stored records and streams per consumer: live records by state, PENDING
-claims whose lease ran out (LEASE-EXPIRED, the reconciliation queue: see
+claims whose lease ran out (LEASE_EXPIRED, the reconciliation queue: see
 'dedupctl reconcile'), records past their expiry that the reaper has not
 deleted yet (EXPIRED), live streams (STREAMS), and how long the oldest
-PENDING claim has been held (OLDEST-PENDING). A consumer that has only
+PENDING claim has been held (OLDEST_PENDING). A consumer that has only
 streams is listed too. -o json adds the streams' in-flight and
 lease-expired counts and the oldest in-flight stream claim.`,
 		Example: `  dedupctl stats
@@ -49,7 +49,7 @@ lease-expired counts and the oldest in-flight stream claim.`,
 			w := a.table()
 			// The age alone, not the timestamp, keeps the table within 100
 			// columns; -o json has the time.
-			row(w, "CONSUMER", "PENDING", "LEASE-EXPIRED", "COMPLETED", "REJECTED", "RELEASED", "EXPIRED", "STREAMS", "OLDEST-PENDING")
+			row(w, "CONSUMER", "PENDING", "LEASE_EXPIRED", "COMPLETED", "REJECTED", "RELEASED", "EXPIRED", "STREAMS", "OLDEST_PENDING")
 			for _, c := range resp.GetConsumers() {
 				n := func(v int64) string { return strconv.FormatInt(v, 10) }
 				row(w, c.GetConsumer(), n(c.GetPending()), n(c.GetPendingLeaseExpired()), n(c.GetCompleted()),
