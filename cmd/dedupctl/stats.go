@@ -47,14 +47,15 @@ lease-expired counts and the oldest in-flight stream claim.`,
 			}
 			now := a.now()
 			w := a.table()
-			// The age alone, not the timestamp, keeps the table within 100
-			// columns; -o json has the time.
-			row(w, "CONSUMER", "PENDING", "LEASE_EXPIRED", "COMPLETED", "REJECTED", "RELEASED", "EXPIRED", "STREAMS", "OLDEST_PENDING")
+			// Ages alone, not timestamps, keep the table narrow; -o json has
+			// the times. The stream columns are the JSON's streams_* fields.
+			row(w, "CONSUMER", "PENDING", "LEASE_EXPIRED", "COMPLETED", "REJECTED", "RELEASED", "EXPIRED", "OLDEST_PENDING",
+				"STREAMS", "STREAMS_IN_FLIGHT", "STREAMS_LEASE_EXPIRED", "OLDEST_STREAM_CLAIM")
 			for _, c := range resp.GetConsumers() {
 				n := func(v int64) string { return strconv.FormatInt(v, 10) }
 				row(w, c.GetConsumer(), n(c.GetPending()), n(c.GetPendingLeaseExpired()), n(c.GetCompleted()),
-					n(c.GetRejected()), n(c.GetReleased()), n(c.GetExpired()), n(c.GetStreams()),
-					formatRelative(c.GetOldestPendingAt(), now))
+					n(c.GetRejected()), n(c.GetReleased()), n(c.GetExpired()), formatRelative(c.GetOldestPendingAt(), now),
+					n(c.GetStreams()), n(c.GetStreamsInFlight()), n(c.GetStreamsLeaseExpired()), formatRelative(c.GetOldestStreamClaimAt(), now))
 			}
 			return w.Flush()
 		},
