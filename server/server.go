@@ -235,8 +235,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m.ExportClaimWaits(g.waits.Waiting, g.waits.Refused)
+	// Bind before the store opens: a port in use must not leave a new
+	// embedded store's directory behind.
+	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	lis = limitConnections(lis, cfg, m, log)
 	backend, err := OpenStore(ctx, cfg, log, m.StoreRetry)
 	if err != nil {
+		lis.Close()
 		return err
 	}
 	healthSrv := newHealthService()
@@ -244,11 +252,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	observed := stack.Build(backend, storeStack(cfg, m, watcher.Observe, g.waits))
 	defer observed.Close() // closes backend too
 
-	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
-	}
-	lis = limitConnections(lis, cfg, m, log)
 	policies := newPolicies(cfg, observed)
 	grpcSrv := newServices(cfg, log, healthSrv, g, observed, policies)
 	httpSrv, err := newHTTPAPI(ctx, cfg, g, grpcSrv, m, log)

@@ -2,6 +2,7 @@ package httpidem
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 )
 
@@ -88,4 +89,11 @@ func need(rules []Rule, method, path string) Need {
 func under(path, prefix string) bool {
 	p := strings.TrimSuffix(prefix, "/")
 	return p == "" || path == p || strings.HasPrefix(path, p+"/")
+}
+
+// KeyRequired reports whether the rules refuse r without a key (400), so
+// that a handler in front of the middleware that finds the key elsewhere
+// refuses the same requests.
+func (m *Middleware) KeyRequired(r *http.Request) bool {
+	return need(m.cfg.Rules, r.Method, r.URL.Path) == Required
 }

@@ -83,6 +83,15 @@ func formatRelative(ts *timestamppb.Timestamp, now time.Time) string {
 	return formatAge(ts.AsTime(), now)
 }
 
+// formatLease writes when a lease runs out: "expired 49s ago" once it
+// has, so that a reader does not take the age for the lease's own.
+func formatLease(ts *timestamppb.Timestamp, now time.Time) string {
+	if ts != nil && !ts.AsTime().After(now) {
+		return "expired " + formatAge(ts.AsTime(), now)
+	}
+	return formatRelative(ts, now)
+}
+
 // formatBytes writes a stored result or detail on one line, as
 // internal/resultview reads it: text, compact JSON, a stored HTTP
 // response's status and body, or hex.

@@ -56,6 +56,18 @@ func TestFormatAge(t *testing.T) {
 	if got := formatTime(nil, now); got != "-" {
 		t.Errorf("formatTime(nil) = %q, want -", got)
 	}
+	for _, tc := range []struct {
+		ts   *timestamppb.Timestamp
+		want string
+	}{
+		{timestamppb.New(now.Add(-49 * time.Second)), "expired 49s ago"},
+		{timestamppb.New(now.Add(30 * time.Second)), "in 30s"},
+		{nil, "-"},
+	} {
+		if got := formatLease(tc.ts, now); got != tc.want {
+			t.Errorf("formatLease = %q, want %q", got, tc.want)
+		}
+	}
 }
 
 func TestFormatBytes(t *testing.T) {

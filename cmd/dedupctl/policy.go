@@ -68,7 +68,8 @@ func newPolicyGetCommand(a *app) *cobra.Command {
 		Use:   "get CONSUMER",
 		Short: "Show a consumer's stored policy and the policy in force",
 		Long: `Show a consumer's stored policy beside the policy in force for it, which
-fills every unset field with the server default.`,
+fills every unset field with the server default. A consumer with no stored
+policy is no error: its stored fields show "-" and the defaults are in force.`,
 		Example: `  dedupctl policy get payments
   dedupctl policy get payments -o json | jq -r .effective.completed_ttl`,
 		Args: args(cobra.ExactArgs(1)),
@@ -131,7 +132,7 @@ defaults. "-" marks a field left to the server default.`,
 			w := a.table()
 			header := []string{"CONSUMER"}
 			for _, f := range policyFields {
-				header = append(header, strings.ToUpper(strings.ReplaceAll(f.name, "_", "-")))
+				header = append(header, strings.ToUpper(f.name))
 			}
 			row(w, append(header, "UPDATED")...)
 			row(w, policyRow("(defaults)", resp.GetDefaults(), false, "-")...)

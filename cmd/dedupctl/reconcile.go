@@ -70,11 +70,11 @@ func (a *app) printReconcile(consumer string, resp *dedupv1.ListRecordsResponse)
 	}
 	now := a.now()
 	w := a.table()
-	row(w, "KEY", "OWNER", "ATTEMPTS", "TOKEN", "CLAIMED", "LEASE-EXPIRED", "EXPIRES")
+	row(w, "KEY", "OWNER", "ATTEMPTS", "TOKEN", "CLAIMED", "LEASE_EXPIRED", "EXPIRES")
 	for _, r := range resp.GetRecords() {
 		row(w, r.GetKey(), orDash(r.GetOwner()), strconv.FormatInt(r.GetAttempts(), 10),
 			strconv.FormatInt(r.GetFencingToken(), 10), formatTime(r.GetUpdatedAt(), now),
-			formatRelative(r.GetLeaseExpiresAt(), now), formatRelative(r.GetExpiresAt(), now))
+			formatLease(r.GetLeaseExpiresAt(), now), formatRelative(r.GetExpiresAt(), now))
 	}
 	if err := w.Flush(); err != nil {
 		return err

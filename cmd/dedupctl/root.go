@@ -159,7 +159,8 @@ func (a *app) jsonOutput() bool { return a.output == "json" }
 
 // printJSON writes m as protojson with the proto field names and every
 // field present (zeros too), indented the same way every time: protojson
-// varies its whitespace on purpose, json.Indent makes it stable.
+// varies its whitespace on purpose, json.Indent makes it stable. Counts
+// print as numbers (countsAsNumbers).
 func (a *app) printJSON(m proto.Message) error {
 	raw, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(m)
 	if err != nil {
@@ -170,7 +171,7 @@ func (a *app) printJSON(m proto.Message) error {
 		return err
 	}
 	out.WriteByte('\n')
-	_, err = a.std.out.Write(out.Bytes())
+	_, err = a.std.out.Write(countsAsNumbers(out.Bytes(), countFields(m.ProtoReflect().Descriptor())))
 	return err
 }
 

@@ -14,10 +14,10 @@ func newStatsCommand(a *app) *cobra.Command {
 		Use:   "stats [CONSUMER]",
 		Short: "Count stored records and streams per consumer",
 		Long: `Count stored records and streams per consumer: live records by state, PENDING
-claims whose lease ran out (LEASE-EXPIRED, the reconciliation queue: see
+claims whose lease ran out (LEASE_EXPIRED, the reconciliation queue: see
 'dedupctl reconcile'), records past their expiry that the reaper has not
 deleted yet (EXPIRED), live streams (STREAMS), and how long the oldest
-PENDING claim has been held (OLDEST-PENDING). A consumer that has only
+PENDING claim has been held (OLDEST_PENDING). A consumer that has only
 streams is listed too. -o json adds the streams' in-flight and
 lease-expired counts and the oldest in-flight stream claim.`,
 		Example: `  dedupctl stats
@@ -47,14 +47,15 @@ lease-expired counts and the oldest in-flight stream claim.`,
 			}
 			now := a.now()
 			w := a.table()
-			// The age alone, not the timestamp, keeps the table within 100
-			// columns; -o json has the time.
-			row(w, "CONSUMER", "PENDING", "LEASE-EXPIRED", "COMPLETED", "REJECTED", "RELEASED", "EXPIRED", "STREAMS", "OLDEST-PENDING")
+			// Ages alone, not timestamps, keep the table narrow; -o json has
+			// the times. The stream columns are the JSON's streams_* fields.
+			row(w, "CONSUMER", "PENDING", "LEASE_EXPIRED", "COMPLETED", "REJECTED", "RELEASED", "EXPIRED", "OLDEST_PENDING",
+				"STREAMS", "STREAMS_IN_FLIGHT", "STREAMS_LEASE_EXPIRED", "OLDEST_STREAM_CLAIM")
 			for _, c := range resp.GetConsumers() {
 				n := func(v int64) string { return strconv.FormatInt(v, 10) }
 				row(w, c.GetConsumer(), n(c.GetPending()), n(c.GetPendingLeaseExpired()), n(c.GetCompleted()),
-					n(c.GetRejected()), n(c.GetReleased()), n(c.GetExpired()), n(c.GetStreams()),
-					formatRelative(c.GetOldestPendingAt(), now))
+					n(c.GetRejected()), n(c.GetReleased()), n(c.GetExpired()), formatRelative(c.GetOldestPendingAt(), now),
+					n(c.GetStreams()), n(c.GetStreamsInFlight()), n(c.GetStreamsLeaseExpired()), formatRelative(c.GetOldestStreamClaimAt(), now))
 			}
 			return w.Flush()
 		},

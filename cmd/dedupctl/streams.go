@@ -148,7 +148,7 @@ func (a *app) printStreamList(resp *dedupv1.ListStreamsResponse) error {
 	for _, s := range resp.GetStreams() {
 		inFlight, lease := "-", "-"
 		if s.GetInFlight() != 0 {
-			inFlight, lease = strconv.FormatInt(s.GetInFlight(), 10), formatRelative(s.GetLeaseExpiresAt(), now)
+			inFlight, lease = strconv.FormatInt(s.GetInFlight(), 10), formatLease(s.GetLeaseExpiresAt(), now)
 		}
 		row(w, s.GetStream(), modeName(s.GetMode()), strconv.FormatInt(s.GetHighWater(), 10), inFlight,
 			strconv.FormatInt(s.GetFencingToken(), 10), orDash(s.GetOwner()), lease, formatRelative(s.GetExpiresAt(), now))

@@ -79,9 +79,12 @@ func TestCLIStreams(t *testing.T) {
 		}
 
 		// A consumer with streams and no records is in stats, counted.
+		// The table has the JSON's stream counts too: 2 streams, both
+		// in flight, order-2's lease (1ms) expired, and the age of the
+		// oldest claim.
 		row := tableRows(t, s.ok(t, "stats").stdout)["shop"]
-		if want := "shop 0 0 0 0 0 0 2 -"; strings.Join(row, " ") != want {
-			t.Errorf("stats row = %q, want %q", row, want)
+		if want := "shop 0 0 0 0 0 0 - 2 2 1"; len(row) < 12 || strings.Join(row[:11], " ") != want || row[11] == "-" {
+			t.Errorf("stats row = %q, want %q and the oldest stream claim's age", row, want)
 		}
 		var stats dedupv1.StatsResponse
 		parseJSON(t, s.ok(t, "stats", "shop", "-o", "json").stdout, &stats)

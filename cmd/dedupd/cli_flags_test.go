@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -74,6 +76,25 @@ func TestBadFlagExitsTwo(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != tc.code {
 			t.Errorf("dedupd %v: %v, want exit %d", tc.args, err, tc.code)
 		}
+	}
+}
+
+// TestFailedBindLeavesNoDataDir: serve on a port already taken fails,
+// names the address, and does not create its fresh --data-dir.
+func TestFailedBindLeavesNoDataDir(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dataDir := filepath.Join(t.TempDir(), "fresh")
+	out, err := runDedupd(t, "serve", "--listen", taken.Addr().String(), "--data-dir", dataDir)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, taken.Addr().String()) {
+		t.Fatalf("serve on a taken port: %v, output %q; want exit 1 naming %s", err, out, taken.Addr())
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--data-dir %s after the failed bind: %v, want it not to exist", dataDir, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ type gatewayConfig struct {
 	on5xx, onUpstreamError  string
 	identityHeader          string
 	keyHeader, fenceHeader  string
+	keyFrom, webhooks       string
 	replayedHeader          string
 	retentionHeader         string
 	shutdownTimeout         time.Duration
@@ -67,6 +69,8 @@ func newGatewayCommand() *cobra.Command {
 	f.StringVar(&cfg.onUpstreamError, "on-upstream-error", "release", "what an unreachable or failing upstream does to its key: release or keep")
 	f.StringVar(&cfg.identityHeader, "identity-header", "", "header that identifies a client, whose hash scopes its keys (default Authorization)")
 	f.StringVar(&cfg.keyHeader, "key-header", httpidem.DefaultKeyHeader, "request header carrying the idempotency key")
+	f.StringVar(&cfg.keyFrom, "key-from", "", "where the key is instead of --key-header: header:NAME, or json:/pointer (RFC 6901) into the request's JSON body (inbound webhooks)")
+	f.StringVar(&cfg.webhooks, "webhooks", "", "inbound webhooks of a provider, keyed by its event id: standard (webhook-id), github (X-GitHub-Delivery), shopify (X-Shopify-Event-Id), svix (svix-id) or stripe (json:/id)")
 	f.StringVar(&cfg.fenceHeader, "fencing-header", httpidem.DefaultFencingHeader, "header the gateway adds with the fencing token")
 	f.StringVar(&cfg.replayedHeader, "replayed-header", httpidem.DefaultReplayedHeader, "response header set to true on a replay")
 	f.StringVar(&cfg.retentionHeader, "retention-header", httpidem.DefaultRetentionHeader, "response header with the HTTP-date until which the key's response is kept")
@@ -120,6 +124,13 @@ func runGateway(ctx context.Context, cfg gatewayConfig) error {
 	if err != nil {
 		return err
 	}
+	src, err := parseKeySource(cfg.keyFrom, cfg.webhooks)
+	if err != nil {
+		return err
+	}
+	if src.header != "" {
+		mc.KeyHeader = src.header
+	}
 	c, err := cfg.conn.Dial()
 	if err != nil {
 		return err
@@ -136,7 +147,11 @@ func runGateway(ctx context.Context, cfg gatewayConfig) error {
 	}
 	readiness := &dedupdReadiness{cause: "not checked yet"}
 	go readiness.watch(ctx, c, cfg.conn.Describe(), logger, func() { checkStoredLimit(ctx, logger, mc, c) })
-	handler := withReadiness(m.Handler(newProxy(up, m)), cfg.readinessPath, readiness.handler(cfg.conn.Describe()))
+	keyed := m.Handler(newProxy(up, m))
+	if src.pointer != nil {
+		keyed = bodyKeyHandler(keyed, m, src, cmp.Or(mc.KeyHeader, httpidem.DefaultKeyHeader), bodyKeyLimit(mc.MaxRequestBytes))
+	}
+	handler := withReadiness(keyed, cfg.readinessPath, readiness.handler(cfg.conn.Describe()))
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	logger.Info("gateway serving", "listen", lis.Addr().String(), "upstream", up.Redacted(), "dedupd", cfg.conn.Describe(), "consumer", cfg.consumer)
 	if cfg.readyFile != "" {
