@@ -52,15 +52,19 @@ func TestConsoleServesNoDataWithoutACredential(t *testing.T) {
 			t.Errorf("GET %s: headers %v", path, resp.header)
 		}
 	}
-	refused := []struct{ path, token string }{
-		{"/console/api/session", ""},
-		{"/console/api/session", "not-a-token"},
-		{"/dedup.v1.DedupService/Lookup", ""},
-		{"/dedup.v1.DedupService/ListRecords", ""},
-		{"/dedup.v1.AdminService/Stats", ""},
+	// Each body is valid for its method: an unknown member is refused
+	// (INVALID_FIELD) while the request is decoded, before auth runs, as
+	// gRPC decodes before its interceptors.
+	lookup := `{"consumer":"inventory","key":"` + key + `"}`
+	refused := []struct{ path, token, body string }{
+		{"/console/api/session", "", lookup},
+		{"/console/api/session", "not-a-token", lookup},
+		{"/dedup.v1.DedupService/Lookup", "", lookup},
+		{"/dedup.v1.DedupService/ListRecords", "", `{"consumer":"inventory"}`},
+		{"/dedup.v1.AdminService/Stats", "", `{"consumer":"inventory"}`},
 	}
 	for _, r := range refused {
-		a := postJSON(t, base, r.path, r.token, `{"consumer":"inventory","key":"`+key+`"}`, false)
+		a := postJSON(t, base, r.path, r.token, r.body, false)
 		if e := a.connectErr(t); a.status != http.StatusUnauthorized || e.Code != "unauthenticated" {
 			t.Errorf("POST %s with %q: HTTP %d %s", r.path, r.token, a.status, e.Code)
 		}
