@@ -68,7 +68,7 @@ func replicaKeys(t *testing.T, c *replicaCluster) {
 		}
 		return err
 	})
-	c.killWhile(done, replicaLimit)
+	c.killWhile(q, done, replicaLimit)
 	elapsed := time.Since(started)
 
 	// A reconcile pass settles whatever a kill left PENDING with its lease

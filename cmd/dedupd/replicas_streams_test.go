@@ -98,7 +98,7 @@ func replicaParkedStreams(t *testing.T, c *replicaCluster) {
 		}
 		return err
 	})
-	c.killWhile(done, replicaLimit)
+	c.killWhile(q, done, replicaLimit)
 	deliveriesDone := time.Since(started)
 
 	// Parked events whose holder died on a killed replica (or whose chain

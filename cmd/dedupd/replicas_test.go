@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -73,9 +74,8 @@ func (c *replicaCluster) start(i int) {
 	c.procs[i] = startDedupd(c.t, "--database-url", c.url, "--listen", c.addrs[i], "--metrics-listen", "127.0.0.1:0")
 }
 
-// killAndRestart kills replica i with SIGKILL, as a crash would, and
-// starts it again on its address after pause.
-func (c *replicaCluster) killAndRestart(i int, pause time.Duration) {
+// kill kills replica i with SIGKILL, as a crash would.
+func (c *replicaCluster) kill(i int) {
 	c.t.Helper()
 	c.retriesOfKilled += c.replicaRetries(i)
 	if err := c.procs[i].Cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -83,8 +83,6 @@ func (c *replicaCluster) killAndRestart(i int, pause time.Duration) {
 	}
 	<-c.procs[i].Exited
 	c.kills++
-	time.Sleep(pause)
-	c.start(i)
 }
 
 // storeRetries is every store retry (dedupd_store_retries_total) the
@@ -105,24 +103,35 @@ func (c *replicaCluster) replicaRetries(i int) float64 {
 	return total
 }
 
-// killWhile kills a random replica every 0.8 to 2 seconds, and restarts it
-// half a second later, until done is closed or limit passes; it fails the
-// test if done closed before any kill (a run that tested nothing).
-func (c *replicaCluster) killWhile(done <-chan struct{}, limit time.Duration) {
+// killWhile kills a random replica and restarts it half a second later:
+// once when a third of the deliveries are done (the queue holds the rest
+// back until the kill has landed, so it lands mid-run however fast the
+// machine), and every 0.8 to 2 seconds after that, until done is closed or
+// limit passes.
+func (c *replicaCluster) killWhile(q interface{ milestone() <-chan func() }, done <-chan struct{}, limit time.Duration) {
 	c.t.Helper()
 	end := time.After(limit)
 	before := c.kills
+	killAndRestart := func(resume func()) {
+		i := rand.N(len(c.procs))
+		c.kill(i)
+		resume()
+		time.Sleep(500 * time.Millisecond)
+		c.start(i)
+	}
 	for {
 		select {
 		case <-done:
 			if c.kills == before {
-				c.t.Errorf("the deliveries all finished before any replica was killed: raise the event count")
+				c.t.Errorf("no replica was killed while the deliveries ran")
 			}
 			return
 		case <-end:
 			c.t.Fatalf("the deliveries did not all finish within %v", limit)
+		case resume := <-q.milestone():
+			killAndRestart(resume)
 		case <-time.After(800*time.Millisecond + rand.N(1200*time.Millisecond)):
-			c.killAndRestart(rand.N(len(c.procs)), 500*time.Millisecond)
+			killAndRestart(func() {})
 		}
 	}
 }
@@ -132,6 +141,12 @@ func (c *replicaCluster) killWhile(done <-chan struct{}, limit time.Duration) {
 type deliveryQueue[T any] struct {
 	ch        chan replicaDelivery[T]
 	left      sync.WaitGroup
+	total     int
+	completed atomic.Int64
+	// gate holds workers back from taking deliveries while the kill at
+	// the milestone lands; resume, sent on held, lets them go on.
+	gate      sync.RWMutex
+	held      chan func()
 	replicas  int
 	mu        sync.Mutex
 	failures  int
@@ -153,7 +168,7 @@ func newDeliveryQueue[T any](events []T, copies, replicas int) *deliveryQueue[T]
 		}
 	}
 	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	q := &deliveryQueue[T]{ch: make(chan replicaDelivery[T], len(all)), replicas: replicas}
+	q := &deliveryQueue[T]{ch: make(chan replicaDelivery[T], len(all)), replicas: replicas, total: len(all), held: make(chan func())}
 	q.left.Add(len(all))
 	for _, d := range all {
 		q.ch <- d
@@ -170,6 +185,8 @@ func (q *deliveryQueue[T]) work(workers int, deliver func(d replicaDelivery[T]) 
 	for range workers {
 		wg.Go(func() {
 			for {
+				q.gate.RLock() // waits while a milestone's kill lands
+				q.gate.RUnlock()
 				select {
 				case <-stop:
 					return
@@ -181,7 +198,7 @@ func (q *deliveryQueue[T]) work(workers int, deliver func(d replicaDelivery[T]) 
 						q.ch <- d
 						continue
 					}
-					q.left.Done()
+					q.done()
 				}
 			}
 		})
@@ -194,6 +211,18 @@ func (q *deliveryQueue[T]) work(workers int, deliver func(d replicaDelivery[T]) 
 	}()
 	return done
 }
+
+// done counts a delivery that succeeded; the one that completes a third of
+// them closes the gate and hands the killer the way to open it again.
+func (q *deliveryQueue[T]) done() {
+	if q.completed.Add(1) == int64(q.total/3) {
+		q.gate.Lock()
+		q.held <- q.gate.Unlock
+	}
+	q.left.Done()
+}
+
+func (q *deliveryQueue[T]) milestone() <-chan func() { return q.held }
 
 func (q *deliveryQueue[T]) failed(err error) {
 	q.mu.Lock()
@@ -239,7 +268,5 @@ func (l *keyLedger) ack(key string, result []byte) {
 // figures prints what a scenario measured, for CI's output.
 func figures(t *testing.T, format string, args ...any) {
 	t.Helper()
-	line := fmt.Sprintf(format, args...)
-	t.Log(line)
-	fmt.Println("replicas: " + strings.TrimSpace(line))
+	fmt.Println("replicas: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
 }
