@@ -37,8 +37,17 @@ const minCharge = 1 << 10
 // ConnectionShare is the fraction of the budget that the replies of one
 // connection may hold (1/ConnectionShare): a caller that never reads fills
 // its own share, not the server's, and the callers that read keep getting
-// answers. A connection may always hold one reply, however large.
+// answers. A connection may always hold one reply, however large. A
+// connection whose caller reads may pass its share while the budget is at
+// most half full: a client multiplexes all its callers over one
+// connection, and 32 callers' batch polls reserve 4 MiB each before they
+// run (at a share of 16 MiB, four of them ran at once and the rest were
+// refused after MaxWait).
 const ConnectionShare = 16
+
+// readingWindow is how recently a connection must have had a reply written
+// out to count as one whose caller reads.
+const readingWindow = time.Second
 
 // Budget is a bound on reply bytes in flight.
 type Budget struct {
@@ -131,7 +140,7 @@ func (b *Budget) await(ctx context.Context, ready func() bool) bool {
 // within reports whether r, already counted, fits the budget and its
 // connection's share, as fits does for bytes not yet added; b.mu is held.
 func (b *Budget) within(r *reservation) bool {
-	if c := r.conn; c != nil && c.held > r.n && c.held > b.perConn {
+	if c := r.conn; c != nil && c.held > r.n && c.held > b.perConn && !b.mayPassShare(c, 0) {
 		return false
 	}
 	return b.used == r.n || b.used <= b.limit
@@ -169,10 +178,26 @@ func (b *Budget) add(r *reservation, n int64) {
 // connection's share of it, which they always do when r's reply is the
 // only one held (there, or in the whole budget); b.mu is held.
 func (b *Budget) fits(n int64, r *reservation) bool {
-	if c := r.conn; c != nil && c.held > r.n && c.held+n > b.perConn {
+	if c := r.conn; c != nil && c.held > r.n && c.held+n > b.perConn && !b.mayPassShare(c, n) {
 		return false
 	}
 	return b.used == r.n || b.used+n <= b.limit
+}
+
+// mayPassShare reports whether c may hold more than its share, n more
+// bytes included: only a connection whose caller reads (a reply of it was
+// written out within readingWindow), and only while the budget stays at
+// most half full. A caller that never reads keeps to its share; b.mu is
+// held.
+func (b *Budget) mayPassShare(c *connReplies, n int64) bool {
+	return time.Since(c.lastWritten) < readingWindow && b.used+n <= b.limit/2
+}
+
+// written notes that one of c's replies has been written out.
+func (b *Budget) written(c *connReplies) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c.lastWritten = time.Now()
 }
 
 // shrink gives back n of r's bytes.

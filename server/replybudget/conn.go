@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
@@ -14,7 +15,8 @@ import (
 // a connection closes (it leaves them to the garbage collector), so the
 // connection's end gives their bytes back.
 type connReplies struct {
-	held int64 // bytes of its replies in the budget; Budget.mu guards it
+	held        int64     // bytes of its replies in the budget; Budget.mu guards it
+	lastWritten time.Time // when a reply of it was last written out; Budget.mu guards it
 
 	mu      sync.Mutex
 	replies map[*reservation]struct{}
