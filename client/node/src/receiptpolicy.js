@@ -20,18 +20,24 @@ function adminService() {
 }
 
 /**
+ * An AdminService stub on client's channel: its credentials, and its bearer
+ * token when called through client.call (which adds it).
+ */
+function adminStub(client) {
+  return new (adminService())('unused', grpc.credentials.createInsecure(), { channelOverride: client.stub.getChannel() });
+}
+
+/**
  * Reads, once, consumer's retention of completed records (the effective
  * policy, server defaults filled in) over client's connection, in seconds:
  * the ttl for Receipts. It needs the admin service's permission; dedupd's
  * refusals reject as the client's DedupError classes.
  */
 async function ttlFromPolicy(client, consumer, callOptions = {}) {
-  // On the client's channel: its credentials, and its bearer token (client.call adds it).
-  const stub = new (adminService())('unused', grpc.credentials.createInsecure(), { channelOverride: client.stub.getChannel() });
-  const resp = await client.call('GetPolicy', { consumer }, stub, callOptions);
+  const resp = await client.call('GetPolicy', { consumer }, adminStub(client), callOptions);
   const ttl = seconds(resp.effective && resp.effective.completedTtl);
   if (!(ttl > 0)) throw new Error(`receipts: ${JSON.stringify(consumer)}'s policy has no completed retention`);
   return ttl;
 }
 
-module.exports = { ttlFromPolicy };
+module.exports = { ttlFromPolicy, adminStub };
