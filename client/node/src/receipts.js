@@ -18,8 +18,8 @@
 //                       transaction, retried from BEGIN on 40001, rolled
 //                       back on StaleReceipt; 40003 or a failed COMMIT is
 //                       UnknownOutcome (do() leaves the claim PENDING);
-//   r.effect(effect)    the same as do()'s fn;
-//   r.settle            do()'s (and reconcile()'s) settle option;
+//   r.effect(effect)    the same as do()'s fn (r.batchEffect: doBatch()'s);
+//   r.settle            do()'s, doBatch()'s and reconcile()'s settle;
 //   r.prune(batch)      deletes expired receipts in bounded batches.
 //
 // A receipt expires with the consumer's retention of completed records
@@ -125,13 +125,20 @@ class Receipts {
     return (token, attempt, signal, record) => this.run(record.key, token, effect, { attempt, signal, record });
   }
 
+  /** doBatch()'s fn for effect: the same as effect(), with doBatch's arguments. */
+  batchEffect(effect) {
+    return (key, token, attempt, signal, record) => this.run(key, token, effect, { attempt, signal, record });
+  }
+
   /**
-   * do()'s settle (and reconcile()'s {settle}): the effect of the record's
-   * key happened when a live receipt exists, and its result is the
-   * receipt's; null when none. A database error is thrown, which leaves
-   * the outcome unknown (the claim stays PENDING).
+   * do()'s, doBatch()'s and reconcile()'s settle: the effect of the
+   * record's key (the record is the last argument in all three) happened
+   * when a live receipt exists, and its result is the receipt's; null when
+   * none. A database error is thrown, which leaves the outcome unknown (the
+   * claim stays PENDING).
    */
-  async settle(token, attempt, signal, record) {
+  async settle(...args) {
+    const record = args[args.length - 1];
     const found = await this.lookup(record.key);
     return found ? found.result : null;
   }

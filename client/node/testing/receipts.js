@@ -25,11 +25,11 @@ const BACKENDS = [
  * own. env.pool is the backend's pool (opened before the suite's tests) and
  * env.isolation its level; before each test the receipt table is migrated
  * afresh and the effects table emptied. env.it is node:test's it, skipping
- * when PostgreSQL is unreachable outside CI.
+ * when PostgreSQL is unreachable outside CI. backends narrows the list.
  */
-function forEachBackend(title, suite) {
+function forEachBackend(title, suite, backends = BACKENDS) {
   const db = testDatabase();
-  for (const b of BACKENDS) {
+  for (const b of backends) {
     describe(`${title} (${b.name})`, () => {
       const env = { pool: null, isolation: b.isolation, backend: b.name, db };
       env.it = (name, fn) => it(name, async (t) => {
