@@ -105,6 +105,10 @@ forEachBackend('receipts', (env) => {
     let now = base;
     const r = receipts({ now: () => new Date(now) });
     for (let i = 0; i < 5; i++) await r.run(`e${i}`, 1, effectOf('x')); // expire at base + 1h
+    now = base + 3600 * 1000 - 1;
+    assert.equal((await r.lookup('e0')).result.toString(), 'x'); // live until its expiry...
+    now = base + 3600 * 1000;
+    assert.equal(await r.lookup('e0'), null); // ...which it does not live to see
     now = base + 90 * 60 * 1000;
     for (let i = 0; i < 3; i++) await r.run(`l${i}`, 1, effectOf('y')); // expire at base + 2h30m
     assert.equal(await r.lookup('e0'), null);
