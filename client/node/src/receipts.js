@@ -108,8 +108,8 @@ class Receipts {
           return result;
         });
       } catch (err) {
-        if (ambiguous(err)) throw new UnknownOutcome(err.cause || err);
-        if (!retryable(err)) throw err.name === 'CommitFailed' ? err.cause : err;
+        if (ambiguous(err)) throw new UnknownOutcome(err.cause || err); // a CommitFailed's cause is the database's error
+        if (!retryable(err)) throw err;
         lastErr = err;
       }
     }
