@@ -10,7 +10,7 @@ const assert = require('node:assert/strict');
 const { describe, it } = require('node:test');
 
 const dedupd = require('../src');
-const { Receipts, StaleReceipt, ttlFromPolicy } = require('../src/receipts');
+const { Receipts, StaleReceipt, UnknownOutcome, ttlFromPolicy } = require('../src/receipts');
 const { adminStub } = require('../src/receiptpolicy');
 const { withClient, uniqueKey, sleep } = require('../testing/server');
 const { forEachBackend, effectOf, stateOf, BACKENDS } = require('../testing/receipts');
@@ -80,6 +80,18 @@ forEachBackend('do with receipts', (env) => {
     assert.deepEqual(await stateOf(env.pool, 'E1'), { effects: [one], receipts: [one] });
     const stored = await c.lookup(r.consumer, 'E1');
     assert.deepEqual([stored.state, stored.result.toString()], ['STATE_COMPLETED', 'second']);
+  });
+
+  // 40003 (CockroachDB's "result is ambiguous"; raised here by the effect,
+  // as PostgreSQL never sends it) is an unknown outcome: do() neither
+  // completes nor releases, and the claim stays PENDING for settle.
+  env.it('leaves the claim PENDING on an unknown outcome, never completed', async () => {
+    const r = receipts();
+    const ambiguous = Object.assign(new Error('result is ambiguous'), { code: '40003' });
+    const err = await dedupd.do(c, r.consumer, 'E1', r.effect(() => { throw ambiguous; })).then(() => null, (e) => e);
+    assert.ok(err instanceof UnknownOutcome && err.cause === ambiguous, `do() ended in ${err}`);
+    const stored = await c.lookup(r.consumer, 'E1');
+    assert.deepEqual([stored.state, stored.attempts], ['STATE_PENDING', '1']);
   });
 
   env.it('settles a doBatch() poll from receipts: the committed key is not run again, the new one is', async () => {
