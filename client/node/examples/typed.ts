@@ -19,6 +19,8 @@ import type {
   ParkedEvent, StreamFinishResponse, NextLeaseOptions, ClaimParkedOptions, ClaimParkedResponse, ListParkedResponse,
   ParkedWork, ParkedSettle, ReleasedChain, DoParkedOptions, DoParkedResult,
 } from '@dedupd/client';
+import * as receipts from '@dedupd/client/receipts';
+import type { EffectInfo, IsolationLevel, Receipt, ReceiptEffect, ReceiptPool, ReceiptsOptions } from '@dedupd/client/receipts';
 
 const CONSUMER = 'typed-example';
 
@@ -137,6 +139,48 @@ async function reconciling(c: dedupd.Client, key: string): Promise<Settled[]> {
   const bySettle: Settled[] = await dedupd.reconcile(c, CONSUMER, { settle }, options);
   assert.ok(bySettle.some((s) => s.key === `${key}-s` && s.record.result.toString() === 'charge/2'));
   return settled;
+}
+
+/**
+ * The receipts helper's API, typed (examples/receipts.ts runs it on a real
+ * pg.Pool). Nothing here reaches a database: the pool is never called, and
+ * the checks are the ones made before any query.
+ */
+async function receiptsApi(c: dedupd.Client, key: string): Promise<void> {
+  const pool: ReceiptPool = {
+    query: async () => { throw new Error('not called'); },
+    connect: async () => { throw new Error('not called'); },
+  };
+  const isolation: IsolationLevel = 'serializable';
+  const options: ReceiptsOptions = { pool, consumer: CONSUMER, ttl: 24 * 3600, isolation, maxAttempts: 5, now: () => new Date() };
+  // @ts-expect-error: ttl is seconds as a number
+  const wrong: ReceiptsOptions = { pool, consumer: CONSUMER, ttl: '24h' };
+  void wrong;
+  const r = new receipts.Receipts(options);
+  assert.equal(r.table, receipts.DEFAULT_TABLE);
+  assert.equal(receipts.SCHEMA_VERSION, 1);
+  const effect: ReceiptEffect = async (client, info: EffectInfo) => {
+    await client.query('UPDATE stock SET qty = qty - 1 WHERE item = $1', [info.key]);
+    return `taken/${info.token}`;
+  };
+  const fn: Work = r.effect(effect);
+  const settle: Settle = r.settle;
+  const doOptions: DoOptions = { settle, leaseTtl: 30 };
+  const batchFn: BatchWork = r.batchEffect(effect);
+  const batchOptions: DoBatchOptions = { settle: r.settle };
+  void [fn, doOptions, batchFn, batchOptions];
+  const lookup: (key: string) => Promise<Receipt | null> = (k) => r.lookup(k);
+  const prune: (batch?: number) => Promise<number> = (batch) => r.prune(batch);
+  void [lookup, prune];
+  // Bad input is refused before the database is asked.
+  await assert.rejects(r.run(key, 0, effect), TypeError);
+  // @ts-expect-error: a token is an Int64 string, a bigint or a number
+  await assert.rejects(r.run(key, { token: 1 }, effect), TypeError);
+  assert.throws(() => new receipts.Receipts({ ...options, table: 'a b' }), TypeError);
+  const stale: Error = new receipts.StaleReceipt(CONSUMER, key);
+  assert.ok(stale instanceof Error);
+  const ttl: Promise<number> = receipts.ttlFromPolicy(c, CONSUMER);
+  await ttl.catch(() => undefined); // the typed example's dedupd may refuse or have no policy: only the type matters
 }
 
 function errors(record: DedupRecord): void {
@@ -311,6 +355,7 @@ async function main(): Promise<void> {
   assert.equal((await streams(c, `${run}-stream`)).highWater, '4');
   assert.equal((await parking(c, `${run}-park`)).stream.highWater, '3');
   await batches(c, `${run}-batch`);
+  await receiptsApi(c, `${run}-receipts`);
   errors(record);
   digests();
   console.log(`typed example: ok (${await listing(c, run)} records listed)`);

@@ -17,6 +17,7 @@ const { pathToFileURL } = require('node:url');
 
 const { PROTO_FILES } = require('../src/proto');
 const { startServer } = require('../testing/server');
+const { testDatabase } = require('../testing/pg');
 
 const PACKAGE_DIR = path.resolve(__dirname, '..');
 const REPO = path.resolve(PACKAGE_DIR, '..', '..');
@@ -28,6 +29,7 @@ function run(cmd, args, options = {}) {
 }
 
 describe('npm pack, then install into a scratch project', () => {
+  const db = testDatabase(); // for the receipts example
   let tmp;
   let project;
   let server;
@@ -53,7 +55,8 @@ describe('npm pack, then install into a scratch project', () => {
     const extra = files.filter((f) => !/^(src\/[a-z]+\.(js|mjs|d\.ts|d\.mts)|package\.json|README\.md)$/.test(f) && !protos.includes(f));
     assert.deepEqual(extra, [], 'the tarball should not carry these');
     for (const need of ['src/index.js', 'src/index.mjs', 'src/index.d.ts', 'src/powertools.js', 'src/powertools.mjs',
-      'src/powertools.d.ts', 'src/powertools.d.mts', ...protos]) {
+      'src/powertools.d.ts', 'src/powertools.d.mts', 'src/receipts.js', 'src/receipts.mjs', 'src/receipts.d.ts',
+      'src/receiptsql.js', 'src/receipttx.js', 'src/receiptpolicy.js', ...protos]) {
       assert.ok(files.includes(need), `the tarball lacks ${need}`);
     }
     assert.ok(!fs.existsSync(path.join(PACKAGE_DIR, 'proto')), 'postpack left client/node/proto behind');
@@ -132,5 +135,23 @@ describe('npm pack, then install into a scratch project', () => {
     run(path.join(PACKAGE_DIR, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.powertools.json'], { cwd: project });
     assert.match(run('node', [path.join('out-powertools', 'powertools.js')], { cwd: project, env }), /typed powertools example: ok/);
     assert.match(run('node', [path.join('out-powertools', 'powertools.mjs')], { cwd: project, env }), /typed powertools example \(ESM\): ok/);
+  });
+  it('runs the receipts example on the installed package with pg, typed against pg\'s declarations', (t) => {
+    if (db.skip) return t.skip(db.skip);
+    // pg is an optional peer: installed here as a user would, at the
+    // versions of the lockfile.
+    const lock = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, 'package-lock.json'), 'utf8')).packages;
+    const pinned = (name) => `${name}@${lock[`node_modules/${name}`].version}`;
+    run('npm', ['install', ...NPM_QUIET, pinned('pg'), pinned('@types/pg')], { cwd: project });
+    fs.copyFileSync(path.join(PACKAGE_DIR, 'examples', 'receipts.ts'), path.join(project, 'receipts.ts'));
+    const tsconfig = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, 'tsconfig.json'), 'utf8'));
+    const { paths, noEmit, ...compilerOptions } = tsconfig.compilerOptions; // resolve the installed package instead
+    fs.writeFileSync(path.join(project, 'tsconfig.receipts.json'), JSON.stringify({
+      compilerOptions: { ...compilerOptions, outDir: 'out-receipts', typeRoots: [path.join(PACKAGE_DIR, 'node_modules', '@types')] },
+      files: ['receipts.ts'],
+    }));
+    run(path.join(PACKAGE_DIR, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.receipts.json'], { cwd: project });
+    const env = { ...process.env, DEDUPD_ADDR: server.addr, DATABASE_URL: db.url };
+    assert.match(run('node', [path.join('out-receipts', 'receipts.js')], { cwd: project, env }), /receipts example: ok \(apple left=9 by token 1; 0 expired/);
   });
 });

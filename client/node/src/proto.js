@@ -29,7 +29,9 @@ const STATUS_FILE = 'google/rpc/status.proto';
 // about itself (option (dedup.v1.rpc_facts)), which the server reads; its
 // own import, google/protobuf/descriptor.proto, comes with protobufjs.
 const OPTIONS_FILE = 'dedup/v1/options.proto';
-const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE, STREAM_FILE, STATUS_FILE, OPTIONS_FILE];
+// The receipts helper reads a consumer's policy from it (ttlFromPolicy).
+const ADMIN_FILE = 'dedup/v1/admin.proto';
+const PROTO_FILES = [DEDUP_FILE, ERROR_REASON_FILE, STREAM_FILE, STATUS_FILE, OPTIONS_FILE, ADMIN_FILE];
 
 /**
  * How messages look in JavaScript, for gRPC calls and decoded details alike.
@@ -109,5 +111,6 @@ module.exports = {
   OBJECT_OPTIONS,
   REASONS,
   PROTO_FILES,
+  ADMIN_FILE,
   protoDir,
 };

@@ -31,4 +31,15 @@ describe('ES module entry point', () => {
     for (const name of named) assert.equal(esm[name], cjs[name], name);
     assert.ok(new esm.AbortError() instanceof cjs.DedupError);
   });
+
+  it('gives @dedupd/client/receipts the same way: exactly receipts.js\'s names, bound to the same values', async () => {
+    const receipts = require('@dedupd/client/receipts');
+    assert.equal(require.resolve('@dedupd/client/receipts'), path.join(__dirname, '..', 'src', 'receipts.js'));
+    const esm = await import('@dedupd/client/receipts');
+    assert.equal(esm.default, receipts);
+    const named = Object.keys(esm).filter((name) => name !== 'default');
+    assert.deepEqual(named.sort(), Object.keys(receipts).sort());
+    for (const name of named) assert.equal(esm[name], receipts[name], name);
+    assert.ok(new esm.StaleReceipt('c', 'k') instanceof receipts.StaleReceipt);
+  });
 });
