@@ -206,5 +206,11 @@ class BadInputTest(ReceiptsTestCase):
             effect_of(b, "k", 1, "x")(conn)  # the caller's own transaction is open
             with self.assertRaisesRegex(ValueError, "already has a transaction open"):
                 r.run("k", 1, effect_of(b, "k", 1, "x"))
-            conn.rollback()
+            conn.commit()  # the caller's transaction was left alone: its effect commits
+            self.assertEqual(state_of(b, conn, "k"), ([(1, "x")], []))
+            if b.dialect is receipts.Dialect.POSTGRES:
+                auto = b.connect()
+                auto.autocommit = True
+                with self.assertRaisesRegex(ValueError, "autocommit"):
+                    receipts.Receipts(auto, b.dialect, "c", 60).run("k2", 1, lambda conn: b"")
         self.for_each(test)

@@ -109,6 +109,13 @@ class Receipts:
         for attempt in range(1, self.max_attempts + 1):
             try:
                 begin(self.conn, self.dialect)
+            except Exception as e:
+                # Nothing begun, so nothing to roll back (a refused
+                # connection's own transaction is the caller's).
+                if retryable(e) and attempt < self.max_attempts:
+                    continue  # SQLite's BEGIN IMMEDIATE met a busy lock
+                raise
+            try:
                 result = to_bytes(effect(self.conn))
                 self.write(key, token, result)
                 commit(self.conn)
