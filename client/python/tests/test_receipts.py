@@ -9,6 +9,7 @@ import os
 import random
 import threading
 import time
+import unittest
 
 from dedupd import receipts
 
@@ -17,8 +18,11 @@ from .receipt_dbs import REPO_TESTDATA, ReceiptsTestCase, effect_of, state_of
 BASE = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-class MigrateTest(ReceiptsTestCase):
-    def test_is_idempotent_and_versioned(self):
+class ReceiptsTest(ReceiptsTestCase):
+    """Every test here on every backend; one PostgreSQL database for the
+    class (making one costs seconds)."""
+
+    def test_migrate_is_idempotent_and_versioned(self):
         def test(b):
             conn = b.connect()
             receipts.migrate(conn, b.dialect)  # a second time: nothing changes
@@ -29,30 +33,6 @@ class MigrateTest(ReceiptsTestCase):
             with self.assertRaises(ValueError):
                 receipts.migrate(conn, b.dialect, "receipts; DROP TABLE effects")
         self.for_each(test)
-
-    def test_sql_is_the_go_helpers(self):
-        """client/receipts/testdata is the Go helper's SQL (its
-        TestSQLMatchesGolden checks that side)."""
-        def golden(name):
-            with open(os.path.join(REPO_TESTDATA, name), encoding="utf-8") as f:
-                return f.read()
-
-        def joined(stmts):
-            return "".join(s + ";\n\n" for s in stmts)
-        for dialect, name in [(receipts.Dialect.POSTGRES, "migration-postgres.sql"),
-                              (receipts.Dialect.COCKROACH, "migration-postgres.sql"),
-                              (receipts.Dialect.SQLITE, "migration-sqlite.sql")]:
-            self.assertEqual(joined(receipts.migration(dialect, receipts.DEFAULT_TABLE)),
-                             golden(name), dialect)
-        from dedupd.receipts._sql import statements
-        s = statements(receipts.Dialect.SQLITE, receipts.DEFAULT_TABLE)
-        self.assertEqual(joined([s.write, s.settle, s.prune]), golden("queries.sql"))
-        p = statements(receipts.Dialect.POSTGRES, receipts.DEFAULT_TABLE)
-        self.assertEqual(p.settle.count("%s"), 3)
-        self.assertEqual(p.write.replace("%s", "?"), s.write)
-
-
-class ModelOfEffectsTest(ReceiptsTestCase):
     def test_one_effect_per_key_whatever_the_interleaving(self):
         """Holders with distinct tokens race over a few keys, each on its
         own connection. The model counts the runs that returned; the
@@ -91,8 +71,6 @@ class ModelOfEffectsTest(ReceiptsTestCase):
                 self.assertEqual(state_of(b, conn, key), ([(won, f"r{won}")], [(won, f"r{won}")]))
         self.for_each(test)
 
-
-class StaleHolderTest(ReceiptsTestCase):
     def test_stale_holder_rolls_back_with_its_effect(self):
         """Two holders run their effects on one key at once, the newer one
         held open mid-transaction (it has written its effect and another
@@ -151,9 +129,7 @@ class StaleHolderTest(ReceiptsTestCase):
             self.assertEqual(state_of(b, conn, "E1"), ([want], [want]))
         self.for_each(test)
 
-
-class PruneAndExpiryTest(ReceiptsTestCase):
-    def test_against_hand_computed_sets(self):
+    def test_prune_and_expiry_against_hand_computed_sets(self):
         """Receipts written at known times: an expired one does not settle
         and may be replaced; prune deletes exactly the expired ones, in
         batches, of every consumer."""
@@ -187,9 +163,7 @@ class PruneAndExpiryTest(ReceiptsTestCase):
             self.assertEqual(r.prune(2), 0)
         self.for_each(test)
 
-
-class BadInputTest(ReceiptsTestCase):
-    def test_refused_with_a_clear_error(self):
+    def test_bad_input_refused_with_a_clear_error(self):
         def test(b):
             conn = b.connect()
             r = receipts.Receipts(conn, b.dialect, "c", 60)
@@ -214,3 +188,26 @@ class BadInputTest(ReceiptsTestCase):
                 with self.assertRaisesRegex(ValueError, "autocommit"):
                     receipts.Receipts(auto, b.dialect, "c", 60).run("k2", 1, lambda conn: b"")
         self.for_each(test)
+
+
+class SQLTest(unittest.TestCase):
+    def test_sql_is_the_go_helpers(self):
+        """client/receipts/testdata is the Go helper's SQL (its
+        TestSQLMatchesGolden checks that side)."""
+        def golden(name):
+            with open(os.path.join(REPO_TESTDATA, name), encoding="utf-8") as f:
+                return f.read()
+
+        def joined(stmts):
+            return "".join(s + ";\n\n" for s in stmts)
+        for dialect, name in [(receipts.Dialect.POSTGRES, "migration-postgres.sql"),
+                              (receipts.Dialect.COCKROACH, "migration-postgres.sql"),
+                              (receipts.Dialect.SQLITE, "migration-sqlite.sql")]:
+            self.assertEqual(joined(receipts.migration(dialect, receipts.DEFAULT_TABLE)),
+                             golden(name), dialect)
+        from dedupd.receipts._sql import statements
+        s = statements(receipts.Dialect.SQLITE, receipts.DEFAULT_TABLE)
+        self.assertEqual(joined([s.write, s.settle, s.prune]), golden("queries.sql"))
+        p = statements(receipts.Dialect.POSTGRES, receipts.DEFAULT_TABLE)
+        self.assertEqual(p.settle.count("%s"), 3)
+        self.assertEqual(p.write.replace("%s", "?"), s.write)

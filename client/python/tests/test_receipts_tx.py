@@ -44,7 +44,7 @@ class FailingConnection:
         return Cursor()
 
 
-class SerializationRetryTest(ReceiptsTestCase):
+class ReceiptsTxTest(ReceiptsTestCase):
     def test_40001_is_retried_from_begin(self):
         """At SERIALIZABLE, the effect's update of a row another
         transaction changed since its snapshot fails with 40001; run()
@@ -80,8 +80,6 @@ class SerializationRetryTest(ReceiptsTestCase):
         self.assertEqual(cur.fetchone()[0], 21)  # the rival's second +10 only
         conn.rollback()
 
-
-class UnknownOutcomeTest(ReceiptsTestCase):
     def test_a_lost_commit_is_an_unknown_outcome(self):
         def test(b):
             conn = FailingConnection(b.connect(), commit_lost=True)
