@@ -18,6 +18,8 @@ the server's ErrorInfo reason and the stored record. dedup_pb2, admin_pb2
 and error_reason_pb2 are the generated dedup.v1 messages (requests,
 Record, ErrorReason), for callers that build or inspect them directly.
 dedupd.aio is the same client on asyncio (grpc.aio): import dedupd.aio.
+dedupd.receipts writes the effect's receipt in the caller's own SQL
+transaction and settles from it: import dedupd.receipts.
 """
 
 from ._proto.dedup.v1 import admin_pb2, dedup_pb2, error_reason_pb2, stream_pb2
@@ -32,6 +34,7 @@ from .batch import ClaimItem, ExtendItem, FinishItem, ItemResult
 from .client import Client
 from .digest import (canonical_json, digest_bytes, digest_json, digest_json_text,
                      digest_proto)
+from .attempt import OutcomeUnknown
 from .do import Outcome, Settle, Terminal, Work, do
 from .dobatch import BatchOutcome, do_batch
 from .errors import (AlreadyFinished, Cancelled, DeadlineExceeded, DedupError,
@@ -51,7 +54,7 @@ __all__ = [
     "STREAM_OUTCOME_DUPLICATE", "STREAM_OUTCOME_IN_PROGRESS", "STREAM_OUTCOME_PARKED",
     "do_parked", "ParkedResult", "ParkedWork", "ParkedSettle", "ParkFull", "ParkUnsupported",
     "NoGap",
-    "Client", "do", "Outcome", "Terminal", "Work", "Settle", "Lease", "do_batch", "BatchOutcome", "ClaimItem",
+    "Client", "do", "Outcome", "OutcomeUnknown", "Terminal", "Work", "Settle", "Lease", "do_batch", "BatchOutcome", "ClaimItem",
     "FinishItem", "ExtendItem", "ItemResult", "reconcile", "Complete", "Reject", "Release",
     "Settled", "canonical_json", "digest_bytes", "digest_json", "digest_json_text",
     "digest_proto", "DedupError", "DigestMismatch", "LeaseLost", "AlreadyFinished",

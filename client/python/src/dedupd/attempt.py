@@ -22,9 +22,9 @@ fn's outcome is recorded as:
     raise Terminal(...)        Reject, stored for good
     raise an Exception         a retryable release (safe: the next
                                acquisition runs settle first)
-    raise TimeoutError (socket and asyncio timeouts included), or a
-    BaseException that is not an Exception (KeyboardInterrupt,
-    SystemExit, GeneratorExit, asyncio.CancelledError)
+    raise TimeoutError (socket and asyncio timeouts included),
+    OutcomeUnknown, or a BaseException that is not an Exception
+    (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
                                nothing, as a crash would: the claim stays
                                PENDING until its lease runs out. A
                                timed-out request may have done its work
@@ -37,6 +37,14 @@ import dataclasses
 from typing import Any, Callable, Mapping, Optional, Union
 
 from ._callbacks import call
+
+
+class OutcomeUnknown(Exception):
+    """Raise from fn when its effect may or may not have happened (a
+    COMMIT whose answer was lost, CockroachDB's 40003): nothing is
+    recorded, the claim stays PENDING, and settle decides once its lease
+    has run out. dedupd.receipts raises it; the Go client's Unknown marks
+    the same."""
 
 
 class Terminal(Exception):
@@ -129,7 +137,7 @@ def fn_failed(e: BaseException) -> Step:
     """What fn raising e records (see the module doc)."""
     if isinstance(e, Terminal):
         return Step(terminal=e)
-    if isinstance(e, TimeoutError):  # the classic unknown outcome: left pending
+    if isinstance(e, (TimeoutError, OutcomeUnknown)):  # unknown outcomes: left pending
         return Step(pending=e)
     if isinstance(e, Exception):
         return Step(release=e)
