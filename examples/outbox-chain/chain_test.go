@@ -24,7 +24,7 @@ const (
 	events = 150
 	// crashEvery: about one event in crashEvery kills its process at each
 	// crash point (11 points, two relays and two consumer stages).
-	crashEvery = 15
+	crashEvery = 20
 	// consumersPerStage run side by side, so a redelivery may reach
 	// another process than the one that crashed.
 	consumersPerStage = 2
