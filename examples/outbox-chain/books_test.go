@@ -22,8 +22,8 @@ const (
 // books is the state of the whole chain after a run: every database's
 // rows and dedupd's records.
 type books struct {
-	orders  []string                  // the producer's orders
-	outbox  map[string]map[string]bool // service → event id → sent
+	orders  []string                    // the producer's orders
+	outbox  map[string]map[string]bool  // service → event id → sent
 	effects map[string]map[string]int64 // stage → event id → effects applied
 	states  map[string]map[string]dedupv1.State
 	pending map[string][]string // stage → keys dedupd lists as PENDING

@@ -234,4 +234,3 @@ func markers(t *testing.T, dir string) map[string]int {
 	}
 	return out
 }
-
