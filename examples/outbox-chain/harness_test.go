@@ -154,9 +154,8 @@ func (s *supervisor) loop(t *testing.T, slot int) {
 		s.mu.Lock()
 		stopping := s.stopping
 		s.mu.Unlock()
-		var exit *exec.ExitError
 		signal := syscall.Signal(0)
-		if errors.As(err, &exit) {
+		if exit, ok := errors.AsType[*exec.ExitError](err); ok {
 			signal = exit.Sys().(syscall.WaitStatus).Signal()
 		}
 		switch {
