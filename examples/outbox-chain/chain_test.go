@@ -50,41 +50,17 @@ func TestChainUnderKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dc.Close() })
-	urls, pools := map[string]string{}, map[string]*pgxpool.Pool{}
-	for _, svc := range []string{"producer", shipping, ledger} {
-		urls[svc] = pgtest.URL(t)
-		if out, err := exec.Command(bins.chain, "migrate", "-db", urls[svc]).CombinedOutput(); err != nil {
-			t.Fatalf("migrate %s: %v\n%s", svc, err, out)
-		}
-		if pools[svc], err = pgxpool.New(ctx, urls[svc]); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pools[svc].Close)
-	}
+	urls, pools := openDatabases(ctx, t, bins.chain)
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	ordersQ, shippedQ := "chain.orders."+runID, "chain.shipped."+runID
-	broker := newBroker(t, amqpURL, ordersQ, shippedQ)
+	w := &world{bin: bins.chain, amqpURL: amqpURL, dedupdAddr: dedupd.Addr, urls: urls,
+		ordersQ: "chain.orders." + runID, shippedQ: "chain.shipped." + runID, fig: newFigures()}
+	broker := newBroker(t, amqpURL, w.ordersQ, w.shippedQ)
 
-	fig := newFigures()
+	fig := w.fig
 	crashDir := t.TempDir()
 	crashEnv := []string{"CHAIN_CRASH_EVERY=" + strconv.Itoa(crashEvery), "CHAIN_CRASH_DIR=" + crashDir, "CHAIN_CRASH_POINTS=all"}
-	role := func(name string, slots int, env []string, args ...string) *supervisor {
-		return &supervisor{role: name, bin: bins.chain, args: args, env: env, slots: slots, fig: fig}
-	}
-	consumers := func(env []string) []*supervisor {
-		return []*supervisor{
-			role(shipping, consumersPerStage, env, "consume", "-db", urls[shipping], "-amqp", amqpURL, "-queue", ordersQ,
-				"-server", dedupd.Addr, "-consumer", shipping, "-next", shippedPrefx, "-lease", lease),
-			role(ledger, consumersPerStage, env, "consume", "-db", urls[ledger], "-amqp", amqpURL, "-queue", shippedQ,
-				"-server", dedupd.Addr, "-consumer", ledger, "-lease", lease),
-		}
-	}
-	producer := role("producer", 1, crashEnv, "produce", "-db", urls["producer"], "-events", strconv.Itoa(events))
-	relays := []*supervisor{
-		role("relay-orders", 1, crashEnv, "relay", "-db", urls["producer"], "-amqp", amqpURL, "-queue", ordersQ),
-		role("relay-shipped", 1, crashEnv, "relay", "-db", urls[shipping], "-amqp", amqpURL, "-queue", shippedQ),
-	}
-	stages := consumers(crashEnv)
+	producer, relays := w.producer(crashEnv), w.relays(crashEnv)
+	stages := w.consumers(crashEnv)
 	start := time.Now()
 	for _, s := range append(append([]*supervisor{producer}, relays...), stages...) {
 		s.start(t)
@@ -95,7 +71,7 @@ func TestChainUnderKill9(t *testing.T) {
 	}
 	producer.stop()
 	if err == nil {
-		err = drain(ctx, t, start, broker, stages, func() []*supervisor { return consumers(nil) })
+		err = drain(ctx, t, start, broker, stages, func() []*supervisor { return w.consumers(nil) })
 	} else {
 		stopAll(stages)
 	}
@@ -108,6 +84,62 @@ func TestChainUnderKill9(t *testing.T) {
 		t.Fatalf("%d problems, first: %q\nlogs:\n%s", len(problems), problems[:min(len(problems), 10)], fig.logs.String())
 	}
 	checkExercised(t, fig, crashDir)
+}
+
+// openDatabases gives each service its own schema, migrated, and a pool
+// on it for the test's own reads.
+func openDatabases(ctx context.Context, t *testing.T, bin string) (map[string]string, map[string]*pgxpool.Pool) {
+	urls, pools := map[string]string{}, map[string]*pgxpool.Pool{}
+	for _, svc := range []string{"producer", shipping, ledger} {
+		urls[svc] = pgtest.URL(t)
+		if out, err := exec.Command(bin, "migrate", "-db", urls[svc]).CombinedOutput(); err != nil {
+			t.Fatalf("migrate %s: %v\n%s", svc, err, out)
+		}
+		pool, err := pgxpool.New(ctx, urls[svc])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		pools[svc] = pool
+	}
+	return urls, pools
+}
+
+// world is one run's services: where each one's database, queue and
+// dedupd are, and how each role is started.
+type world struct {
+	bin, amqpURL, dedupdAddr string
+	urls                     map[string]string // service → database URL
+	ordersQ, shippedQ        string
+	fig                      *figures
+}
+
+func (w *world) role(name string, slots int, env []string, args ...string) *supervisor {
+	return &supervisor{role: name, bin: w.bin, args: args, env: env, slots: slots, fig: w.fig}
+}
+
+func (w *world) producer(env []string) *supervisor {
+	return w.role("producer", 1, env, "produce", "-db", w.urls["producer"], "-events", strconv.Itoa(events))
+}
+
+// relays: the producer's outbox to the orders queue, the shipping stage's
+// to the shipped queue, by the same code.
+func (w *world) relays(env []string) []*supervisor {
+	return []*supervisor{
+		w.role("relay-orders", 1, env, "relay", "-db", w.urls["producer"], "-amqp", w.amqpURL, "-queue", w.ordersQ),
+		w.role("relay-shipped", 1, env, "relay", "-db", w.urls[shipping], "-amqp", w.amqpURL, "-queue", w.shippedQ),
+	}
+}
+
+// consumers: the shipping stage, which emits a shipped event per order,
+// and the ledger stage downstream, by the same code.
+func (w *world) consumers(env []string) []*supervisor {
+	return []*supervisor{
+		w.role(shipping, consumersPerStage, env, "consume", "-db", w.urls[shipping], "-amqp", w.amqpURL, "-queue", w.ordersQ,
+			"-server", w.dedupdAddr, "-consumer", shipping, "-next", shippedPrefx, "-lease", lease),
+		w.role(ledger, consumersPerStage, env, "consume", "-db", w.urls[ledger], "-amqp", w.amqpURL, "-queue", w.shippedQ,
+			"-server", w.dedupdAddr, "-consumer", ledger, "-lease", lease),
+	}
 }
 
 func brokerURL(t *testing.T) string {
