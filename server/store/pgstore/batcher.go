@@ -168,7 +168,6 @@ func (b *batcher[Req, Resp]) writeBatch(batch []*call[Req, Resp], leader *call[R
 // stopped waiting for the database. It is not cancelled with any one
 // caller while others still want their answer.
 func batchContext[Req, Resp any](batch []*call[Req, Resp]) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
 	latest, bounded := time.Time{}, true
 	for _, c := range batch {
 		d, ok := c.ctx.Deadline()
@@ -177,8 +176,16 @@ func batchContext[Req, Resp any](batch []*call[Req, Resp]) (context.Context, con
 			latest = d
 		}
 	}
+	// One context either way: a cancel context made and then replaced
+	// would be an allocation per batch for nothing.
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+	)
 	if bounded {
 		ctx, cancel = context.WithDeadline(context.Background(), latest)
+	} else {
+		ctx, cancel = context.WithCancel(context.Background())
 	}
 	var waiting atomic.Int64
 	waiting.Store(int64(len(batch)))
