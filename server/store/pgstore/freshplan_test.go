@@ -23,14 +23,15 @@ func TestFreshInsertPlanReadsNoTable(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	for round := range 7 { // past the five runs after which a generic plan is cached
-		// A poll whose claims share all but keys and digests, which takes
-		// the shared form, and one with two owners, which takes the other.
+		// A poll whose claims share all but keys, digests and owners, which
+		// takes the shared form, and one of two consumers, which takes the
+		// other.
 		claims := make([]store.Command, 3)
 		mixed := make([]store.Command, 3)
 		for i := range claims {
 			claims[i] = claimParams(fmt.Sprintf("r%d-k%d", round, i))
 			p := claimParams(fmt.Sprintf("r%d-mixed-k%d", round, i))
-			p.Owner = fmt.Sprintf("owner-%d", i%2)
+			p.Consumer = fmt.Sprintf("consumer-%d", i%2)
 			mixed[i] = p
 		}
 		for _, r := range s.ApplyBatch(ctx, store.BatchParams{Commands: mixed}) {
@@ -121,5 +122,35 @@ func checkNoTableRead(t *testing.T, root planNode) {
 	}
 	for _, c := range root.Plans {
 		walk(c)
+	}
+}
+
+// TestSharedFreshInsertKeepsEachOwner: fresh claims of one consumer by
+// different workers go into the shared form of the insert, and each row
+// keeps its own claim's owner.
+func TestSharedFreshInsertKeepsEachOwner(t *testing.T) {
+	ctx := context.Background()
+	var log statementLog
+	s := newTracedStore(t, &log)
+	claims := make([]store.Command, 4)
+	for i := range claims {
+		p := claimParams(fmt.Sprintf("owned-%d", i))
+		p.Owner = fmt.Sprintf("worker-%d", i)
+		claims[i] = p
+	}
+	log.take()
+	for i, r := range s.ApplyBatch(ctx, store.BatchParams{Commands: claims}) {
+		if r.Err != nil || r.Outcome != store.Acquired || r.Record.Owner != fmt.Sprintf("worker-%d", i) {
+			t.Errorf("claim %d: %v, owner %q, %v", i, r.Outcome, r.Record.Owner, r.Err)
+		}
+	}
+	if sqls := log.take(); !slices.Contains(sqls, pgstore.InsertSharedFreshSQL) {
+		t.Errorf("the poll's statements %q do not include the shared insert", sqls)
+	}
+	for i := range claims {
+		rec, err := s.Lookup(ctx, "billing", fmt.Sprintf("owned-%d", i))
+		if err != nil || rec.Owner != fmt.Sprintf("worker-%d", i) {
+			t.Errorf("stored owned-%d: owner %q, %v; want worker-%d", i, rec.Owner, err, i)
+		}
 	}
 }
