@@ -143,9 +143,10 @@ type deliveryQueue[T any] struct {
 	left      sync.WaitGroup
 	total     int
 	completed atomic.Int64
-	// gate holds workers back from taking deliveries while the kill at
-	// the milestone lands; resume, sent on held, lets them go on.
-	gate      sync.RWMutex
+	// gate, while set, holds workers back from taking deliveries until it
+	// is closed: the kill at the milestone lands meanwhile; closing it is
+	// the resume sent on held.
+	gate      atomic.Pointer[chan struct{}]
 	held      chan func()
 	replicas  int
 	mu        sync.Mutex
@@ -185,8 +186,9 @@ func (q *deliveryQueue[T]) work(workers int, deliver func(d replicaDelivery[T]) 
 	for range workers {
 		wg.Go(func() {
 			for {
-				q.gate.RLock() // waits while a milestone's kill lands
-				q.gate.RUnlock()
+				if g := q.gate.Load(); g != nil {
+					<-*g // a milestone's kill is landing
+				}
 				select {
 				case <-stop:
 					return
@@ -216,8 +218,9 @@ func (q *deliveryQueue[T]) work(workers int, deliver func(d replicaDelivery[T]) 
 // them closes the gate and hands the killer the way to open it again.
 func (q *deliveryQueue[T]) done() {
 	if q.completed.Add(1) == int64(q.total/3) {
-		q.gate.Lock()
-		q.held <- q.gate.Unlock
+		g := make(chan struct{})
+		q.gate.Store(&g)
+		q.held <- func() { close(g); q.gate.Store(nil) }
 	}
 	q.left.Done()
 }
