@@ -2,45 +2,33 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// Park mode on PostgreSQL and CockroachDB, in the shape of the other
-// stream writes: no lock held across statements, but single statements
-// decided by the pure rules and compared and set on the row they read.
-// One attempt is:
-//
-//  1. read the stream's row, its row_version and the clock (the read of
-//     compareAndSet);
-//  2. read what store.ParkedReadFor names of its parked events, in one
-//     statement that reads the row's row_version again (parkedview.go):
-//     the view and that version are of one snapshot, so when the version
-//     is still the one of 1, the row of 1 and the view belong together;
-//     otherwise the attempt is retried;
-//  3. let store.ApplyStreamParked decide, and write the row and its parked
-//     events in one statement (parkedwrite.go) that lands only if the row
-//     is still at the version read.
-//
-// Every write of a stream's parked events moves the stream's row_version
-// in the same statement (the reaper deletes the row itself, and its
-// parked events with it), so a version unchanged from 1 to 3 means that
-// no parked event of the stream changed either. A lost compare-and-set is
-// retried whole by withRetry, like a serialization failure.
-//
-// Why not a transaction: one that locked the row (SELECT ... FOR UPDATE),
-// read the parked events and wrote was what this replaced. At
-// SERIALIZABLE (CockroachDB's isolation, and PostgreSQL's when an
-// operator makes it the default) concurrent deliveries of one stream then
-// formed read/write dependencies and retried about three times per
-// delivery (issue 29). Single statements conflict only when they race on
-// one row, and then the same way at every isolation.
-//
-// The consumer's parked bytes (the park's byte budget) are summed by the
-// statement of 2, which the compare-and-set does not cover: two streams
-// of one consumer parking at once may both pass the budget, by an event
-// each, as they could at read committed before.
+// Park mode on PostgreSQL and CockroachDB. A write that concerns a
+// stream's parked events runs in one transaction: it locks the stream's
+// row (SELECT ... FOR UPDATE), reads what store.ParkedReadFor names, lets
+// store.ApplyStreamParked decide, and writes the row and the parked events
+// together. Every parked write goes through that lock and moves the row's
+// row_version, so the compare-and-set path of the other stream writes sees
+// it and retries; parks, hand-offs and the mark they move commit or vanish
+// as one. The same SQL runs on both databases; a serialization failure or
+// lost compare-and-set is retried by withRetry like any other.
+const (
+	selectStreamForUpdateSQL = `SELECT ` + streamColumns + `, row_version, statement_timestamp()
+FROM dedup_streams WHERE consumer = $1 AND stream = $2 FOR UPDATE`
+
+	parkedEventColumns = `sequence, digest, payload_bytes, parked_at`
+
+	insertParkedSQL = `INSERT INTO dedup_parked (consumer, stream, sequence, digest, payload, payload_bytes, parked_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+)
 
 // skipColumns are a stream's LastSkipped as its columns hold it.
 type skipColumns struct {
@@ -68,14 +56,15 @@ func (c skipColumns) decode() *store.SkippedRange {
 	return r
 }
 
-// applyStreamParked decides and writes cmd with the stream's parked
-// events, retried whole, from the read, on a lost compare-and-set.
+// applyStreamParked decides and writes cmd with the stream's parked events.
 func (s *Store) applyStreamParked(ctx context.Context, op, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
 	var d store.StreamDecision
 	err := s.withRetry(ctx, op, func(ctx context.Context) error {
-		var err error
-		d, err = s.decideParked(ctx, consumer, stream, cmd)
-		return err
+		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			var err error
+			d, err = decideParked(ctx, tx, consumer, stream, cmd)
+			return err
+		})
 	})
 	if err != nil {
 		return store.StreamDecision{}, err
@@ -83,16 +72,27 @@ func (s *Store) applyStreamParked(ctx context.Context, op, consumer, stream stri
 	return d, nil
 }
 
-// decideParked is one attempt of applyStreamParked: read, decide, and
-// write as a compare-and-set on the version read.
-func (s *Store) decideParked(ctx context.Context, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
-	stored, version, now, err := readVersioned(ctx, s, streamTable, consumer, stream)
-	if err != nil {
+func decideParked(ctx context.Context, tx pgx.Tx, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
+	var (
+		version int64
+		now     time.Time
+		stored  *store.Stream
+	)
+	st, err := scanStream(tx.QueryRow(ctx, selectStreamForUpdateSQL, consumer, stream), &version, &now)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if err := tx.QueryRow(ctx, selectClockSQL).Scan(&now); err != nil {
+			return store.StreamDecision{}, err
+		}
+	case err != nil:
 		return store.StreamDecision{}, err
+	default:
+		stored = &st
 	}
+	now = store.Now(now)
 	var view store.ParkedView
 	if r, need := store.ParkedReadFor(stored, cmd, now); need {
-		if view, err = s.readParkedAt(ctx, consumer, stream, r, version); err != nil {
+		if view, err = readParked(ctx, tx, consumer, stream, r); err != nil {
 			return store.StreamDecision{}, err
 		}
 	}
@@ -100,8 +100,99 @@ func (s *Store) decideParked(ctx context.Context, consumer, stream string, cmd s
 	if err != nil || !d.Write {
 		return d, err
 	}
-	if d.Stream, err = s.writeParked(ctx, d, stored != nil, version); err != nil {
+	write, args := insertStreamSQL, streamArgs(d.Stream)
+	if stored != nil {
+		write, args = updateStreamSQL, append(args, version)
+	}
+	d.Stream, err = scanStream(tx.QueryRow(ctx, write, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.StreamDecision{}, errConcurrentWrite
+	}
+	if err != nil {
 		return store.StreamDecision{}, err
 	}
-	return d, nil
+	return d, writeParked(ctx, tx, consumer, stream, d)
+}
+
+// readParked reads what r names of one stream's parked events.
+func readParked(ctx context.Context, tx pgx.Tx, consumer, stream string, r store.ParkedRead) (store.ParkedView, error) {
+	var v store.ParkedView
+	if r.ConsumerBytes {
+		err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(payload_bytes), 0)::BIGINT FROM dedup_parked WHERE consumer = $1`,
+			consumer).Scan(&v.ConsumerBytes)
+		if err != nil {
+			return v, err
+		}
+	}
+	if r.Oldest {
+		var oldest *time.Time
+		err := tx.QueryRow(ctx, `SELECT MIN(parked_at) FROM dedup_parked WHERE consumer = $1 AND stream = $2`,
+			consumer, stream).Scan(&oldest)
+		if err != nil {
+			return v, err
+		}
+		if oldest != nil {
+			v.OldestParkedAt = store.Now(*oldest)
+		}
+	}
+	if r.To < r.From {
+		return v, nil
+	}
+	cols := parkedEventColumns
+	if r.Payloads {
+		cols += `, payload`
+	}
+	q := `SELECT ` + cols + ` FROM dedup_parked WHERE consumer = $1 AND stream = $2 AND sequence BETWEEN $3 AND $4 ORDER BY sequence`
+	if r.Limit > 0 {
+		q += ` LIMIT ` + strconv.Itoa(r.Limit)
+	}
+	rows, err := tx.Query(ctx, q, consumer, stream, r.From, r.To)
+	if err != nil {
+		return v, err
+	}
+	v.Events, err = collectParked(rows, consumer, stream, r.Payloads)
+	return v, err
+}
+
+func collectParked(rows pgx.Rows, consumer, stream string, payloads bool) ([]store.ParkedEvent, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ParkedEvent, error) {
+		ev := store.ParkedEvent{Consumer: consumer, Stream: stream}
+		dest := []any{&ev.Sequence, &ev.Digest, &ev.PayloadBytes, &ev.ParkedAt}
+		if payloads {
+			dest = append(dest, &ev.Payload)
+		}
+		if err := row.Scan(dest...); err != nil {
+			return ev, err
+		}
+		ev.ParkedAt = store.Now(ev.ParkedAt)
+		if len(ev.Digest) == 0 {
+			ev.Digest = nil
+		}
+		if len(ev.Payload) == 0 {
+			ev.Payload = nil
+		}
+		return ev, nil
+	})
+}
+
+// writeParked applies a decision's parked writes, after its stream's.
+func writeParked(ctx context.Context, tx pgx.Tx, consumer, stream string, d store.StreamDecision) error {
+	if d.UnparkAll {
+		if _, err := tx.Exec(ctx, `DELETE FROM dedup_parked WHERE consumer = $1 AND stream = $2`, consumer, stream); err != nil {
+			return err
+		}
+	}
+	if len(d.Unpark) > 0 {
+		_, err := tx.Exec(ctx, `DELETE FROM dedup_parked WHERE consumer = $1 AND stream = $2 AND sequence = ANY($3)`,
+			consumer, stream, d.Unpark)
+		if err != nil {
+			return err
+		}
+	}
+	if ev := d.Park; ev != nil {
+		_, err := tx.Exec(ctx, insertParkedSQL, consumer, stream, ev.Sequence, notNull(ev.Digest),
+			notNull(ev.Payload), ev.PayloadBytes, ev.ParkedAt)
+		return err
+	}
+	return nil
 }
