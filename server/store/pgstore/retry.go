@@ -46,8 +46,9 @@ func (concurrentWriteError) SQLState() string { return "40001" }
 // isolation is SERIALIZABLE (CockroachDB's) can fail single statements with
 // 40001 too, and a compare-and-set miss counts as one.
 //
-// The store runs no multi-statement transactions. Were one added, it must be
-// retried whole, from BEGIN (crdb.ExecuteCtx around pgx.BeginTxFunc), never
+// The store runs one multi-statement transaction, park mode's (parked.go).
+// It and any other must be retried whole, from BEGIN (crdb.ExecuteCtx
+// around pgx.BeginTxFunc, as here), never
 // with crdb.ExecuteTx or crdbpgx.ExecuteTx: those commit through RELEASE
 // SAVEPOINT and ignore the COMMIT's error, which on PostgreSQL reports
 // success for a transaction that was never written.
