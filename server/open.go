@@ -8,6 +8,7 @@ import (
 	"github.com/dedupd/dedupd/server/claimwait"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/replaycache"
 	"github.com/dedupd/dedupd/server/store/stack"
@@ -30,19 +31,28 @@ func storeStack(cfg Config, m *metrics.Metrics, onOutcome func(op string, err er
 	return o
 }
 
+// StoreHooks are what a store reports to the server's metrics; the zero
+// value reports nothing.
+type StoreHooks struct {
+	// OnRetry, when not nil, is told of every retried attempt on a shared
+	// database.
+	OnRetry func(op string)
+	// Commits, when not nil, is where the store records its commits.
+	Commits *commitmetrics.Set
+}
+
 // OpenStore opens the store the configuration selects. The embedded store
 // migrates itself; a shared database must already be at the head of its
 // migrations (`dedupd migrate`), because several servers may share it and
-// schema changes there are an operator's decision. onRetry, when not nil,
-// is told of every retried attempt on a shared database (for metrics).
-func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, onRetry func(op string)) (store.Engine, error) {
+// schema changes there are an operator's decision.
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, hooks StoreHooks) (store.Engine, error) {
 	if cfg.DatabaseURL == "" {
 		return openEmbedded(ctx, cfg, log)
 	}
 	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
-	opts := pgstore.Options{OnRetry: onRetry}
+	opts := pgstore.Options{OnRetry: hooks.OnRetry, Commits: hooks.Commits.For(commitmetrics.StorePostgres, false)}
 	if !cfg.GroupCommit {
 		opts.MaxBatch = 1
 	}

@@ -242,7 +242,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	lis = limitConnections(lis, cfg, m, log)
-	backend, err := OpenStore(ctx, cfg, log, m.StoreRetry)
+	backend, err := OpenStore(ctx, cfg, log, StoreHooks{OnRetry: m.StoreRetry, Commits: m.Commits})
 	if err != nil {
 		lis.Close()
 		return err

@@ -59,7 +59,7 @@ refuses any database that is not CockroachDB, PostgreSQL included.`,
 }
 
 func migrateEmbedded(ctx context.Context, dataDir string, log *slog.Logger) error {
-	st, err := server.OpenStore(ctx, server.Config{DataDir: dataDir}, log, nil)
+	st, err := server.OpenStore(ctx, server.Config{DataDir: dataDir}, log, server.StoreHooks{})
 	if err != nil {
 		return err
 	}

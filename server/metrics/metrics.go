@@ -24,6 +24,7 @@ import (
 	"github.com/dedupd/dedupd/server/rpcerrors"
 	"github.com/dedupd/dedupd/server/rpcmethod"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 )
 
 // MaxConsumerLabels bounds the distinct values of every consumer label.
@@ -38,6 +39,9 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	// GRPC is the standard grpc_server_* set, with a handling-time histogram.
 	GRPC *GRPCMetrics
+	// Commits are the stores' group-commit metrics; a store records into
+	// Commits.For(its name, ...).
+	Commits *commitmetrics.Set
 
 	claims          *prometheus.CounterVec
 	streamClaims    *prometheus.CounterVec
@@ -69,6 +73,7 @@ func New() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		GRPC:     newGRPCMetrics(),
+		Commits:  commitmetrics.New(),
 	}
 	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
@@ -90,7 +95,7 @@ func New() *Metrics {
 	m.batchItems = newBatchItems()
 	m.leases = newLeaseCollector(m)
 	m.connRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "dedupd_connections_refused_total", Help: "Connections closed as soon as accepted because their address (IPv6: /64) held its share of --max-connections (--max-connections-per-peer)."})
-	m.Registry.MustRegister(m.batchItems, m.GRPC, m.claims, m.streamClaims, m.streamRefusals, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
+	m.Registry.MustRegister(m.batchItems, m.GRPC, m.Commits, m.claims, m.streamClaims, m.streamRefusals, m.reacquired, m.digestConflicts, m.leasesLost, m.refused,
 		m.panics, m.reaperDeleted, m.reaperPasses, m.reaperLastOK, m.storeRetries, m.storeErrors, m.serving, m.connRefused, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.park = newParkMetrics()

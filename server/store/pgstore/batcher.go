@@ -26,6 +26,9 @@ type batcher[Req, Resp any] struct {
 	// write answers every call of a batch of live calls, setting resp or
 	// err on each; ctx is bounded by the callers' deadlines.
 	write func(ctx context.Context, batch []*call[Req, Resp])
+	// committed is told how many calls each written batch answered
+	// without error: the commands its commit carried (for metrics).
+	committed func(n int)
 
 	mu       sync.Mutex
 	queue    []*call[Req, Resp] // guarded by mu; non-empty only when inFlight == maxInFlight
@@ -47,8 +50,8 @@ type call[Req, Resp any] struct {
 	wake chan struct{}
 }
 
-func newBatcher[Req, Resp any](maxBatch, maxInFlight int, write func(context.Context, []*call[Req, Resp])) *batcher[Req, Resp] {
-	return &batcher[Req, Resp]{maxBatch: maxBatch, maxInFlight: maxInFlight, write: write}
+func newBatcher[Req, Resp any](maxBatch, maxInFlight int, write func(context.Context, []*call[Req, Resp]), committed func(n int)) *batcher[Req, Resp] {
+	return &batcher[Req, Resp]{maxBatch: maxBatch, maxInFlight: maxInFlight, write: write, committed: committed}
 }
 
 // close waits for the batches in flight, and those queued behind them, to
@@ -143,9 +146,14 @@ func (b *batcher[Req, Resp]) writeBatch(batch []*call[Req, Resp], leader *call[R
 		ctx, cancel := batchContext(live)
 		b.write(ctx, live)
 		cancel()
+		answered := 0
 		for _, c := range live {
 			ownContextError(c)
+			if c.err == nil {
+				answered++
+			}
 		}
+		b.committed(answered)
 	}
 	for _, c := range batch {
 		if c != leader {

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 )
 
 // The insert of fresh claims, shared by a batch's round and by group
@@ -116,6 +117,7 @@ func (s *Store) readOrInsert(ctx context.Context, cmds []store.Command, pending 
 		if err != nil {
 			return roundRead{}, err
 		}
+		s.commits.Commit(commitmetrics.KindPoll, len(fresh))
 		for k, at := range inserted {
 			r.inserted[k], r.insertedAt = true, at
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
@@ -51,6 +52,11 @@ type Options struct {
 	// compare-and-set (for metrics). It must be cheap and safe for
 	// concurrent use.
 	OnRetry func(op string)
+	// Commits, when set, records each group-commit batch written and
+	// each fresh insert of a ClaimBatch as one commit, with the commands
+	// it carried (commitmetrics). Calls written alone with group commit
+	// off are not recorded.
+	Commits *commitmetrics.Recorder
 }
 
 func (o Options) maxBatch() int {
@@ -75,7 +81,7 @@ type insertResult struct {
 type freshBatcher = batcher[freshClaim, insertResult]
 
 func (s *Store) newFreshBatcher(maxBatch int) *freshBatcher {
-	return newBatcher(maxBatch, maxInFlight, s.writeFreshClaims)
+	return newBatcher(maxBatch, maxInFlight, s.writeFreshClaims, func(n int) { s.commits.Commit(commitmetrics.KindClaim, n) })
 }
 
 // writeFreshClaims inserts a batch of fresh claims: the single-row

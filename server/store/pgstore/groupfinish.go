@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
@@ -42,7 +43,7 @@ type finishResult struct {
 type finishBatcher = batcher[finishCall, finishResult]
 
 func (s *Store) newFinishBatcher(maxBatch int) *finishBatcher {
-	return newBatcher(maxBatch, maxInFlight, s.writeFinishes)
+	return newBatcher(maxBatch, maxInFlight, s.writeFinishes, func(n int) { s.commits.Commit(commitmetrics.KindFinish, n) })
 }
 
 // finishKey runs a finishing call, in a batch when group commit is on.

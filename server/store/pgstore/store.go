@@ -38,6 +38,7 @@ import (
 
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 )
 
 // defaultMaxConns sizes the pool when the URL sets no pool_max_conns. A
@@ -60,6 +61,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	// onRetry, when set, is told of every retried attempt (for metrics).
 	onRetry func(op string)
+	// commits records group commit's commits (nil: nothing recorded).
+	commits *commitmetrics.Recorder
 	// fresh and finish group concurrent fresh claims, and concurrent
 	// Completes, Rejects and ExtendLeases, into one statement each batch;
 	// nil when group commit is off.
@@ -108,7 +111,7 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: creating connection pool: %w", err)
 	}
-	s := &Store{pool: pool, onRetry: opts.OnRetry, streams: newStreamCache()}
+	s := &Store{pool: pool, onRetry: opts.OnRetry, commits: opts.Commits, streams: newStreamCache()}
 	s.API = store.NewAPI(s)
 	if n := opts.maxBatch(); n > 1 {
 		s.fresh = s.newFreshBatcher(n)

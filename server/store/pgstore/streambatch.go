@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
@@ -33,7 +34,7 @@ import (
 type streamWriteBatcher = batcher[streamWrite, streamWriteResult]
 
 func (s *Store) newStreamWriteBatcher(maxBatch int) *streamWriteBatcher {
-	return newBatcher(maxBatch, maxInFlight, s.writeStreams)
+	return newBatcher(maxBatch, maxInFlight, s.writeStreams, func(n int) { s.commits.Commit(commitmetrics.KindStream, n) })
 }
 
 // writeStreams answers a batch of read-free stream writes: the single-row
