@@ -7,6 +7,7 @@ import (
 
 	"github.com/dedupd/dedupd/internal/datadir"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 	"github.com/dedupd/dedupd/server/store/pebblestore"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -63,8 +64,8 @@ func newDirectoryEngine(cfg Config) string {
 }
 
 // openEmbedded opens the embedded store in cfg.DataDir on the engine
-// EmbeddedEngine chooses.
-func openEmbedded(ctx context.Context, cfg Config, log *slog.Logger) (store.Engine, error) {
+// EmbeddedEngine chooses, recording its commits into commits (nil: none).
+func openEmbedded(ctx context.Context, cfg Config, log *slog.Logger, commits *commitmetrics.Set) (store.Engine, error) {
 	engine, err := EmbeddedEngine(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening embedded store: %w", err)
@@ -78,9 +79,10 @@ func openEmbedded(ctx context.Context, cfg Config, log *slog.Logger) (store.Engi
 		if cfg.Embedded.Sync != sqlitestore.SyncFull {
 			return nil, fmt.Errorf("opening embedded store: --embedded-sync normal is for the SQLite engine; the Pebble engine syncs every write")
 		}
-		st, err = pebblestore.Open(ctx, cfg.DataDir, pebblestore.Options{})
+		st, err = pebblestore.Open(ctx, cfg.DataDir, pebblestore.Options{Commits: commits.For(commitmetrics.StorePebble, true)})
 	default:
 		opts := cfg.Embedded
+		opts.Commits = commits.For(commitmetrics.StoreSQLite, opts.Sync == sqlitestore.SyncFull)
 		if !cfg.GroupCommit {
 			opts.MaxBatch = 1
 		}
