@@ -65,9 +65,7 @@ func Cycles(t testing.TB, s store.Backend, n int, policy store.Policy) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			key := fmt.Sprintf("key-%d", i)
 			res, err := s.Claim(ctx, store.ClaimParams{Consumer: "c", Key: key, Policy: policy})
 			if err != nil || res.Outcome != store.Acquired {
@@ -82,7 +80,7 @@ func Cycles(t testing.TB, s store.Backend, n int, policy store.Policy) {
 			if _, err := s.Complete(ctx, done); err == nil {
 				t.Errorf("complete %s with a stale token was accepted", key)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
