@@ -47,7 +47,7 @@ type StoreHooks struct {
 // schema changes there are an operator's decision.
 func OpenStore(ctx context.Context, cfg Config, log *slog.Logger, hooks StoreHooks) (store.Engine, error) {
 	if cfg.DatabaseURL == "" {
-		return openEmbedded(ctx, cfg, log)
+		return openEmbedded(ctx, cfg, log, hooks.Commits)
 	}
 	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
 		return nil, err

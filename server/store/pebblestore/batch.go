@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 )
 
 // batchKey is one key of a batch, with what it held before the batch and
@@ -49,6 +50,7 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 	defer s.keys.lockAll(names)()
 
 	keys := make(map[[2]string]*batchKey, len(names))
+	writes := 0 // the commands that wrote, which the commit carries
 	for i, cmd := range p.Commands {
 		bk := keys[names[i]]
 		if bk == nil {
@@ -66,6 +68,7 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 		if err == nil && d.Write {
 			rec := d.Record
 			bk.cur, bk.dirty = &rec, true
+			writes++
 		}
 	}
 	b := s.db.NewBatch()
@@ -85,7 +88,9 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 				results[i] = store.ItemResult{Err: err}
 			}
 		}
+		return results
 	}
+	s.commits.Commit(commitmetrics.KindPoll, writes)
 	return results
 }
 

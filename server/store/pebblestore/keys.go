@@ -124,7 +124,11 @@ func readTime(b []byte) time.Time {
 
 // expiryKey is the key of a row's entry in an expiry index.
 func expiryKey(table byte, expires time.Time, consumer, name string) []byte {
-	return appendTuple(appendTime([]byte{table}, expires), consumer, name)
+	// Sized as rowKey sizes its key (escapes aside), plus the time, so
+	// that it is one allocation, not one per append.
+	b := make([]byte, 1, 1+8+len(consumer)+len(tupleTerminator)+len(name))
+	b[0] = table
+	return appendTuple(appendTime(b, expires), consumer, name)
 }
 
 // expiredBound is the exclusive upper bound of the entries of an expiry

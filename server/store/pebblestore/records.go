@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 )
 
 // Apply is every write to one key: under the key's stripe, read the
@@ -38,6 +39,7 @@ func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, e
 	if err := b.Commit(pebble.Sync); err != nil {
 		return store.Decision{}, dbError("writing record", err)
 	}
+	s.commits.Commit(commitmetrics.KindOf(cmd.Op()), 1)
 	return d, nil
 }
 

@@ -32,6 +32,7 @@ import (
 
 	"github.com/dedupd/dedupd/internal/datadir"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 )
 
 // ErrLocked is returned by Open when another process, or another store in
@@ -42,6 +43,9 @@ var ErrLocked = datadir.ErrLocked
 type Options struct {
 	// CacheBytes is the block cache; zero means 64 MiB.
 	CacheBytes int64
+	// Commits, when set, records every commit and every sync of the
+	// write-ahead log (commits.go).
+	Commits *commitmetrics.Recorder
 
 	// fs, when set, is the file system under Pebble instead of the
 	// operating system's: tests put a failing disk there (diskfail_test.go).
@@ -63,6 +67,8 @@ type Store struct {
 	// no call reaches a closed db (Pebble panics on that).
 	open   sync.RWMutex
 	closed bool
+
+	commits *commitmetrics.Recorder
 
 	keys    stripes
 	streams stripes
@@ -119,7 +125,7 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, lock: lock, db: db}
+	s := &Store{dir: dir, lock: lock, db: db, commits: opts.Commits}
 	s.API = store.NewAPI(s)
 	if err := s.loadBudgets(); err != nil {
 		_ = db.Close()
@@ -142,6 +148,12 @@ func pebbleOptions(opts Options) *pebble.Options {
 	}
 	if opts.fs != nil {
 		o.FS = opts.fs
+	}
+	if opts.Commits != nil {
+		if o.FS == nil {
+			o.FS = vfs.Default
+		}
+		o.FS = walSyncCounter{FS: o.FS, commits: opts.Commits}
 	}
 	// Most reads of a claim-heavy load are of keys that do not exist yet:
 	// a bloom filter per table answers them without reading its blocks.

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 )
 
 // ApplyStream is every write to one stream; a ClaimParked of any stream
@@ -74,6 +75,7 @@ func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd st
 		return store.StreamDecision{}, dbError("writing stream", err)
 	}
 	s.budgets.add(consumer, min(delta, 0))
+	s.commits.Commit(commitmetrics.KindStream, 1)
 	return d, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
@@ -33,6 +34,8 @@ type queued interface {
 	run(w *writer) (wrote bool)
 	// fail answers the write with err, and no decision.
 	fail(err error)
+	// kind is the write's kind in the commit metrics.
+	kind() commitmetrics.Kind
 }
 
 // queueEntry is what the queue keeps of every write, whatever its kind.
@@ -64,6 +67,8 @@ func (k *keyWrite) run(w *writer) bool {
 
 func (k *keyWrite) fail(err error) { k.d, k.err = store.Decision{}, err }
 
+func (k *keyWrite) kind() commitmetrics.Kind { return commitmetrics.KindOf(k.cmd.Op()) }
+
 // streamWrite is a write of one stream's row.
 type streamWrite struct {
 	queueEntry
@@ -78,6 +83,8 @@ func (s *streamWrite) run(w *writer) bool {
 }
 
 func (s *streamWrite) fail(err error) { s.d, s.err = store.StreamDecision{}, err }
+
+func (s *streamWrite) kind() commitmetrics.Kind { return commitmetrics.KindStream }
 
 // applyGrouped queues a key's write and waits until some caller holding
 // the write connection, possibly this one, has run it.
@@ -200,6 +207,7 @@ func (w *writer) runCommands(group []queued) {
 					return false, err
 				}
 				write = write || wrote
+				w.wrote(wrote, c.kind())
 			}
 			return write, nil
 		})

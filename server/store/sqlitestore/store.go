@@ -26,6 +26,7 @@ import (
 	"github.com/dedupd/dedupd/internal/datadir"
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 )
 
 // ErrLocked is returned by Open when another process, or another store in
@@ -90,6 +91,9 @@ type Options struct {
 	// (group commit; see groupcommit.go). Zero means DefaultMaxBatch; one
 	// turns group commit off, so every write is its own transaction.
 	MaxBatch int
+	// Commits, when set, records every transaction that wrote, with the
+	// writes it carried, and under SyncFull its fsync (commits.go).
+	Commits *commitmetrics.Recorder
 }
 
 func (o Options) maxBatch() int {
@@ -146,6 +150,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 	if s.w, s.applied, err = openWriter(ctx, dbPath, opts.Sync, opts.maxBatch()); err != nil {
 		return nil, err
 	}
+	s.w.commits, s.w.syncs = opts.Commits, opts.Sync == SyncFull
 	if s.r, err = openReader(ctx, dbPath); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dedupd/dedupd/migrations"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/commitmetrics"
 )
 
 // writer owns the one connection that writes. Callers take turns through
@@ -46,6 +47,11 @@ type writer struct {
 	held            heldRows
 	// statements counts the statements commands ran (see count).
 	statements int
+	// group is what the open transaction's writes are (commits.go),
+	// guarded by slot; commits records it, and syncs its fsync.
+	group   commitmetrics.Group
+	commits *commitmetrics.Recorder
+	syncs   bool
 }
 
 // openWriter opens the write connection, switches the database to WAL and
@@ -154,6 +160,7 @@ func (w *writer) apply(ctx context.Context, consumer, key string, cmd store.Comm
 	err := w.transact(func() (bool, error) {
 		var err error
 		d, err = w.decide(consumer, key, cmd)
+		w.wrote(d.Write, commitmetrics.KindOf(cmd.Op()))
 		return d.Write, err
 	})
 	if err != nil {
@@ -171,6 +178,7 @@ func (w *writer) write(ctx context.Context, fn func() error) error {
 	defer w.release()
 	return w.transact(func() (bool, error) {
 		err := fn()
+		w.wrote(err == nil, commitmetrics.KindOther)
 		return err == nil, err
 	})
 }
@@ -181,6 +189,7 @@ func (w *writer) write(ctx context.Context, fn func() error) error {
 // failure cannot leak into the next caller's.
 func (w *writer) transact(fn func() (commit bool, err error)) error {
 	bg := context.Background()
+	w.group = commitmetrics.Group{}
 	if _, err := w.begin.ExecContext(bg); err != nil {
 		return dbError("begin", err)
 	}
@@ -203,6 +212,7 @@ func (w *writer) transact(fn func() (commit bool, err error)) error {
 		return dbError("commit", err)
 	}
 	finished = true
+	w.committed()
 	return nil
 }
 
@@ -236,6 +246,7 @@ func (w *writer) deleteExpired(ctx context.Context, limit int, now time.Time) (i
 		if err != nil {
 			return false, dbError("deleting expired records", err)
 		}
+		w.wrote(true, commitmetrics.KindOther)
 		return true, nil
 	})
 	if err != nil {
