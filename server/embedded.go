@@ -20,12 +20,10 @@ const (
 )
 
 // DefaultEmbeddedEngine is the engine of a new data directory under
-// EngineAuto: Pebble, which costs less CPU per claim and per cycle than
-// SQLite through the whole service and runs more cycles a second, every
-// write still synced before its answer (issue 30; docs/performance.md,
-// "Embedded stores"). A new directory served with --embedded-sync normal
-// gets SQLite instead, the one engine that offers it.
-const DefaultEmbeddedEngine = EnginePebble
+// EngineAuto. It stays SQLite until Pebble beats it through the whole
+// service by the margins of issue 21 (docs/performance.md, "Embedded
+// stores").
+const DefaultEmbeddedEngine = EngineSQLite
 
 // EmbeddedEngine says which engine cfg serves DataDir with: the one
 // already there, unless cfg insists on the other, which is an error (the
@@ -41,7 +39,7 @@ func EmbeddedEngine(cfg Config) (string, error) {
 		if found != datadir.None {
 			return string(found), nil
 		}
-		return newDirectoryEngine(cfg), nil
+		return DefaultEmbeddedEngine, nil
 	case EngineSQLite, EnginePebble:
 		if found != datadir.None && string(found) != want {
 			return "", fmt.Errorf("data directory %s holds a %s store, not %s; serve it with --embedded-engine %s (or auto), or copy it with `dedupd migrate-store --from %s --to NEWDIR`",
@@ -50,17 +48,6 @@ func EmbeddedEngine(cfg Config) (string, error) {
 		return want, nil
 	}
 	return "", fmt.Errorf("--embedded-engine must be auto, sqlite or pebble, not %q", want)
-}
-
-// newDirectoryEngine is the engine auto gives a new data directory:
-// DefaultEmbeddedEngine, unless cfg asks for what only SQLite offers (a
-// commit that is not fsynced, --embedded-sync normal), rather than refuse
-// a flag that worked before Pebble became the default.
-func newDirectoryEngine(cfg Config) string {
-	if cfg.Embedded.Sync != sqlitestore.SyncFull {
-		return EngineSQLite
-	}
-	return DefaultEmbeddedEngine
 }
 
 // openEmbedded opens the embedded store in cfg.DataDir on the engine

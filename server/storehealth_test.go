@@ -53,8 +53,7 @@ func refuseWrites(t *testing.T, dir string) (allow func()) {
 func TestHealthFollowsWrites(t *testing.T) {
 	cfg := testConfig()
 	cfg.DataDir = t.TempDir()
-	cfg.EmbeddedEngine = EngineSQLite // refuseWrites works on SQLite's file
-	cfg.HealthInterval = time.Second  // how often the probe runs, and a ping's window
+	cfg.HealthInterval = time.Second // how often the probe runs, and a ping's window
 	addr := runServer(t, cfg)
 	conn := dialServer(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), answerDeadline)

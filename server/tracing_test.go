@@ -34,7 +34,6 @@ func TestTraceOfOneClaim(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSpanProcessor(serverSpan))
 	cfg := testConfig()
 	cfg.DataDir = t.TempDir()
-	cfg.EmbeddedEngine = EngineSQLite // the tree below has SQLite's write batch
 	cfg.TracerProvider = tp
 	cfg.GroupCommit = true // as dedupd serve defaults to: claims go through a write batch
 	addr := runInProcess(t, cfg)

@@ -272,7 +272,7 @@ func TestHealthAndReflection(t *testing.T) {
 	srv.stop(t)
 }
 
-// TestSecondServerOnDataDirRefuses: two processes on one data directory
+// TestSecondServerOnDataDirRefuses: two processes on one SQLite directory
 // would race each other's writes, so the second must refuse to start.
 func TestSecondServerOnDataDirRefuses(t *testing.T) {
 	dir := t.TempDir()
@@ -291,7 +291,9 @@ func TestSecondServerOnDataDirRefuses(t *testing.T) {
 // then fails every write.
 func TestServeRefusesReadOnlyEmbeddedStore(t *testing.T) {
 	dir := t.TempDir()
-	startDedupd(t, "--data-dir", dir, "--embedded-engine", "sqlite").stop(t)
+	if out, err := runDedupd(t, "migrate", "--data-dir", dir); err != nil {
+		t.Fatalf("dedupd migrate: %v\n%s", err, out)
+	}
 	testfs.MakeReadOnly(t, filepath.Join(dir, "dedup.db"))
 	out, err := runDedupd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--reaper=off")
 	var exit *exec.ExitError

@@ -78,7 +78,7 @@ type backend struct {
 }
 
 var backends = []backend{
-	{"sqlite", func(t testing.TB) []string { return []string{"--data-dir", t.TempDir(), "--embedded-engine", "sqlite"} }},
+	{"sqlite", func(t testing.TB) []string { return []string{"--data-dir", t.TempDir()} }},
 	{"postgres", func(t testing.TB) []string {
 		url := pgtest.URL(t)
 		if out, err := runDedupd(t, "migrate", "--database-url", url); err != nil {
