@@ -164,7 +164,7 @@ func TestEveryCommandIsDecided(t *testing.T) {
 		"Apply": "wakes on Wakes", "ApplyBatch": "wakes on Wakes per item", "ApplyStream": "wakes on Wakes",
 		"LookupBatch": "Reader: ends no wait", "ListRecords": "Reader", "GetStream": "Reader", "ListStreams": "Reader",
 		"ListParked": "Reader", "GetParkedSummary": "Reader", "ListOpenGaps": "Reader", "ParkedTotals": "Reader",
-		"DeleteExpired": "Upkeep: the waiters' polls see it", "DeleteExpiredStreams": "Upkeep: as DeleteExpired",
+		"Reap": "Upkeep: the waiters' polls see it",
 		"Ping": "Upkeep", "Close": "Upkeep",
 		"Stats": "Reports", "StreamStats": "Reports", "Leases": "Reports",
 		"PurgeBatch": "Reports: the waiters' polls see it", "CountPurge": "Reports",

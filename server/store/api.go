@@ -43,12 +43,22 @@ func (a *API) DeleteRecord(ctx context.Context, consumer, key string) (Record, e
 
 // PendingLeases is Leases of the Pending records.
 func (a *API) PendingLeases(ctx context.Context) ([]LeaseStats, error) {
-	return a.Leases(ctx, PendingKeyLeases)
+	return a.Leases(ctx, KeyKind)
 }
 
 // InFlightLeases is Leases of the streams' claims in flight.
 func (a *API) InFlightLeases(ctx context.Context) ([]LeaseStats, error) {
-	return a.Leases(ctx, InFlightStreamLeases)
+	return a.Leases(ctx, StreamKind)
+}
+
+// DeleteExpired is Reap of the expired records.
+func (a *API) DeleteExpired(ctx context.Context, limit int) (int, error) {
+	return a.Reap(ctx, KeyKind, limit)
+}
+
+// DeleteExpiredStreams is Reap of the expired streams.
+func (a *API) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
+	return a.Reap(ctx, StreamKind, limit)
 }
 
 // Lookup is LookupBatch of one key, marked Single so that observers name

@@ -55,8 +55,10 @@ type Reader interface {
 // Upkeep is the background work on a store: the reaper's deletes, the
 // health ping, and closing.
 type Upkeep interface {
-	DeleteExpired(ctx context.Context, limit int) (int, error)
-	DeleteExpiredStreams(ctx context.Context, limit int) (int, error)
+	// Reap deletes at most limit expired rows of kind: records past their
+	// ExpiresAt (DeleteExpired) or streams past theirs, with their parked
+	// events (DeleteExpiredStreams).
+	Reap(ctx context.Context, kind Kind, limit int) (int, error)
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -67,7 +69,7 @@ type Upkeep interface {
 type Reports interface {
 	Stats(ctx context.Context, consumer string) ([]ConsumerStats, error)
 	StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error)
-	Leases(ctx context.Context, kind LeaseKind) ([]LeaseStats, error)
+	Leases(ctx context.Context, kind Kind) ([]LeaseStats, error)
 	PurgeBatch(ctx context.Context, p PurgeParams) (int, error)
 	CountPurge(ctx context.Context, p PurgeParams) (int64, error)
 	Policies
@@ -84,18 +86,34 @@ type Policies interface {
 	DeleteStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
 }
 
-// LeaseKind names the claims in flight that Leases sums up: one engine
-// call serves both typed samplers, PendingLeases and InFlightLeases.
-type LeaseKind uint8
+// Kind says which of the two things a store keeps a kind-parametrised
+// engine call is about: the keys' records or the streams. One engine call
+// serves both typed calls of a pair (PendingLeases and InFlightLeases,
+// DeleteExpired and DeleteExpiredStreams, ...), and PickKind is the one
+// place a kind is told apart.
+type Kind uint8
 
 const (
-	// PendingKeyLeases is the live Pending records (PendingLeases).
-	PendingKeyLeases LeaseKind = iota + 1
-	// InFlightStreamLeases is the live streams with a claim in flight
-	// (InFlightLeases).
-	InFlightStreamLeases
+	// KeyKind is the keys' records (Pending leases, expired records).
+	KeyKind Kind = iota + 1
+	// StreamKind is the streams (claims in flight, expired streams).
+	StreamKind
 )
 
-// ErrUnknownLeaseKind is the answer of Leases to a kind it does not know:
-// a programming error, since only the typed API chooses the kind.
-var ErrUnknownLeaseKind = errors.New("store: unknown lease kind")
+// ErrUnknownKind is the answer of a kind-parametrised call to a kind it
+// does not know: a programming error, since only the typed API chooses the
+// kind.
+var ErrUnknownKind = errors.New("store: unknown kind")
+
+// PickKind returns keys for KeyKind and streams for StreamKind, and
+// ErrUnknownKind for any other kind.
+func PickKind[T any](k Kind, keys, streams T) (T, error) {
+	switch k {
+	case KeyKind:
+		return keys, nil
+	case StreamKind:
+		return streams, nil
+	}
+	var zero T
+	return zero, ErrUnknownKind
+}

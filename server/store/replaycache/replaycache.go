@@ -55,8 +55,8 @@ type Options struct {
 // memory. It writes out the three write methods and the reads it answers
 // or invalidates on; the other reads (store.Reader, Upkeep and Reports)
 // pass through embedded, as none of them can make a cached record wrong:
-// DeleteExpired removes only records past the ExpiresAt the cache already
-// stops at, and the rest only read records or touch policies. Its test
+// Reap removes only records past the ExpiresAt the cache already stops at
+// (and streams, which it does not hold), and the rest only read records or touch policies. Its test
 // holds that every Engine method and command is decided here.
 type Store struct {
 	store.Reader

@@ -202,8 +202,17 @@ func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, e
 	return s.w.apply(ctx, consumer, key, cmd)
 }
 
-// DeleteExpired deletes at most limit expired records.
-func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
+// Reap deletes at most limit expired records or streams.
+func (s *Store) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
+	reap, err := store.PickKind(kind, s.deleteExpiredRecords, s.deleteExpiredStreams)
+	if err != nil {
+		return 0, err
+	}
+	return reap(ctx, limit)
+}
+
+// deleteExpiredRecords deletes at most limit expired records.
+func (s *Store) deleteExpiredRecords(ctx context.Context, limit int) (int, error) {
 	return s.w.deleteExpired(ctx, limit, store.Now(time.Now()))
 }
 

@@ -128,12 +128,18 @@ func (e typedEngine) LookupBatch(ctx context.Context, p store.LookupBatchParams)
 	return e.Backend.LookupBatch(ctx, p)
 }
 
-func (e typedEngine) Leases(ctx context.Context, kind store.LeaseKind) ([]store.LeaseStats, error) {
-	switch kind {
-	case store.PendingKeyLeases:
-		return e.PendingLeases(ctx)
-	case store.InFlightStreamLeases:
-		return e.InFlightLeases(ctx)
+func (e typedEngine) Leases(ctx context.Context, kind store.Kind) ([]store.LeaseStats, error) {
+	leases, err := store.PickKind(kind, e.PendingLeases, e.InFlightLeases)
+	if err != nil {
+		return nil, err
 	}
-	return nil, store.ErrUnknownLeaseKind
+	return leases(ctx)
+}
+
+func (e typedEngine) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
+	reap, err := store.PickKind(kind, e.DeleteExpired, e.DeleteExpiredStreams)
+	if err != nil {
+		return 0, err
+	}
+	return reap(ctx, limit)
 }
