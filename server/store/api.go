@@ -51,6 +51,19 @@ func (a *API) InFlightLeases(ctx context.Context) ([]LeaseStats, error) {
 	return a.Leases(ctx, StreamKind)
 }
 
+// PurgeBatch is Purge of one batch.
+func (a *API) PurgeBatch(ctx context.Context, p PurgeParams) (int, error) {
+	p.CountOnly = false
+	n, err := a.Purge(ctx, p)
+	return int(n), err
+}
+
+// CountPurge is Purge that only counts.
+func (a *API) CountPurge(ctx context.Context, p PurgeParams) (int64, error) {
+	p.CountOnly = true
+	return a.Purge(ctx, p)
+}
+
 // DeleteExpired is Reap of the expired records.
 func (a *API) DeleteExpired(ctx context.Context, limit int) (int, error) {
 	return a.Reap(ctx, KeyKind, limit)

@@ -70,8 +70,10 @@ type Reports interface {
 	Stats(ctx context.Context, consumer string) ([]ConsumerStats, error)
 	StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error)
 	Leases(ctx context.Context, kind Kind) ([]LeaseStats, error)
-	PurgeBatch(ctx context.Context, p PurgeParams) (int, error)
-	CountPurge(ctx context.Context, p PurgeParams) (int64, error)
+	// Purge deletes at most p.Limit matching records in one atomic step
+	// (PurgeBatch), or with p.CountOnly counts every matching record
+	// (CountPurge).
+	Purge(ctx context.Context, p PurgeParams) (int64, error)
 	Policies
 }
 

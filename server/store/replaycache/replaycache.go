@@ -143,11 +143,12 @@ func (s *Store) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store
 	return s.inner.ApplyStream(ctx, cmd)
 }
 
-// PurgeBatch deletes a batch in the store, then forgets every cached record:
-// which keys went is not known here, and purges are rare.
-func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
-	n, err := s.inner.PurgeBatch(ctx, p)
-	if n > 0 || err != nil {
+// Purge deletes a batch in the store, then forgets every cached record:
+// which keys went is not known here, and purges are rare. A count deletes
+// nothing, so it leaves the cache as it is.
+func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	n, err := s.inner.Purge(ctx, p)
+	if !p.CountOnly && (n > 0 || err != nil) {
 		s.InvalidateAll()
 	}
 	return n, err

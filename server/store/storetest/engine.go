@@ -136,6 +136,14 @@ func (e typedEngine) Leases(ctx context.Context, kind store.Kind) ([]store.Lease
 	return leases(ctx)
 }
 
+func (e typedEngine) Purge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	if p.CountOnly {
+		return e.CountPurge(ctx, p)
+	}
+	n, err := e.PurgeBatch(ctx, p)
+	return int64(n), err
+}
+
 func (e typedEngine) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
 	reap, err := store.PickKind(kind, e.DeleteExpired, e.DeleteExpiredStreams)
 	if err != nil {

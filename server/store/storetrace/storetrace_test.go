@@ -201,7 +201,7 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 		"Close": "passes through",
 		"Stats": "Reports: unobserved", "StreamStats": "Reports: unobserved",
 		"Leases":     "Reports: unobserved",
-		"PurgeBatch": "Reports: unobserved", "CountPurge": "Reports: unobserved",
+		"Purge": "Reports: unobserved",
 		"PutPolicy": "Reports: unobserved", "GetPolicy": "Reports: unobserved",
 		"ListPolicies": "Reports: unobserved", "DeletePolicy": "Reports: unobserved",
 		"PutStreamPolicy": "Reports: unobserved", "GetStreamPolicy": "Reports: unobserved",
