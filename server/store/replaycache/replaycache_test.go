@@ -340,13 +340,13 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 	storetest.EngineMethodsDecided(t, map[string]string{
 		"Apply": "claims answered, finished records cached, deletes invalidate", "ApplyBatch": "as Apply",
 		"ApplyStream": "streams are not cached", "LookupBatch": "answered from the cache",
-		"Purge": "a batch invalidates everything, a count nothing",
+		"Purge":       "a batch invalidates everything, a count nothing",
 		"ListRecords": "Reader: reads", "GetStream": "Reader: reads", "ListStreams": "Reader: reads",
 		"ListParked": "Reader: reads", "GetParkedSummary": "Reader: reads", "ListOpenGaps": "Reader: reads",
 		"ParkedTotals": "Reader: reads", "Reap": "Upkeep: only what the cache no longer trusts",
 		"Ping": "Upkeep", "Close": "Upkeep",
 		"Stats": "Reports: reads", "StreamStats": "Reports: reads", "Leases": "Reports: reads",
-		"PutPolicy":  "Reports: policies", "GetPolicy": "Reports: policies", "ListPolicies": "Reports: policies",
+		"PutPolicy": "Reports: policies", "GetPolicy": "Reports: policies", "ListPolicies": "Reports: policies",
 		"DeletePolicy": "Reports: policies", "PutStreamPolicy": "Reports: policies",
 		"GetStreamPolicy": "Reports: policies", "DeleteStreamPolicy": "Reports: policies",
 	})
