@@ -167,8 +167,7 @@ func TestEveryCommandIsDecided(t *testing.T) {
 		"Reap": "Upkeep: the waiters' polls see it",
 		"Ping": "Upkeep", "Close": "Upkeep",
 		"Stats": "Reports", "StreamStats": "Reports", "Leases": "Reports",
-		"Purge":     "Reports: the waiters' polls see it",
-		"PutPolicy": "Reports", "GetPolicy": "Reports", "ListPolicies": "Reports", "DeletePolicy": "Reports",
-		"PutStreamPolicy": "Reports", "GetStreamPolicy": "Reports", "DeleteStreamPolicy": "Reports",
-	})
+		"Purge":       "Reports: the waiters' polls see it",
+		"PutPolicyOf": "Reports", "GetPolicyOf": "Reports", "DeletePolicyOf": "Reports",
+		"ListPolicies": "Reports"})
 }

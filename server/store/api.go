@@ -51,6 +51,42 @@ func (a *API) InFlightLeases(ctx context.Context) ([]LeaseStats, error) {
 	return a.Leases(ctx, StreamKind)
 }
 
+// PutPolicy is PutPolicyOf a key policy.
+func (a *API) PutPolicy(ctx context.Context, p ConsumerPolicy) (ConsumerPolicy, error) {
+	r, err := a.PutPolicyOf(ctx, KindPolicy{Kind: KeyKind, Key: p})
+	return r.Key, err
+}
+
+// GetPolicy is GetPolicyOf the key policy.
+func (a *API) GetPolicy(ctx context.Context, consumer string) (ConsumerPolicy, error) {
+	r, err := a.GetPolicyOf(ctx, KeyKind, consumer)
+	return r.Key, err
+}
+
+// DeletePolicy is DeletePolicyOf the key policy.
+func (a *API) DeletePolicy(ctx context.Context, consumer string) (ConsumerPolicy, error) {
+	r, err := a.DeletePolicyOf(ctx, KeyKind, consumer)
+	return r.Key, err
+}
+
+// PutStreamPolicy is PutPolicyOf a stream policy.
+func (a *API) PutStreamPolicy(ctx context.Context, p ConsumerStreamPolicy) (ConsumerStreamPolicy, error) {
+	r, err := a.PutPolicyOf(ctx, KindPolicy{Kind: StreamKind, Stream: p})
+	return r.Stream, err
+}
+
+// GetStreamPolicy is GetPolicyOf the stream policy.
+func (a *API) GetStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error) {
+	r, err := a.GetPolicyOf(ctx, StreamKind, consumer)
+	return r.Stream, err
+}
+
+// DeleteStreamPolicy is DeletePolicyOf the stream policy.
+func (a *API) DeleteStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error) {
+	r, err := a.DeletePolicyOf(ctx, StreamKind, consumer)
+	return r.Stream, err
+}
+
 // PurgeBatch is Purge of one batch.
 func (a *API) PurgeBatch(ctx context.Context, p PurgeParams) (int, error) {
 	p.CountOnly = false

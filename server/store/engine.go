@@ -77,15 +77,15 @@ type Reports interface {
 	Policies
 }
 
-// Policies is the per-consumer policies of keys and of streams.
+// Policies is the per-consumer policies of keys and of streams, one set of
+// calls over the policy's Kind (a backend embeds PolicyKinds to get the
+// three kind-parametrised ones); the typed API keeps PutPolicy,
+// GetStreamPolicy and the rest for callers. Only key policies are listed.
 type Policies interface {
-	PutPolicy(ctx context.Context, p ConsumerPolicy) (ConsumerPolicy, error)
-	GetPolicy(ctx context.Context, consumer string) (ConsumerPolicy, error)
+	PutPolicyOf(ctx context.Context, p KindPolicy) (KindPolicy, error)
+	GetPolicyOf(ctx context.Context, kind Kind, consumer string) (KindPolicy, error)
+	DeletePolicyOf(ctx context.Context, kind Kind, consumer string) (KindPolicy, error)
 	ListPolicies(ctx context.Context) ([]ConsumerPolicy, error)
-	DeletePolicy(ctx context.Context, consumer string) (ConsumerPolicy, error)
-	PutStreamPolicy(ctx context.Context, p ConsumerStreamPolicy) (ConsumerStreamPolicy, error)
-	GetStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
-	DeleteStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
 }
 
 // Kind says which of the two things a store keeps a kind-parametrised

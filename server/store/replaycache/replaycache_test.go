@@ -346,9 +346,8 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 		"ParkedTotals": "Reader: reads", "Reap": "Upkeep: only what the cache no longer trusts",
 		"Ping": "Upkeep", "Close": "Upkeep",
 		"Stats": "Reports: reads", "StreamStats": "Reports: reads", "Leases": "Reports: reads",
-		"PutPolicy": "Reports: policies", "GetPolicy": "Reports: policies", "ListPolicies": "Reports: policies",
-		"DeletePolicy": "Reports: policies", "PutStreamPolicy": "Reports: policies",
-		"GetStreamPolicy": "Reports: policies", "DeleteStreamPolicy": "Reports: policies",
+		"PutPolicyOf": "Reports: policies", "GetPolicyOf": "Reports: policies", "DeletePolicyOf": "Reports: policies",
+		"ListPolicies": "Reports: policies",
 	})
 	storetest.CommandsDecided(t, func(cmd any) bool {
 		switch cmd.(type) {

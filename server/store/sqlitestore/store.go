@@ -103,6 +103,7 @@ func (o Options) maxBatch() int {
 type Store struct {
 	// API is the typed contract, derived from this engine.
 	*store.API
+	store.PolicyKinds
 
 	dir    string
 	lock   *flock.Flock
@@ -136,6 +137,9 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 	}
 	s := &Store{dir: dir, lock: lock}
 	s.API = store.NewAPI(s)
+	s.PolicyKinds = store.PolicyKinds{
+		Keys:    store.PolicyCalls[store.ConsumerPolicy]{Put: s.putKeyPolicy, Get: s.getKeyPolicy, Delete: s.deleteKeyPolicy},
+		Streams: store.PolicyCalls[store.ConsumerStreamPolicy]{Put: s.putStreamPolicy, Get: s.getStreamPolicy, Delete: s.deleteStreamPolicy}}
 	defer func() {
 		if err != nil {
 			_ = s.closeAll() // err already says why Open failed

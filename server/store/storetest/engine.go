@@ -13,9 +13,16 @@ import (
 // store.Engine, each command given to its typed call, so that tests can put
 // the decorators, which wrap engines, in front of it. It is the inverse of
 // store.NewAPI, for tests only: backends implement the Engine themselves.
-func AsEngine(b store.Backend) store.Engine { return typedEngine{b} }
+func AsEngine(b store.Backend) store.Engine {
+	return typedEngine{Backend: b, PolicyKinds: store.PolicyKinds{
+		Keys:    store.PolicyCalls[store.ConsumerPolicy]{Put: b.PutPolicy, Get: b.GetPolicy, Delete: b.DeletePolicy},
+		Streams: store.PolicyCalls[store.ConsumerStreamPolicy]{Put: b.PutStreamPolicy, Get: b.GetStreamPolicy, Delete: b.DeleteStreamPolicy}}}
+}
 
-type typedEngine struct{ store.Backend }
+type typedEngine struct {
+	store.Backend
+	store.PolicyKinds
+}
 
 func (e typedEngine) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
 	var (

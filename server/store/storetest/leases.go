@@ -31,6 +31,9 @@ func wantLeases(t *testing.T, name string, leases func(context.Context) ([]store
 type kinded interface {
 	Leases(ctx context.Context, kind store.Kind) ([]store.LeaseStats, error)
 	Reap(ctx context.Context, kind store.Kind, limit int) (int, error)
+	GetPolicyOf(ctx context.Context, kind store.Kind, consumer string) (store.KindPolicy, error)
+	DeletePolicyOf(ctx context.Context, kind store.Kind, consumer string) (store.KindPolicy, error)
+	PutPolicyOf(ctx context.Context, p store.KindPolicy) (store.KindPolicy, error)
 }
 
 // wantUnknownKindRefused checks that an engine refuses a kind it does not
@@ -48,6 +51,16 @@ func wantUnknownKindRefused(t *testing.T, s any) {
 		}
 		if n, err := e.Reap(t.Context(), kind, 10); !errors.Is(err, store.ErrUnknownKind) || n != 0 {
 			t.Errorf("Reap(kind %d) = %d, %v; want 0, ErrUnknownKind", kind, n, err)
+		}
+		policy := store.KindPolicy{Kind: kind, Key: store.ConsumerPolicy{Consumer: "c"}}
+		for name, call := range map[string]func() (store.KindPolicy, error){
+			"PutPolicyOf":    func() (store.KindPolicy, error) { return e.PutPolicyOf(t.Context(), policy) },
+			"GetPolicyOf":    func() (store.KindPolicy, error) { return e.GetPolicyOf(t.Context(), kind, "c") },
+			"DeletePolicyOf": func() (store.KindPolicy, error) { return e.DeletePolicyOf(t.Context(), kind, "c") },
+		} {
+			if got, err := call(); !errors.Is(err, store.ErrUnknownKind) || got != (store.KindPolicy{}) {
+				t.Errorf("%s(kind %d) = %+v, %v; want nothing, ErrUnknownKind", name, kind, got, err)
+			}
 		}
 	}
 }

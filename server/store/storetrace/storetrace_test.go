@@ -200,13 +200,10 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 		"Reap": "counted by kind", "Ping": "counted",
 		"Close": "passes through",
 		"Stats": "Reports: unobserved", "StreamStats": "Reports: unobserved",
-		"Leases":    "Reports: unobserved",
-		"Purge":     "Reports: unobserved",
-		"PutPolicy": "Reports: unobserved", "GetPolicy": "Reports: unobserved",
-		"ListPolicies": "Reports: unobserved", "DeletePolicy": "Reports: unobserved",
-		"PutStreamPolicy": "Reports: unobserved", "GetStreamPolicy": "Reports: unobserved",
-		"DeleteStreamPolicy": "Reports: unobserved",
-	})
+		"Leases":      "Reports: unobserved",
+		"Purge":       "Reports: unobserved",
+		"PutPolicyOf": "Reports: unobserved", "GetPolicyOf": "Reports: unobserved", "DeletePolicyOf": "Reports: unobserved",
+		"ListPolicies": "Reports: unobserved"})
 	storetest.CommandsDecided(t, func(cmd any) bool {
 		var op store.Op
 		switch c := cmd.(type) {
