@@ -166,7 +166,7 @@ func TestEveryCommandIsDecided(t *testing.T) {
 		"ListParked": "Reader", "GetParkedSummary": "Reader", "ListOpenGaps": "Reader", "ParkedTotals": "Reader",
 		"Reap": "Upkeep: the waiters' polls see it",
 		"Ping": "Upkeep", "Close": "Upkeep",
-		"Stats": "Reports", "StreamStats": "Reports", "Leases": "Reports",
+		"StatsOf": "Reports", "Leases": "Reports",
 		"Purge":       "Reports: the waiters' polls see it",
 		"PutPolicyOf": "Reports", "GetPolicyOf": "Reports", "DeletePolicyOf": "Reports",
 		"ListPolicies": "Reports"})

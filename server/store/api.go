@@ -51,6 +51,18 @@ func (a *API) InFlightLeases(ctx context.Context) ([]LeaseStats, error) {
 	return a.Leases(ctx, StreamKind)
 }
 
+// Stats is StatsOf the records.
+func (a *API) Stats(ctx context.Context, consumer string) ([]ConsumerStats, error) {
+	s, err := a.StatsOf(ctx, KeyKind, consumer)
+	return s.Keys, err
+}
+
+// StreamStats is StatsOf the streams.
+func (a *API) StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error) {
+	s, err := a.StatsOf(ctx, StreamKind, consumer)
+	return s.Streams, err
+}
+
 // PutPolicy is PutPolicyOf a key policy.
 func (a *API) PutPolicy(ctx context.Context, p ConsumerPolicy) (ConsumerPolicy, error) {
 	r, err := a.PutPolicyOf(ctx, KindPolicy{Kind: KeyKind, Key: p})

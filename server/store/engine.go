@@ -67,8 +67,9 @@ type Upkeep interface {
 // policies: calls no decorator observes, caches or wakes on, except that
 // a purge forgets what the replay cache holds.
 type Reports interface {
-	Stats(ctx context.Context, consumer string) ([]ConsumerStats, error)
-	StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error)
+	// StatsOf counts the records (Stats) or the streams (StreamStats) of
+	// consumer, or of every consumer when it is "".
+	StatsOf(ctx context.Context, kind Kind, consumer string) (KindStats, error)
 	Leases(ctx context.Context, kind Kind) ([]LeaseStats, error)
 	// Purge deletes at most p.Limit matching records in one atomic step
 	// (PurgeBatch), or with p.CountOnly counts every matching record

@@ -52,6 +52,30 @@ func (k PolicyKinds) DeletePolicyOf(ctx context.Context, kind Kind, consumer str
 	return byConsumer(ctx, kind, consumer, k.Keys.Delete, k.Streams.Delete)
 }
 
+// KindStats is the counts of one kind: of a consumer's records (Keys,
+// when Kind is KeyKind) or of its streams (Streams, when StreamKind).
+type KindStats struct {
+	Kind    Kind
+	Keys    []ConsumerStats
+	Streams []ConsumerStreamStats
+}
+
+// StatsByKind runs the backend's count of kind for consumer ("" for every
+// consumer): the one place a backend's StatsOf tells the kinds apart.
+func StatsByKind(ctx context.Context, kind Kind, consumer string,
+	keys func(context.Context, string) ([]ConsumerStats, error),
+	streams func(context.Context, string) ([]ConsumerStreamStats, error)) (KindStats, error) {
+	switch kind {
+	case KeyKind:
+		s, err := keys(ctx, consumer)
+		return KindStats{Kind: kind, Keys: s}, err
+	case StreamKind:
+		s, err := streams(ctx, consumer)
+		return KindStats{Kind: kind, Streams: s}, err
+	}
+	return KindStats{}, ErrUnknownKind
+}
+
 // byConsumer runs the call of kind for consumer.
 func byConsumer(ctx context.Context, kind Kind, consumer string,
 	keys func(context.Context, string) (ConsumerPolicy, error),

@@ -144,8 +144,13 @@ func (s *Store) eachPurgeCandidate(ctx context.Context, p store.PurgeParams, at 
 	return nil
 }
 
-// Stats counts records per consumer in one pass over their rows.
-func (s *Store) Stats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
+// StatsOf counts the records or the streams of a consumer, or of all.
+func (s *Store) StatsOf(ctx context.Context, kind store.Kind, consumer string) (store.KindStats, error) {
+	return store.StatsByKind(ctx, kind, consumer, s.keyStats, s.streamStats)
+}
+
+// keyStats counts records per consumer in one pass over their rows.
+func (s *Store) keyStats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}

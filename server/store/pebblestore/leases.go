@@ -9,8 +9,8 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// StreamStats counts live streams per consumer in one pass over their rows.
-func (s *Store) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+// streamStats counts live streams per consumer in one pass over their rows.
+func (s *Store) streamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}

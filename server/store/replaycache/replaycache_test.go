@@ -345,7 +345,7 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 		"ListParked": "Reader: reads", "GetParkedSummary": "Reader: reads", "ListOpenGaps": "Reader: reads",
 		"ParkedTotals": "Reader: reads", "Reap": "Upkeep: only what the cache no longer trusts",
 		"Ping": "Upkeep", "Close": "Upkeep",
-		"Stats": "Reports: reads", "StreamStats": "Reports: reads", "Leases": "Reports: reads",
+		"StatsOf": "Reports: reads", "Leases": "Reports: reads",
 		"PutPolicyOf": "Reports: policies", "GetPolicyOf": "Reports: policies", "DeletePolicyOf": "Reports: policies",
 		"ListPolicies": "Reports: policies",
 	})

@@ -75,8 +75,13 @@ func (s *Store) countPurge(ctx context.Context, d sqlstmt.Dialect, p store.Purge
 	return n, nil
 }
 
-// Stats counts records per consumer in one grouped query on the read pool.
-func (s *Store) Stats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
+// StatsOf counts the records or the streams of a consumer, or of all.
+func (s *Store) StatsOf(ctx context.Context, kind store.Kind, consumer string) (store.KindStats, error) {
+	return store.StatsByKind(ctx, kind, consumer, s.keyStats, s.streamStats)
+}
+
+// keyStats counts records per consumer in one grouped query on the read pool.
+func (s *Store) keyStats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
 	return s.stats(ctx, sqlstmt.SQLite, consumer)
 }
 

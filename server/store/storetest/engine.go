@@ -143,6 +143,10 @@ func (e typedEngine) Leases(ctx context.Context, kind store.Kind) ([]store.Lease
 	return leases(ctx)
 }
 
+func (e typedEngine) StatsOf(ctx context.Context, kind store.Kind, consumer string) (store.KindStats, error) {
+	return store.StatsByKind(ctx, kind, consumer, e.Stats, e.StreamStats)
+}
+
 func (e typedEngine) Purge(ctx context.Context, p store.PurgeParams) (int64, error) {
 	if p.CountOnly {
 		return e.CountPurge(ctx, p)

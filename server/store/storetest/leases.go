@@ -34,6 +34,7 @@ type kinded interface {
 	GetPolicyOf(ctx context.Context, kind store.Kind, consumer string) (store.KindPolicy, error)
 	DeletePolicyOf(ctx context.Context, kind store.Kind, consumer string) (store.KindPolicy, error)
 	PutPolicyOf(ctx context.Context, p store.KindPolicy) (store.KindPolicy, error)
+	StatsOf(ctx context.Context, kind store.Kind, consumer string) (store.KindStats, error)
 }
 
 // wantUnknownKindRefused checks that an engine refuses a kind it does not
@@ -51,6 +52,9 @@ func wantUnknownKindRefused(t *testing.T, s any) {
 		}
 		if n, err := e.Reap(t.Context(), kind, 10); !errors.Is(err, store.ErrUnknownKind) || n != 0 {
 			t.Errorf("Reap(kind %d) = %d, %v; want 0, ErrUnknownKind", kind, n, err)
+		}
+		if got, err := e.StatsOf(t.Context(), kind, ""); !errors.Is(err, store.ErrUnknownKind) || got.Keys != nil || got.Streams != nil {
+			t.Errorf("StatsOf(kind %d) = %+v, %v; want nothing, ErrUnknownKind", kind, got, err)
 		}
 		policy := store.KindPolicy{Kind: kind, Key: store.ConsumerPolicy{Consumer: "c"}}
 		for name, call := range map[string]func() (store.KindPolicy, error){

@@ -198,9 +198,8 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 		"ListParked": "traced and counted", "GetParkedSummary": "traced and counted",
 		"ListOpenGaps": "traced and counted", "ParkedTotals": "traced and counted",
 		"Reap": "counted by kind", "Ping": "counted",
-		"Close": "passes through",
-		"Stats": "Reports: unobserved", "StreamStats": "Reports: unobserved",
-		"Leases":      "Reports: unobserved",
+		"Close":   "passes through",
+		"StatsOf": "Reports: unobserved", "Leases": "Reports: unobserved",
 		"Purge":       "Reports: unobserved",
 		"PutPolicyOf": "Reports: unobserved", "GetPolicyOf": "Reports: unobserved", "DeletePolicyOf": "Reports: unobserved",
 		"ListPolicies": "Reports: unobserved"})
