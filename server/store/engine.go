@@ -108,6 +108,16 @@ const (
 // kind.
 var ErrUnknownKind = errors.New("store: unknown kind")
 
+// ReapByKind runs the backend's delete of kind, records or streams, with
+// limit: a backend's Reap that has one function per kind.
+func ReapByKind(ctx context.Context, kind Kind, limit int, records, streams func(context.Context, int) (int, error)) (int, error) {
+	reap, err := PickKind(kind, records, streams)
+	if err != nil {
+		return 0, err
+	}
+	return reap(ctx, limit)
+}
+
 // PickKind returns keys for KeyKind and streams for StreamKind, and
 // ErrUnknownKind for any other kind.
 func PickKind[T any](k Kind, keys, streams T) (T, error) {

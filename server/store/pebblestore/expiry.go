@@ -15,11 +15,7 @@ const reapChunk = 256
 
 // Reap deletes at most limit expired records or streams.
 func (s *Store) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
-	reap, err := store.PickKind(kind, s.deleteExpiredRecords, s.deleteExpiredStreams)
-	if err != nil {
-		return 0, err
-	}
-	return reap(ctx, limit)
+	return store.ReapByKind(ctx, kind, limit, s.deleteExpiredRecords, s.deleteExpiredStreams)
 }
 
 // deleteExpiredRecords deletes at most limit expired records, found through

@@ -208,11 +208,7 @@ func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, e
 
 // Reap deletes at most limit expired records or streams.
 func (s *Store) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
-	reap, err := store.PickKind(kind, s.deleteExpiredRecords, s.deleteExpiredStreams)
-	if err != nil {
-		return 0, err
-	}
-	return reap(ctx, limit)
+	return store.ReapByKind(ctx, kind, limit, s.deleteExpiredRecords, s.deleteExpiredStreams)
 }
 
 // deleteExpiredRecords deletes at most limit expired records.

@@ -156,9 +156,5 @@ func (e typedEngine) Purge(ctx context.Context, p store.PurgeParams) (int64, err
 }
 
 func (e typedEngine) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
-	reap, err := store.PickKind(kind, e.DeleteExpired, e.DeleteExpiredStreams)
-	if err != nil {
-		return 0, err
-	}
-	return reap(ctx, limit)
+	return store.ReapByKind(ctx, kind, limit, e.DeleteExpired, e.DeleteExpiredStreams)
 }
