@@ -164,11 +164,10 @@ func TestEveryCommandIsDecided(t *testing.T) {
 		"Apply": "wakes on Wakes", "ApplyBatch": "wakes on Wakes per item", "ApplyStream": "wakes on Wakes",
 		"LookupBatch": "Reader: ends no wait", "ListRecords": "Reader", "GetStream": "Reader", "ListStreams": "Reader",
 		"ListParked": "Reader", "GetParkedSummary": "Reader", "ListOpenGaps": "Reader", "ParkedTotals": "Reader",
-		"DeleteExpired": "Upkeep: the waiters' polls see it", "DeleteExpiredStreams": "Upkeep: as DeleteExpired",
+		"Reap": "Upkeep: the waiters' polls see it",
 		"Ping": "Upkeep", "Close": "Upkeep",
-		"Stats": "Reports", "StreamStats": "Reports", "Leases": "Reports",
-		"PurgeBatch": "Reports: the waiters' polls see it", "CountPurge": "Reports",
-		"PutPolicy": "Reports", "GetPolicy": "Reports", "ListPolicies": "Reports", "DeletePolicy": "Reports",
-		"PutStreamPolicy": "Reports", "GetStreamPolicy": "Reports", "DeleteStreamPolicy": "Reports",
-	})
+		"StatsOf": "Reports", "Leases": "Reports",
+		"Purge":       "Reports: the waiters' polls see it",
+		"PutPolicyOf": "Reports", "GetPolicyOf": "Reports", "DeletePolicyOf": "Reports",
+		"ListPolicies": "Reports"})
 }

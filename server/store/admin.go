@@ -53,6 +53,10 @@ type PurgeParams struct {
 	ExpiredOnly bool
 	// Limit is the batch size of PurgeBatch; CountPurge ignores it.
 	Limit int
+	// CountOnly makes the engine's Purge count every matching record
+	// (CountPurge) instead of deleting a batch of them (PurgeBatch). The
+	// typed API sets it; callers of PurgeBatch and CountPurge need not.
+	CountOnly bool
 }
 
 // ConsumerStats counts one consumer's stored records. The state counts are
@@ -166,13 +170,13 @@ func (p ListParams) Validate() error {
 	return nil
 }
 
-// Validate reports parameters that no store accepts; batch says they are for
-// PurgeBatch, which also needs a positive Limit.
-func (p PurgeParams) Validate(batch bool) error {
+// Validate reports parameters that no store accepts; a batch (not
+// CountOnly) also needs a positive Limit.
+func (p PurgeParams) Validate() error {
 	switch {
 	case p.Consumer == "" && !p.ExpiredOnly:
 		return errors.New("store: purge: consumer is required unless only expired records are purged")
-	case batch && p.Limit <= 0:
+	case !p.CountOnly && p.Limit <= 0:
 		return errors.New("store: PurgeBatch: limit must be positive")
 	}
 	return nil

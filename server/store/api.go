@@ -43,12 +43,83 @@ func (a *API) DeleteRecord(ctx context.Context, consumer, key string) (Record, e
 
 // PendingLeases is Leases of the Pending records.
 func (a *API) PendingLeases(ctx context.Context) ([]LeaseStats, error) {
-	return a.Leases(ctx, PendingKeyLeases)
+	return a.Leases(ctx, KeyKind)
 }
 
 // InFlightLeases is Leases of the streams' claims in flight.
 func (a *API) InFlightLeases(ctx context.Context) ([]LeaseStats, error) {
-	return a.Leases(ctx, InFlightStreamLeases)
+	return a.Leases(ctx, StreamKind)
+}
+
+// Stats is StatsOf the records.
+func (a *API) Stats(ctx context.Context, consumer string) ([]ConsumerStats, error) {
+	s, err := a.StatsOf(ctx, KeyKind, consumer)
+	return s.Keys, err
+}
+
+// StreamStats is StatsOf the streams.
+func (a *API) StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error) {
+	s, err := a.StatsOf(ctx, StreamKind, consumer)
+	return s.Streams, err
+}
+
+// PutPolicy is PutPolicyOf a key policy.
+func (a *API) PutPolicy(ctx context.Context, p ConsumerPolicy) (ConsumerPolicy, error) {
+	r, err := a.PutPolicyOf(ctx, KindPolicy{Kind: KeyKind, Key: p})
+	return r.Key, err
+}
+
+// GetPolicy is GetPolicyOf the key policy.
+func (a *API) GetPolicy(ctx context.Context, consumer string) (ConsumerPolicy, error) {
+	r, err := a.GetPolicyOf(ctx, KeyKind, consumer)
+	return r.Key, err
+}
+
+// DeletePolicy is DeletePolicyOf the key policy.
+func (a *API) DeletePolicy(ctx context.Context, consumer string) (ConsumerPolicy, error) {
+	r, err := a.DeletePolicyOf(ctx, KeyKind, consumer)
+	return r.Key, err
+}
+
+// PutStreamPolicy is PutPolicyOf a stream policy.
+func (a *API) PutStreamPolicy(ctx context.Context, p ConsumerStreamPolicy) (ConsumerStreamPolicy, error) {
+	r, err := a.PutPolicyOf(ctx, KindPolicy{Kind: StreamKind, Stream: p})
+	return r.Stream, err
+}
+
+// GetStreamPolicy is GetPolicyOf the stream policy.
+func (a *API) GetStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error) {
+	r, err := a.GetPolicyOf(ctx, StreamKind, consumer)
+	return r.Stream, err
+}
+
+// DeleteStreamPolicy is DeletePolicyOf the stream policy.
+func (a *API) DeleteStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error) {
+	r, err := a.DeletePolicyOf(ctx, StreamKind, consumer)
+	return r.Stream, err
+}
+
+// PurgeBatch is Purge of one batch.
+func (a *API) PurgeBatch(ctx context.Context, p PurgeParams) (int, error) {
+	p.CountOnly = false
+	n, err := a.Purge(ctx, p)
+	return int(n), err
+}
+
+// CountPurge is Purge that only counts.
+func (a *API) CountPurge(ctx context.Context, p PurgeParams) (int64, error) {
+	p.CountOnly = true
+	return a.Purge(ctx, p)
+}
+
+// DeleteExpired is Reap of the expired records.
+func (a *API) DeleteExpired(ctx context.Context, limit int) (int, error) {
+	return a.Reap(ctx, KeyKind, limit)
+}
+
+// DeleteExpiredStreams is Reap of the expired streams.
+func (a *API) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
+	return a.Reap(ctx, StreamKind, limit)
 }
 
 // Lookup is LookupBatch of one key, marked Single so that observers name

@@ -55,8 +55,10 @@ type Reader interface {
 // Upkeep is the background work on a store: the reaper's deletes, the
 // health ping, and closing.
 type Upkeep interface {
-	DeleteExpired(ctx context.Context, limit int) (int, error)
-	DeleteExpiredStreams(ctx context.Context, limit int) (int, error)
+	// Reap deletes at most limit expired rows of kind: records past their
+	// ExpiresAt (DeleteExpired) or streams past theirs, with their parked
+	// events (DeleteExpiredStreams).
+	Reap(ctx context.Context, kind Kind, limit int) (int, error)
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -65,37 +67,66 @@ type Upkeep interface {
 // policies: calls no decorator observes, caches or wakes on, except that
 // a purge forgets what the replay cache holds.
 type Reports interface {
-	Stats(ctx context.Context, consumer string) ([]ConsumerStats, error)
-	StreamStats(ctx context.Context, consumer string) ([]ConsumerStreamStats, error)
-	Leases(ctx context.Context, kind LeaseKind) ([]LeaseStats, error)
-	PurgeBatch(ctx context.Context, p PurgeParams) (int, error)
-	CountPurge(ctx context.Context, p PurgeParams) (int64, error)
+	// StatsOf counts the records (Stats) or the streams (StreamStats) of
+	// consumer, or of every consumer when it is "".
+	StatsOf(ctx context.Context, kind Kind, consumer string) (KindStats, error)
+	Leases(ctx context.Context, kind Kind) ([]LeaseStats, error)
+	// Purge deletes at most p.Limit matching records in one atomic step
+	// (PurgeBatch), or with p.CountOnly counts every matching record
+	// (CountPurge).
+	Purge(ctx context.Context, p PurgeParams) (int64, error)
 	Policies
 }
 
-// Policies is the per-consumer policies of keys and of streams.
+// Policies is the per-consumer policies of keys and of streams, one set of
+// calls over the policy's Kind (a backend embeds PolicyKinds to get the
+// three kind-parametrised ones); the typed API keeps PutPolicy,
+// GetStreamPolicy and the rest for callers. Only key policies are listed.
 type Policies interface {
-	PutPolicy(ctx context.Context, p ConsumerPolicy) (ConsumerPolicy, error)
-	GetPolicy(ctx context.Context, consumer string) (ConsumerPolicy, error)
+	PutPolicyOf(ctx context.Context, p KindPolicy) (KindPolicy, error)
+	GetPolicyOf(ctx context.Context, kind Kind, consumer string) (KindPolicy, error)
+	DeletePolicyOf(ctx context.Context, kind Kind, consumer string) (KindPolicy, error)
 	ListPolicies(ctx context.Context) ([]ConsumerPolicy, error)
-	DeletePolicy(ctx context.Context, consumer string) (ConsumerPolicy, error)
-	PutStreamPolicy(ctx context.Context, p ConsumerStreamPolicy) (ConsumerStreamPolicy, error)
-	GetStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
-	DeleteStreamPolicy(ctx context.Context, consumer string) (ConsumerStreamPolicy, error)
 }
 
-// LeaseKind names the claims in flight that Leases sums up: one engine
-// call serves both typed samplers, PendingLeases and InFlightLeases.
-type LeaseKind uint8
+// Kind says which of the two things a store keeps a kind-parametrised
+// engine call is about: the keys' records or the streams. One engine call
+// serves both typed calls of a pair (PendingLeases and InFlightLeases,
+// DeleteExpired and DeleteExpiredStreams, ...), and PickKind is the one
+// place a kind is told apart.
+type Kind uint8
 
 const (
-	// PendingKeyLeases is the live Pending records (PendingLeases).
-	PendingKeyLeases LeaseKind = iota + 1
-	// InFlightStreamLeases is the live streams with a claim in flight
-	// (InFlightLeases).
-	InFlightStreamLeases
+	// KeyKind is the keys' records (Pending leases, expired records).
+	KeyKind Kind = iota + 1
+	// StreamKind is the streams (claims in flight, expired streams).
+	StreamKind
 )
 
-// ErrUnknownLeaseKind is the answer of Leases to a kind it does not know:
-// a programming error, since only the typed API chooses the kind.
-var ErrUnknownLeaseKind = errors.New("store: unknown lease kind")
+// ErrUnknownKind is the answer of a kind-parametrised call to a kind it
+// does not know: a programming error, since only the typed API chooses the
+// kind.
+var ErrUnknownKind = errors.New("store: unknown kind")
+
+// ReapByKind runs the backend's delete of kind, records or streams, with
+// limit: a backend's Reap that has one function per kind.
+func ReapByKind(ctx context.Context, kind Kind, limit int, records, streams func(context.Context, int) (int, error)) (int, error) {
+	reap, err := PickKind(kind, records, streams)
+	if err != nil {
+		return 0, err
+	}
+	return reap(ctx, limit)
+}
+
+// PickKind returns keys for KeyKind and streams for StreamKind, and
+// ErrUnknownKind for any other kind.
+func PickKind[T any](k Kind, keys, streams T) (T, error) {
+	switch k {
+	case KeyKind:
+		return keys, nil
+	case StreamKind:
+		return streams, nil
+	}
+	var zero T
+	return zero, ErrUnknownKind
+}

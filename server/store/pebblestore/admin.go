@@ -50,21 +50,26 @@ func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Re
 	return out, nil
 }
 
-// purgeRetries bounds how often PurgeBatch reads candidates again when
+// purgeRetries bounds how often Purge reads candidates again when
 // every one it found changed under it before it could lock them.
 const purgeRetries = 5
 
-// PurgeBatch deletes at most p.Limit matching records in one synced batch:
-// it finds candidates, takes their stripes, and deletes those that still
-// match.
-func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
-	if err := p.Validate(true); err != nil {
+// Purge deletes at most p.Limit matching records in one synced batch (it
+// finds candidates, takes their stripes, and deletes those that still
+// match), or counts every matching record.
+func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	if err := p.Validate(); err != nil {
 		return 0, err
 	}
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
 	defer s.leave()
+	if p.CountOnly {
+		var n int64
+		err := s.eachPurgeCandidate(ctx, p, now(), func(*store.Record) bool { n++; return true })
+		return n, err
+	}
 	for range purgeRetries {
 		at := now()
 		var names [][2]string
@@ -77,7 +82,7 @@ func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error
 		}
 		n, err := s.purgeNames(names, p, at)
 		if err != nil || n > 0 {
-			return n, err
+			return int64(n), err
 		}
 	}
 	return 0, nil
@@ -105,20 +110,6 @@ func (s *Store) purgeNames(names [][2]string, p store.PurgeParams, at time.Time)
 		return 0, dbError("purging records", err)
 	}
 	return n, nil
-}
-
-// CountPurge counts what PurgeBatch would delete.
-func (s *Store) CountPurge(ctx context.Context, p store.PurgeParams) (int64, error) {
-	if err := p.Validate(false); err != nil {
-		return 0, err
-	}
-	if err := s.enter(); err != nil {
-		return 0, err
-	}
-	defer s.leave()
-	var n int64
-	err := s.eachPurgeCandidate(ctx, p, now(), func(*store.Record) bool { n++; return true })
-	return n, err
 }
 
 // eachPurgeCandidate calls fn with each record p selects, until fn says to
@@ -153,8 +144,13 @@ func (s *Store) eachPurgeCandidate(ctx context.Context, p store.PurgeParams, at 
 	return nil
 }
 
-// Stats counts records per consumer in one pass over their rows.
-func (s *Store) Stats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
+// StatsOf counts the records or the streams of a consumer, or of all.
+func (s *Store) StatsOf(ctx context.Context, kind store.Kind, consumer string) (store.KindStats, error) {
+	return store.StatsByKind(ctx, kind, consumer, s.keyStats, s.streamStats)
+}
+
+// keyStats counts records per consumer in one pass over their rows.
+func (s *Store) keyStats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}

@@ -13,9 +13,14 @@ import (
 // so that the reaper holds few stripes at a time however large its limit.
 const reapChunk = 256
 
-// DeleteExpired deletes at most limit expired records, found through the
-// expiry index.
-func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
+// Reap deletes at most limit expired records or streams.
+func (s *Store) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
+	return store.ReapByKind(ctx, kind, limit, s.deleteExpiredRecords, s.deleteExpiredStreams)
+}
+
+// deleteExpiredRecords deletes at most limit expired records, found through
+// the expiry index.
+func (s *Store) deleteExpiredRecords(ctx context.Context, limit int) (int, error) {
 	return s.reap(ctx, limit, tableRecordExpiry, &s.keys, func(b *pebble.Batch, consumer, key string, at time.Time) (bool, error) {
 		rec, err := getRecord(s.db, rowKey(tableRecord, consumer, key), consumer, key)
 		if err != nil || rec == nil || store.IsLive(rec, at) {
@@ -26,8 +31,8 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
 	}, nil)
 }
 
-// DeleteExpiredStreams deletes at most limit expired streams.
-func (s *Store) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
+// deleteExpiredStreams deletes at most limit expired streams.
+func (s *Store) deleteExpiredStreams(ctx context.Context, limit int) (int, error) {
 	var freed map[string]int64 // parked bytes the chunk's deletions free, by consumer
 	return s.reap(ctx, limit, tableStreamExpiry, &s.streams, func(b *pebble.Batch, consumer, stream string, at time.Time) (bool, error) {
 		st, err := getStream(s.db, rowKey(tableStream, consumer, stream), consumer, stream)

@@ -9,8 +9,8 @@ import (
 	"github.com/dedupd/dedupd/server/store"
 )
 
-// StreamStats counts live streams per consumer in one pass over their rows.
-func (s *Store) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+// streamStats counts live streams per consumer in one pass over their rows.
+func (s *Store) streamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
@@ -55,14 +55,12 @@ func (s *Store) StreamStats(ctx context.Context, consumer string) ([]store.Consu
 
 // Leases sums up the claims in flight of one kind per consumer, reading
 // only the rows of that kind's index.
-func (s *Store) Leases(ctx context.Context, kind store.LeaseKind) ([]store.LeaseStats, error) {
-	switch kind {
-	case store.PendingKeyLeases:
-		return s.pendingLeases(ctx)
-	case store.InFlightStreamLeases:
-		return s.inFlightLeases(ctx)
+func (s *Store) Leases(ctx context.Context, kind store.Kind) ([]store.LeaseStats, error) {
+	leases, err := store.PickKind(kind, s.pendingLeases, s.inFlightLeases)
+	if err != nil {
+		return nil, err
 	}
-	return nil, store.ErrUnknownLeaseKind
+	return leases(ctx)
 }
 
 // pendingLeases sums up the pending claims per consumer from the index of

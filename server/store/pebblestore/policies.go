@@ -22,8 +22,8 @@ func truncate(ds ...*time.Duration) {
 	}
 }
 
-// PutPolicy creates or replaces a consumer's policy.
-func (s *Store) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
+// putKeyPolicy creates or replaces a consumer's policy.
+func (s *Store) putKeyPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
 	if err := p.Validate(); err != nil {
 		return store.ConsumerPolicy{}, err
 	}
@@ -32,8 +32,8 @@ func (s *Store) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.Co
 	return p, s.putPolicy(ctx, policyKey(tablePolicy, p.Consumer), encodePolicy(&p))
 }
 
-// GetPolicy returns a consumer's policy, or store.ErrNoPolicy.
-func (s *Store) GetPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+// getKeyPolicy returns a consumer's policy, or store.ErrNoPolicy.
+func (s *Store) getKeyPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
 	return getPolicy(s, ctx, tablePolicy, consumer, decodePolicy)
 }
 
@@ -55,13 +55,13 @@ func (s *Store) ListPolicies(ctx context.Context) ([]store.ConsumerPolicy, error
 	return out, nil
 }
 
-// DeletePolicy deletes a consumer's policy and returns it.
-func (s *Store) DeletePolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+// deleteKeyPolicy deletes a consumer's policy and returns it.
+func (s *Store) deleteKeyPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
 	return deletePolicy(s, ctx, tablePolicy, consumer, decodePolicy)
 }
 
-// PutStreamPolicy creates or replaces a consumer's stream policy.
-func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolicy) (store.ConsumerStreamPolicy, error) {
+// putStreamPolicy creates or replaces a consumer's stream policy.
+func (s *Store) putStreamPolicy(ctx context.Context, p store.ConsumerStreamPolicy) (store.ConsumerStreamPolicy, error) {
 	if err := p.Validate(); err != nil {
 		return store.ConsumerStreamPolicy{}, err
 	}
@@ -70,13 +70,13 @@ func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolic
 	return p, s.putPolicy(ctx, policyKey(tableStreamPolicy, p.Consumer), encodeStreamPolicy(&p))
 }
 
-// GetStreamPolicy returns a consumer's stream policy, or store.ErrNoPolicy.
-func (s *Store) GetStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+// getStreamPolicy returns a consumer's stream policy, or store.ErrNoPolicy.
+func (s *Store) getStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	return getPolicy(s, ctx, tableStreamPolicy, consumer, decodeStreamPolicy)
 }
 
-// DeleteStreamPolicy deletes a consumer's stream policy and returns it.
-func (s *Store) DeleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+// deleteStreamPolicy deletes a consumer's stream policy and returns it.
+func (s *Store) deleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	return deletePolicy(s, ctx, tableStreamPolicy, consumer, decodeStreamPolicy)
 }
 

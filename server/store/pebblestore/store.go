@@ -57,6 +57,7 @@ type Options struct {
 type Store struct {
 	// API is the typed contract, derived from this engine.
 	*store.API
+	store.PolicyKinds
 
 	dir  string
 	lock *flock.Flock
@@ -127,6 +128,9 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 	}
 	s := &Store{dir: dir, lock: lock, db: db, commits: opts.Commits}
 	s.API = store.NewAPI(s)
+	s.PolicyKinds = store.PolicyKinds{
+		Keys:    store.PolicyCalls[store.ConsumerPolicy]{Put: s.putKeyPolicy, Get: s.getKeyPolicy, Delete: s.deleteKeyPolicy},
+		Streams: store.PolicyCalls[store.ConsumerStreamPolicy]{Put: s.putStreamPolicy, Get: s.getStreamPolicy, Delete: s.deleteStreamPolicy}}
 	if err := s.loadBudgets(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: %s: counting parked events: %w", dir, err)

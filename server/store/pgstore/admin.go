@@ -61,42 +61,25 @@ func (s *Store) deleteRecord(ctx context.Context, p store.DeleteRecordParams) (s
 	return store.Decision{Record: rec, Write: true}, nil
 }
 
-// PurgeBatch deletes one batch in one statement (sqlstmt.DeletePurged).
-func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
-	return s.purgeBatch(ctx, sqlstmt.Postgres, p)
+// Purge deletes one batch in one statement (sqlstmt.DeletePurged), or
+// counts what it would delete in all.
+func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	return s.purge(ctx, sqlstmt.Postgres, p)
 }
 
-func (s *Store) purgeBatch(ctx context.Context, d sqlstmt.Dialect, p store.PurgeParams) (int, error) {
-	if err := p.Validate(true); err != nil {
-		return 0, err
-	}
-	q := sqlstmt.PurgeWhere(d, p)
-	sql := sqlstmt.DeletePurged(q, p.Limit)
-	var deleted int
-	err := s.withRetry(ctx, "purge", func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, sql, q.Args()...)
-		deleted = int(tag.RowsAffected())
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return deleted, nil
-}
-
-// CountPurge counts what PurgeBatch would delete.
-func (s *Store) CountPurge(ctx context.Context, p store.PurgeParams) (int64, error) {
-	return s.countPurge(ctx, sqlstmt.Postgres, p)
-}
-
-func (s *Store) countPurge(ctx context.Context, d sqlstmt.Dialect, p store.PurgeParams) (int64, error) {
-	if err := p.Validate(false); err != nil {
+func (s *Store) purge(ctx context.Context, d sqlstmt.Dialect, p store.PurgeParams) (int64, error) {
+	if err := p.Validate(); err != nil {
 		return 0, err
 	}
 	q := sqlstmt.PurgeWhere(d, p)
 	var n int64
-	err := s.withRetry(ctx, "count purge", func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, sqlstmt.CountPurged(q), q.Args()...).Scan(&n)
+	err := s.withRetry(ctx, purgeOp(p), func(ctx context.Context) error {
+		if p.CountOnly {
+			return s.pool.QueryRow(ctx, sqlstmt.CountPurged(q), q.Args()...).Scan(&n)
+		}
+		tag, err := s.pool.Exec(ctx, sqlstmt.DeletePurged(q, p.Limit), q.Args()...)
+		n = tag.RowsAffected()
+		return err
 	})
 	if err != nil {
 		return 0, err
@@ -104,8 +87,21 @@ func (s *Store) countPurge(ctx context.Context, d sqlstmt.Dialect, p store.Purge
 	return n, nil
 }
 
-// Stats counts records per consumer in one grouped query.
-func (s *Store) Stats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
+// purgeOp names a purge's retries.
+func purgeOp(p store.PurgeParams) string {
+	if p.CountOnly {
+		return "count purge"
+	}
+	return "purge"
+}
+
+// StatsOf counts the records or the streams of a consumer, or of all.
+func (s *Store) StatsOf(ctx context.Context, kind store.Kind, consumer string) (store.KindStats, error) {
+	return store.StatsByKind(ctx, kind, consumer, s.keyStats, s.streamStats)
+}
+
+// keyStats counts records per consumer in one grouped query.
+func (s *Store) keyStats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
 	return s.stats(ctx, sqlstmt.Postgres, consumer)
 }
 

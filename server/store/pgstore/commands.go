@@ -149,10 +149,16 @@ func (s *Store) lookup(ctx context.Context, consumer, key string) (store.Record,
 	return rec, nil
 }
 
-// DeleteExpired deletes up to limit records that have expired by the
-// database's clock.
-func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
-	return s.deleteBatch(ctx, "delete expired", deleteExpiredSQL, limit)
+// Reap deletes up to limit records or streams that have expired by the
+// database's clock (a stream's parked events go with it, by its foreign
+// key).
+func (s *Store) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
+	q, err := store.PickKind(kind, opSQL{"delete expired", deleteExpiredSQL},
+		opSQL{"delete expired streams", deleteExpiredStreamsSQL})
+	if err != nil {
+		return 0, err
+	}
+	return s.deleteBatch(ctx, q.op, q.sql, limit)
 }
 
 // deleteBatch runs a DELETE of at most limit rows ($1) and returns how many

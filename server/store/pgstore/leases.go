@@ -16,18 +16,16 @@ var (
 
 // Leases sums up the claims in flight of one kind per consumer: the
 // pending claims of keys or the streams' claims in flight.
-func (s *Store) Leases(ctx context.Context, kind store.LeaseKind) ([]store.LeaseStats, error) {
-	switch kind {
-	case store.PendingKeyLeases:
-		return s.leaseStats(ctx, "pending leases", pendingLeasesSQL)
-	case store.InFlightStreamLeases:
-		return s.leaseStats(ctx, "in-flight leases", inFlightLeasesSQL)
+func (s *Store) Leases(ctx context.Context, kind store.Kind) ([]store.LeaseStats, error) {
+	q, err := store.PickKind(kind, opSQL{"pending leases", pendingLeasesSQL}, opSQL{"in-flight leases", inFlightLeasesSQL})
+	if err != nil {
+		return nil, err
 	}
-	return nil, store.ErrUnknownLeaseKind
-}
-
-func (s *Store) leaseStats(ctx context.Context, op, query string) ([]store.LeaseStats, error) {
-	return queryAll(ctx, s, op, query, nil, func(row sqlstmt.Row) (store.LeaseStats, error) {
+	return queryAll(ctx, s, q.op, q.sql, nil, func(row sqlstmt.Row) (store.LeaseStats, error) {
 		return sqlstmt.ScanLeaseStats(row, nullTime)
 	})
 }
+
+// opSQL is the statement of one kind of a kind-parametrised call, and the
+// name of the operation its failures carry.
+type opSQL struct{ op, sql string }

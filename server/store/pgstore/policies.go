@@ -10,8 +10,8 @@ import (
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
-// PutPolicy creates or replaces a consumer's policy.
-func (s *Store) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
+// putKeyPolicy creates or replaces a consumer's policy.
+func (s *Store) putKeyPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
 	if err := p.Validate(); err != nil {
 		return store.ConsumerPolicy{}, err
 	}
@@ -21,14 +21,14 @@ func (s *Store) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.Co
 	return s.onePolicy(ctx, "put policy", sqlstmt.PutPolicy(sqlstmt.Postgres), args...)
 }
 
-// GetPolicy returns a consumer's policy, or store.ErrNoPolicy.
-func (s *Store) GetPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+// getKeyPolicy returns a consumer's policy, or store.ErrNoPolicy.
+func (s *Store) getKeyPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
 	return s.onePolicy(ctx, "get policy", sqlstmt.GetPolicy, consumer)
 }
 
-// DeletePolicy deletes a consumer's policy and returns it, or
+// deleteKeyPolicy deletes a consumer's policy and returns it, or
 // store.ErrNoPolicy.
-func (s *Store) DeletePolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+func (s *Store) deleteKeyPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
 	return s.onePolicy(ctx, "delete policy", sqlstmt.DeletePolicy, consumer)
 }
 

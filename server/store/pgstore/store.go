@@ -57,6 +57,7 @@ const maxMigrateRetries = 10
 type Store struct {
 	// API is the typed contract, derived from this engine.
 	*store.API
+	store.PolicyKinds
 
 	pool *pgxpool.Pool
 	// onRetry, when set, is told of every retried attempt (for metrics).
@@ -113,6 +114,9 @@ func open(ctx context.Context, databaseURL string, opts Options, configure func(
 	}
 	s := &Store{pool: pool, onRetry: opts.OnRetry, commits: opts.Commits, streams: newStreamCache()}
 	s.API = store.NewAPI(s)
+	s.PolicyKinds = store.PolicyKinds{
+		Keys:    store.PolicyCalls[store.ConsumerPolicy]{Put: s.putKeyPolicy, Get: s.getKeyPolicy, Delete: s.deleteKeyPolicy},
+		Streams: store.PolicyCalls[store.ConsumerStreamPolicy]{Put: s.putStreamPolicy, Get: s.getStreamPolicy, Delete: s.deleteStreamPolicy}}
 	if n := opts.maxBatch(); n > 1 {
 		s.fresh = s.newFreshBatcher(n)
 		s.finish = s.newFinishBatcher(n)

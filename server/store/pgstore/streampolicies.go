@@ -10,8 +10,8 @@ import (
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
-// PutStreamPolicy creates or replaces a consumer's stream policy.
-func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolicy) (store.ConsumerStreamPolicy, error) {
+// putStreamPolicy creates or replaces a consumer's stream policy.
+func (s *Store) putStreamPolicy(ctx context.Context, p store.ConsumerStreamPolicy) (store.ConsumerStreamPolicy, error) {
 	if err := p.Validate(); err != nil {
 		return store.ConsumerStreamPolicy{}, err
 	}
@@ -20,13 +20,13 @@ func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolic
 		p.MaxParked, p.GapTimeout.Microseconds(), string(p.OnGapTimeout))
 }
 
-// GetStreamPolicy returns a consumer's stream policy, or store.ErrNoPolicy.
-func (s *Store) GetStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+// getStreamPolicy returns a consumer's stream policy, or store.ErrNoPolicy.
+func (s *Store) getStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	return s.oneStreamPolicy(ctx, "get stream policy", sqlstmt.GetStreamPolicy, consumer)
 }
 
-// DeleteStreamPolicy deletes a consumer's stream policy and returns it.
-func (s *Store) DeleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+// deleteStreamPolicy deletes a consumer's stream policy and returns it.
+func (s *Store) deleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	return s.oneStreamPolicy(ctx, "delete stream policy", sqlstmt.DeleteStreamPolicy, consumer)
 }
 

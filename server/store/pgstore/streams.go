@@ -110,11 +110,6 @@ func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]s
 	return out, nil
 }
 
-// DeleteExpiredStreams deletes up to limit expired streams.
-func (s *Store) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
-	return s.deleteBatch(ctx, "delete expired streams", deleteExpiredStreamsSQL, limit)
-}
-
 // scanStream reads one row of streamColumns, then the destinations in extra.
 func scanStream(row pgx.Row, extra ...any) (store.Stream, error) {
 	var (

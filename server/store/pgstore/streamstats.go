@@ -7,8 +7,8 @@ import (
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
-// StreamStats counts live streams per consumer.
-func (s *Store) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+// streamStats counts live streams per consumer.
+func (s *Store) streamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
 	sql, args := sqlstmt.StreamStats(sqlstmt.Postgres, false), []any(nil)
 	if consumer != "" {
 		sql, args = sqlstmt.StreamStats(sqlstmt.Postgres, true), []any{consumer}

@@ -55,8 +55,8 @@ type Options struct {
 // memory. It writes out the three write methods and the reads it answers
 // or invalidates on; the other reads (store.Reader, Upkeep and Reports)
 // pass through embedded, as none of them can make a cached record wrong:
-// DeleteExpired removes only records past the ExpiresAt the cache already
-// stops at, and the rest only read records or touch policies. Its test
+// Reap removes only records past the ExpiresAt the cache already stops at
+// (and streams, which it does not hold), and the rest only read records or touch policies. Its test
 // holds that every Engine method and command is decided here.
 type Store struct {
 	store.Reader
@@ -143,11 +143,12 @@ func (s *Store) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store
 	return s.inner.ApplyStream(ctx, cmd)
 }
 
-// PurgeBatch deletes a batch in the store, then forgets every cached record:
-// which keys went is not known here, and purges are rare.
-func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
-	n, err := s.inner.PurgeBatch(ctx, p)
-	if n > 0 || err != nil {
+// Purge deletes a batch in the store, then forgets every cached record:
+// which keys went is not known here, and purges are rare. A count deletes
+// nothing, so it leaves the cache as it is.
+func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	n, err := s.inner.Purge(ctx, p)
+	if !p.CountOnly && (n > 0 || err != nil) {
 		s.InvalidateAll()
 	}
 	return n, err

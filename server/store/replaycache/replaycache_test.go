@@ -340,16 +340,14 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 	storetest.EngineMethodsDecided(t, map[string]string{
 		"Apply": "claims answered, finished records cached, deletes invalidate", "ApplyBatch": "as Apply",
 		"ApplyStream": "streams are not cached", "LookupBatch": "answered from the cache",
-		"PurgeBatch":  "invalidates everything",
+		"Purge":       "a batch invalidates everything, a count nothing",
 		"ListRecords": "Reader: reads", "GetStream": "Reader: reads", "ListStreams": "Reader: reads",
 		"ListParked": "Reader: reads", "GetParkedSummary": "Reader: reads", "ListOpenGaps": "Reader: reads",
-		"ParkedTotals": "Reader: reads", "DeleteExpired": "Upkeep: only what the cache no longer trusts",
-		"DeleteExpiredStreams": "Upkeep: streams", "Ping": "Upkeep", "Close": "Upkeep",
-		"Stats": "Reports: reads", "StreamStats": "Reports: reads", "Leases": "Reports: reads",
-		"CountPurge": "Reports: reads",
-		"PutPolicy":  "Reports: policies", "GetPolicy": "Reports: policies", "ListPolicies": "Reports: policies",
-		"DeletePolicy": "Reports: policies", "PutStreamPolicy": "Reports: policies",
-		"GetStreamPolicy": "Reports: policies", "DeleteStreamPolicy": "Reports: policies",
+		"ParkedTotals": "Reader: reads", "Reap": "Upkeep: only what the cache no longer trusts",
+		"Ping": "Upkeep", "Close": "Upkeep",
+		"StatsOf": "Reports: reads", "Leases": "Reports: reads",
+		"PutPolicyOf": "Reports: policies", "GetPolicyOf": "Reports: policies", "DeletePolicyOf": "Reports: policies",
+		"ListPolicies": "Reports: policies",
 	})
 	storetest.CommandsDecided(t, func(cmd any) bool {
 		switch cmd.(type) {
@@ -362,4 +360,29 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestPurgeInvalidatesOnlyWhenItDeletes: the one engine Purge serves both
+// typed calls; a dry run (CountPurge) deletes nothing and leaves the
+// cached records, and a batch that deletes forgets them all.
+func TestPurgeInvalidatesOnlyWhenItDeletes(t *testing.T) {
+	s, _, _ := newCached(t, replaycache.Options{MaxBytes: 1 << 20})
+	ctx := context.Background()
+	finish(t, s, "a", false)
+	finish(t, s, "b", true)
+	if st := s.CacheStats(); st.Entries != 2 {
+		t.Fatalf("%d entries after two finished keys, want 2", st.Entries)
+	}
+	if n, err := s.CountPurge(ctx, store.PurgeParams{Consumer: "c"}); n != 2 || err != nil {
+		t.Fatalf("CountPurge = %d, %v; want 2, nil", n, err)
+	}
+	if st := s.CacheStats(); st.Entries != 2 {
+		t.Errorf("%d entries after a count, want 2 (a count deletes nothing)", st.Entries)
+	}
+	if n, err := s.PurgeBatch(ctx, store.PurgeParams{Consumer: "c", Limit: 1}); n != 1 || err != nil {
+		t.Fatalf("PurgeBatch = %d, %v; want 1, nil", n, err)
+	}
+	if st := s.CacheStats(); st.Entries != 0 {
+		t.Errorf("%d entries after a batch deleted a record, want 0", st.Entries)
+	}
 }

@@ -29,15 +29,19 @@ func (s *Store) listRecords(ctx context.Context, d sqlstmt.Dialect, p store.List
 		})
 }
 
-// PurgeBatch deletes one batch in one transaction on the writer. Like the
-// reaper's batches, the DELETE watches ctx and the COMMIT does not.
-func (s *Store) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
-	return s.purgeBatch(ctx, sqlstmt.SQLite, p)
+// Purge deletes one batch in one transaction on the writer (like the
+// reaper's batches, the DELETE watches ctx and the COMMIT does not), or
+// counts what it would delete in all, on the read pool.
+func (s *Store) Purge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	return s.purge(ctx, sqlstmt.SQLite, p)
 }
 
-func (s *Store) purgeBatch(ctx context.Context, d sqlstmt.Dialect, p store.PurgeParams) (int, error) {
-	if err := p.Validate(true); err != nil {
+func (s *Store) purge(ctx context.Context, d sqlstmt.Dialect, p store.PurgeParams) (int64, error) {
+	if err := p.Validate(); err != nil {
 		return 0, err
+	}
+	if p.CountOnly {
+		return s.countPurge(ctx, d, p)
 	}
 	var deleted int64
 	err := s.w.write(ctx, func() error {
@@ -54,18 +58,11 @@ func (s *Store) purgeBatch(ctx context.Context, d sqlstmt.Dialect, p store.Purge
 	if err != nil {
 		return 0, err
 	}
-	return int(deleted), nil
+	return deleted, nil
 }
 
-// CountPurge counts what PurgeBatch would delete, on the read pool.
-func (s *Store) CountPurge(ctx context.Context, p store.PurgeParams) (int64, error) {
-	return s.countPurge(ctx, sqlstmt.SQLite, p)
-}
-
+// countPurge counts the records p selects.
 func (s *Store) countPurge(ctx context.Context, d sqlstmt.Dialect, p store.PurgeParams) (int64, error) {
-	if err := p.Validate(false); err != nil {
-		return 0, err
-	}
 	if s.closed.Load() {
 		return 0, errClosed
 	}
@@ -78,8 +75,13 @@ func (s *Store) countPurge(ctx context.Context, d sqlstmt.Dialect, p store.Purge
 	return n, nil
 }
 
-// Stats counts records per consumer in one grouped query on the read pool.
-func (s *Store) Stats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
+// StatsOf counts the records or the streams of a consumer, or of all.
+func (s *Store) StatsOf(ctx context.Context, kind store.Kind, consumer string) (store.KindStats, error) {
+	return store.StatsByKind(ctx, kind, consumer, s.keyStats, s.streamStats)
+}
+
+// keyStats counts records per consumer in one grouped query on the read pool.
+func (s *Store) keyStats(ctx context.Context, consumer string) ([]store.ConsumerStats, error) {
 	return s.stats(ctx, sqlstmt.SQLite, consumer)
 }
 

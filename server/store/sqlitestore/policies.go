@@ -9,8 +9,8 @@ import (
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
-// PutPolicy creates or replaces a consumer's policy, on the writer.
-func (s *Store) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
+// putKeyPolicy creates or replaces a consumer's policy, on the writer.
+func (s *Store) putKeyPolicy(ctx context.Context, p store.ConsumerPolicy) (store.ConsumerPolicy, error) {
 	if err := p.Validate(); err != nil {
 		return store.ConsumerPolicy{}, err
 	}
@@ -27,8 +27,8 @@ func (s *Store) PutPolicy(ctx context.Context, p store.ConsumerPolicy) (store.Co
 	return stored, err
 }
 
-// GetPolicy returns a consumer's policy, or store.ErrNoPolicy.
-func (s *Store) GetPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+// getKeyPolicy returns a consumer's policy, or store.ErrNoPolicy.
+func (s *Store) getKeyPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
 	if s.closed.Load() {
 		return store.ConsumerPolicy{}, errClosed
 	}
@@ -36,9 +36,9 @@ func (s *Store) GetPolicy(ctx context.Context, consumer string) (store.ConsumerP
 	return p, policyError("get policy", err)
 }
 
-// DeletePolicy deletes a consumer's policy and returns it, or
+// deleteKeyPolicy deletes a consumer's policy and returns it, or
 // store.ErrNoPolicy.
-func (s *Store) DeletePolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
+func (s *Store) deleteKeyPolicy(ctx context.Context, consumer string) (store.ConsumerPolicy, error) {
 	var p store.ConsumerPolicy
 	err := s.w.write(ctx, func() error {
 		var err error

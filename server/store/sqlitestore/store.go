@@ -107,6 +107,7 @@ func (o Options) maxBatch() int {
 type Store struct {
 	// API is the typed contract, derived from this engine.
 	*store.API
+	store.PolicyKinds
 
 	dir    string
 	lock   *flock.Flock
@@ -140,6 +141,9 @@ func Open(ctx context.Context, dataDir string, opts Options) (_ *Store, err erro
 	}
 	s := &Store{dir: dir, lock: lock}
 	s.API = store.NewAPI(s)
+	s.PolicyKinds = store.PolicyKinds{
+		Keys:    store.PolicyCalls[store.ConsumerPolicy]{Put: s.putKeyPolicy, Get: s.getKeyPolicy, Delete: s.deleteKeyPolicy},
+		Streams: store.PolicyCalls[store.ConsumerStreamPolicy]{Put: s.putStreamPolicy, Get: s.getStreamPolicy, Delete: s.deleteStreamPolicy}}
 	defer func() {
 		if err != nil {
 			_ = s.closeAll() // err already says why Open failed
@@ -207,8 +211,13 @@ func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, e
 	return s.w.apply(ctx, consumer, key, cmd)
 }
 
-// DeleteExpired deletes at most limit expired records.
-func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
+// Reap deletes at most limit expired records or streams.
+func (s *Store) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
+	return store.ReapByKind(ctx, kind, limit, s.deleteExpiredRecords, s.deleteExpiredStreams)
+}
+
+// deleteExpiredRecords deletes at most limit expired records.
+func (s *Store) deleteExpiredRecords(ctx context.Context, limit int) (int, error) {
 	return s.w.deleteExpired(ctx, limit, store.Now(time.Now()))
 }
 

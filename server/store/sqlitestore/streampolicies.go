@@ -7,8 +7,8 @@ import (
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
-// PutStreamPolicy creates or replaces a consumer's stream policy.
-func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolicy) (store.ConsumerStreamPolicy, error) {
+// putStreamPolicy creates or replaces a consumer's stream policy.
+func (s *Store) putStreamPolicy(ctx context.Context, p store.ConsumerStreamPolicy) (store.ConsumerStreamPolicy, error) {
 	if err := p.Validate(); err != nil {
 		return store.ConsumerStreamPolicy{}, err
 	}
@@ -24,8 +24,8 @@ func (s *Store) PutStreamPolicy(ctx context.Context, p store.ConsumerStreamPolic
 	return stored, err
 }
 
-// GetStreamPolicy returns a consumer's stream policy, or store.ErrNoPolicy.
-func (s *Store) GetStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+// getStreamPolicy returns a consumer's stream policy, or store.ErrNoPolicy.
+func (s *Store) getStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	if s.closed.Load() {
 		return store.ConsumerStreamPolicy{}, errClosed
 	}
@@ -33,8 +33,8 @@ func (s *Store) GetStreamPolicy(ctx context.Context, consumer string) (store.Con
 	return p, policyError("get stream policy", err)
 }
 
-// DeleteStreamPolicy deletes a consumer's stream policy and returns it.
-func (s *Store) DeleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
+// deleteStreamPolicy deletes a consumer's stream policy and returns it.
+func (s *Store) deleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	var p store.ConsumerStreamPolicy
 	err := s.w.write(ctx, func() error {
 		var err error

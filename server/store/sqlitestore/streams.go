@@ -150,8 +150,8 @@ WHERE consumer = $1 AND stream > $2 AND expires_at > $3`
 	return out, nil
 }
 
-// DeleteExpiredStreams deletes at most limit expired streams.
-func (s *Store) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
+// deleteExpiredStreams deletes at most limit expired streams.
+func (s *Store) deleteExpiredStreams(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}

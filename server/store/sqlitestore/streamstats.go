@@ -7,8 +7,8 @@ import (
 	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
-// StreamStats counts live streams per consumer on the read pool.
-func (s *Store) StreamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
+// streamStats counts live streams per consumer on the read pool.
+func (s *Store) streamStats(ctx context.Context, consumer string) ([]store.ConsumerStreamStats, error) {
 	d := sqlstmt.SQLite
 	text, args := sqlstmt.StreamStats(d, false), d.Args()
 	if consumer != "" {

@@ -13,9 +13,16 @@ import (
 // store.Engine, each command given to its typed call, so that tests can put
 // the decorators, which wrap engines, in front of it. It is the inverse of
 // store.NewAPI, for tests only: backends implement the Engine themselves.
-func AsEngine(b store.Backend) store.Engine { return typedEngine{b} }
+func AsEngine(b store.Backend) store.Engine {
+	return typedEngine{Backend: b, PolicyKinds: store.PolicyKinds{
+		Keys:    store.PolicyCalls[store.ConsumerPolicy]{Put: b.PutPolicy, Get: b.GetPolicy, Delete: b.DeletePolicy},
+		Streams: store.PolicyCalls[store.ConsumerStreamPolicy]{Put: b.PutStreamPolicy, Get: b.GetStreamPolicy, Delete: b.DeleteStreamPolicy}}}
+}
 
-type typedEngine struct{ store.Backend }
+type typedEngine struct {
+	store.Backend
+	store.PolicyKinds
+}
 
 func (e typedEngine) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
 	var (
@@ -128,12 +135,26 @@ func (e typedEngine) LookupBatch(ctx context.Context, p store.LookupBatchParams)
 	return e.Backend.LookupBatch(ctx, p)
 }
 
-func (e typedEngine) Leases(ctx context.Context, kind store.LeaseKind) ([]store.LeaseStats, error) {
-	switch kind {
-	case store.PendingKeyLeases:
-		return e.PendingLeases(ctx)
-	case store.InFlightStreamLeases:
-		return e.InFlightLeases(ctx)
+func (e typedEngine) Leases(ctx context.Context, kind store.Kind) ([]store.LeaseStats, error) {
+	leases, err := store.PickKind(kind, e.PendingLeases, e.InFlightLeases)
+	if err != nil {
+		return nil, err
 	}
-	return nil, store.ErrUnknownLeaseKind
+	return leases(ctx)
+}
+
+func (e typedEngine) StatsOf(ctx context.Context, kind store.Kind, consumer string) (store.KindStats, error) {
+	return store.StatsByKind(ctx, kind, consumer, e.Stats, e.StreamStats)
+}
+
+func (e typedEngine) Purge(ctx context.Context, p store.PurgeParams) (int64, error) {
+	if p.CountOnly {
+		return e.CountPurge(ctx, p)
+	}
+	n, err := e.PurgeBatch(ctx, p)
+	return int64(n), err
+}
+
+func (e typedEngine) Reap(ctx context.Context, kind store.Kind, limit int) (int, error) {
+	return store.ReapByKind(ctx, kind, limit, e.DeleteExpired, e.DeleteExpiredStreams)
 }

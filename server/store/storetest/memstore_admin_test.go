@@ -53,7 +53,8 @@ func (m *memStore) DeleteRecord(ctx context.Context, consumer, key string) (stor
 }
 
 func (m *memStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
-	if err := p.Validate(true); err != nil {
+	p.CountOnly = false
+	if err := p.Validate(); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -72,7 +73,8 @@ func (m *memStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, er
 }
 
 func (m *memStore) CountPurge(ctx context.Context, p store.PurgeParams) (int64, error) {
-	if err := p.Validate(false); err != nil {
+	p.CountOnly = true
+	if err := p.Validate(); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -325,5 +325,5 @@ func testStats(t *testing.T, s store.Store) {
 	// claim and billing's completed record are not among them.
 	wantLeases(t, "PendingLeases", s.PendingLeases, []store.LeaseStats{
 		{Consumer: consumer, Held: 2, Expired: 1, OldestUpdatedAt: oldest.UpdatedAt}})
-	wantUnknownLeaseKindRefused(t, s)
+	wantUnknownKindRefused(t, s)
 }

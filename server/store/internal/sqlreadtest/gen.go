@@ -100,7 +100,7 @@ func purgeParams(n int) []store.PurgeParams {
 			Consumer: pick(rng, append(consumers, "", "nobody")), States: someStates(rng),
 			UpdatedBefore: maybe(rng, bounds), ExpiredOnly: rng.IntN(2) == 0, Limit: 1000,
 		}
-		if p.Validate(true) == nil {
+		if p.Validate() == nil {
 			out = append(out, p)
 		}
 	}

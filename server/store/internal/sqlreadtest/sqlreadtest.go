@@ -21,9 +21,9 @@ import (
 // reads; a store lists its unexported methods here (see its
 // export_test.go).
 type Reads[S any] struct {
-	List  func(S, context.Context, sqlstmt.Dialect, store.ListParams) ([]store.Record, error)
-	Count func(S, context.Context, sqlstmt.Dialect, store.PurgeParams) (int64, error)
-	Purge func(S, context.Context, sqlstmt.Dialect, store.PurgeParams) (int, error)
+	List func(S, context.Context, sqlstmt.Dialect, store.ListParams) ([]store.Record, error)
+	// Purge deletes a batch, or with CountOnly counts.
+	Purge func(S, context.Context, sqlstmt.Dialect, store.PurgeParams) (int64, error)
 	Stats func(S, context.Context, sqlstmt.Dialect, string) ([]store.ConsumerStats, error)
 	Ready func(S, context.Context, sqlstmt.Dialect, string) ([]string, error)
 }
