@@ -95,7 +95,6 @@ func run(ctx context.Context, cfg config) error {
 		// committed, so no record is committed by a member that no longer
 		// owns its partition.
 		kgo.BlockRebalanceOnPoll(),
-		kgo.RequireStableFetchOffsets(),
 		kgo.SessionTimeout(cfg.session),
 		kgo.HeartbeatInterval(cfg.session / 5),
 	}
