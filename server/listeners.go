@@ -29,7 +29,7 @@ func bindListeners(ctx context.Context, cfg Config, m *metrics.Metrics, log *slo
 		optional   bool // not bound when addr is empty
 		bounded    bool
 	}{
-		{cfg.Listen, "", &ls.grpc, false, true},
+		{cfg.Listen, "--listen ", &ls.grpc, false, true},
 		{cfg.HTTPListen, "--http-listen ", &ls.http, true, true},
 		{cfg.MetricsListen, "--metrics-listen ", &ls.metrics, true, false},
 	}
