@@ -92,17 +92,13 @@ func handleReloads(ctx context.Context, signals <-chan os.Signal, reload func() 
 }
 
 // serveMetrics serves /metrics, /healthz and Go's profiler (/debug/pprof/)
-// on addr, if one is given, and returns the address it listens on and a
-// function that stops it. The profiler is what an operator reaches for when
+// on lis (bound to --metrics-listen by bindListeners), if there is one, and
+// returns the address it listens on and a function that stops it. The profiler is what an operator reaches for when
 // dedupd uses more CPU than expected; like the metrics it belongs on an
 // address only operators can reach.
-func serveMetrics(addr string, m *metrics.Metrics, hs *health.Server, log *slog.Logger) (string, func(), error) {
-	if addr == "" {
-		return "", func() {}, nil
-	}
-	lis, err := new(net.ListenConfig).Listen(context.Background(), "tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("listening on --metrics-listen %s: %w", addr, err)
+func serveMetrics(lis net.Listener, m *metrics.Metrics, hs *health.Server, log *slog.Logger) (string, func()) {
+	if lis == nil {
+		return "", func() {}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
@@ -123,5 +119,5 @@ func serveMetrics(addr string, m *metrics.Metrics, hs *health.Server, log *slog.
 			log.Error("metrics server stopped", "err", err)
 		}
 	}()
-	return lis.Addr().String(), func() { srv.Close() }, nil
+	return lis.Addr().String(), func() { srv.Close() }
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/httpapi"
-	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/openapi"
 )
 
@@ -57,12 +56,12 @@ type httpAPI struct {
 	lis net.Listener
 }
 
-// newHTTPAPI listens on cfg.HTTPListen and serves srv's services there
-// over HTTP/1.1 and HTTP/2 (h2c without TLS), with the connection bounds
-// of the gRPC listener, and TLS when it has TLS. It serves once start is
-// called; nil when HTTPListen is empty.
-func newHTTPAPI(ctx context.Context, cfg Config, g guards, srv *grpc.Server, m *metrics.Metrics, log *slog.Logger) (*httpAPI, error) {
-	if cfg.HTTPListen == "" {
+// newHTTPAPI serves srv's services on lis (bound to cfg.HTTPListen by
+// bindListeners, with the connection bounds of the gRPC listener) over
+// HTTP/1.1 and HTTP/2 (h2c without TLS), and TLS when it has TLS. It serves
+// once start is called; nil when lis is nil (no --http-listen).
+func newHTTPAPI(cfg Config, g guards, srv *grpc.Server, lis net.Listener, log *slog.Logger) (*httpAPI, error) {
+	if lis == nil {
 		return nil, nil //nolint:nilnil // no listener asked for is not an error
 	}
 	opts := httpapi.Options{MaxBodyBytes: httpBodyBytes(cfg), TooLarge: fmt.Sprintf(
@@ -76,11 +75,6 @@ func newHTTPAPI(ctx context.Context, cfg Config, g guards, srv *grpc.Server, m *
 		return nil, fmt.Errorf("--http-listen: %w", err)
 	}
 	handler := withConsole(withOpenAPI(api), g.auth)
-	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.HTTPListen)
-	if err != nil {
-		return nil, fmt.Errorf("listening on --http-listen %s: %w", cfg.HTTPListen, err)
-	}
-	lis = limitConnections(lis, cfg, m, log)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	if g.certs != nil {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"os"
 	"sync"
 	"time"
@@ -235,16 +234,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m.ExportClaimWaits(g.waits.Waiting, g.waits.Refused)
-	// Bind before the store opens: a port in use must not leave a new
-	// embedded store's directory behind.
-	lis, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Listen)
+	lns, err := bindListeners(ctx, cfg, m, log)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+		return err
 	}
-	lis = limitConnections(lis, cfg, m, log)
+	lis := lns.grpc
 	backend, err := OpenStore(ctx, cfg, log, StoreHooks{OnRetry: m.StoreRetry, Commits: m.Commits})
 	if err != nil {
-		lis.Close()
+		lns.close()
 		return err
 	}
 	healthSrv := newHealthService()
@@ -254,17 +251,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	policies := newPolicies(cfg, observed)
 	grpcSrv := newServices(cfg, log, healthSrv, g, observed, policies)
-	httpSrv, err := newHTTPAPI(ctx, cfg, g, grpcSrv, m, log)
+	httpSrv, err := newHTTPAPI(cfg, g, grpcSrv, lns.http, log)
 	if err != nil {
-		lis.Close()
+		lns.close()
 		return err
 	}
-	metricsAddr, stopMetrics, err := serveMetrics(cfg.MetricsListen, m, healthSrv.Server, log)
-	if err != nil {
-		lis.Close()
-		httpSrv.close()
-		return err
-	}
+	metricsAddr, stopMetrics := serveMetrics(lns.metrics, m, healthSrv.Server, log)
 	defer stopMetrics()
 
 	// The first ping decides the status the server starts with; a store

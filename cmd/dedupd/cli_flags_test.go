@@ -79,22 +79,28 @@ func TestBadFlagExitsTwo(t *testing.T) {
 	}
 }
 
-// TestFailedBindLeavesNoDataDir: serve on a port already taken fails,
-// names the address, and does not create its fresh --data-dir.
+// TestFailedBindLeavesNoDataDir: serve with any of its listen addresses on
+// a port already taken fails, names the address, and does not create its
+// fresh --data-dir: every listener is bound before the store opens.
 func TestFailedBindLeavesNoDataDir(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	dataDir := filepath.Join(t.TempDir(), "fresh")
-	out, err := runDedupd(t, "serve", "--listen", taken.Addr().String(), "--data-dir", dataDir)
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, taken.Addr().String()) {
-		t.Fatalf("serve on a taken port: %v, output %q; want exit 1 naming %s", err, out, taken.Addr())
-	}
-	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("--data-dir %s after the failed bind: %v, want it not to exist", dataDir, err)
+	for _, flag := range []string{"--listen", "--http-listen", "--metrics-listen"} {
+		t.Run(flag, func(t *testing.T) {
+			taken, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer taken.Close()
+			dataDir := filepath.Join(t.TempDir(), "fresh")
+			args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, flag, taken.Addr().String()}
+			out, err := runDedupd(t, args...)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, taken.Addr().String()) {
+				t.Fatalf("serve %s on a taken port: %v, output %q; want exit 1 naming %s", flag, err, out, taken.Addr())
+			}
+			if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("--data-dir %s after the failed bind of %s: %v, want it not to exist", dataDir, flag, err)
+			}
+		})
 	}
 }
 
