@@ -193,19 +193,12 @@ func (b *Budget) mayPassShare(c *connReplies, n int64) bool {
 	return time.Since(c.lastWritten) < readingWindow && b.used+n <= b.limit/2
 }
 
-// written notes that one of c's replies has been written out.
-func (b *Budget) written(c *connReplies) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c.lastWritten = time.Now()
-}
-
 // shrink gives back n of r's bytes.
 func (b *Budget) shrink(r *reservation, n int64) {
 	b.mu.Lock()
 	r.n -= n
 	b.mu.Unlock()
-	b.give(n, r.conn)
+	b.give(n, r.conn, false)
 }
 
 func (b *Budget) refusal(n int64) error {
@@ -213,12 +206,17 @@ func (b *Budget) refusal(n int64) error {
 		rpcerrors.ErrOverloaded, n, b.limit, b.perConn)
 }
 
-func (b *Budget) give(n int64, conn *connReplies) {
+// give takes n bytes back for conn; written says they were a reply the
+// transport wrote out, which marks conn as one whose caller reads.
+func (b *Budget) give(n int64, conn *connReplies, written bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.used -= n
 	if conn != nil {
 		conn.held -= n
+		if written {
+			conn.lastWritten = time.Now()
+		}
 	}
 	close(b.changed)
 	b.changed = make(chan struct{})
@@ -233,12 +231,20 @@ type reservation struct {
 	key    any          // the reply, while it waits in pending to be encoded
 }
 
-func (r *reservation) release() {
+// release gives r's bytes back, once, whatever became of its reply.
+func (r *reservation) release() { r.finish(false) }
+
+// releaseWritten releases r once the transport has written its reply out.
+func (r *reservation) releaseWritten() { r.finish(true) }
+
+// finish gives r's bytes back once; written marks its connection as one
+// whose caller reads (mayPassShare).
+func (r *reservation) finish(written bool) {
 	r.once.Do(func() {
 		r.budget.mu.Lock()
 		n := r.n
 		r.budget.mu.Unlock()
-		r.budget.give(n, r.conn)
+		r.budget.give(n, r.conn, written)
 		if r.key != nil { // never encoded: its call ended first
 			pending.CompareAndDelete(r.key, r)
 		}

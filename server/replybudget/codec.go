@@ -62,8 +62,5 @@ type releasingPool struct {
 
 func (p releasingPool) Put(buf *[]byte) {
 	p.BufferPool.Put(buf)
-	if p.r.conn != nil {
-		p.r.budget.written(p.r.conn)
-	}
-	p.r.release()
+	p.r.releaseWritten()
 }
