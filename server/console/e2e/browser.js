@@ -70,12 +70,26 @@ async function openConsole() {
     }
   }
 
+  /**
+   * The call log's line of a finished call of method for consumer with a
+   * gRPC code, once dedupd has written it: proof that a console action
+   * went through the API's interceptors (auth, limits, metrics, logs).
+   */
+  async function loggedCall(method, consumer, code) {
+    for (;;) {
+      const found = server.logs.join('').split('\n').find((l) => l.includes(`"grpc.method":"${method}"`)
+        && l.includes(`"consumer":"${consumer}"`) && l.includes(`"grpc.code":"${code}"`));
+      if (found) return JSON.parse(found);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   async function close() {
     await browser.close();
     await server.stop();
   }
 
-  return { server, admin, newPage, signIn, shot, assertNoInjection, assertClean, close };
+  return { server, admin, newPage, signIn, shot, assertNoInjection, assertClean, loggedCall, close };
 }
 
 const recordPath = (consumer, key) => `/console/consumers/${consumer}/records/${encodeURIComponent(key)}`;

@@ -173,6 +173,7 @@ describe('dedupd console in chromium', () => {
     const gone = await admin('DedupService', 'Lookup', { consumer: 'payments', key: keys.stuck });
     assert.equal(gone.status, 404);
     assert.equal(gone.body.code, 'not_found');
+    await c.loggedCall('DeleteRecord', 'payments', 'OK'); // through the API's interceptors
     await assertNoInjection(page);
     await page.context().close();
   });
@@ -238,6 +239,7 @@ describe('dedupd console in chromium', () => {
       other: { status: 403, code: 'permission_denied' },
     });
     assert.equal((await admin('DedupService', 'Lookup', { consumer: 'payments', key: keys.json })).status, 200);
+    await c.loggedCall('DeleteRecord', 'payments', 'PermissionDenied');
     // Another consumer's page shows the API's refusal.
     await page.goto(`${server.base}/console/consumers/webhooks/records`);
     await page.locator('.error').waitFor();
