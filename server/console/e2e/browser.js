@@ -49,8 +49,10 @@ async function openConsole() {
     await page.locator('#who').getByText('Sign out').waitFor();
   }
 
+  /** The whole page; only the screen while a dialog is open, whose backdrop covers the screen only. */
   async function shot(page, name) {
-    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+    const fullPage = await page.locator('dialog[open]').count() === 0;
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage });
   }
 
   /** Nothing injected ran or landed: no dialog, no foreign element. */
