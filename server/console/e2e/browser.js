@@ -32,6 +32,10 @@ async function openConsole() {
   /** A fresh browser context (its own storage), watching for dialogs and errors. */
   async function newPage(viewport = { width: 1280, height: 860 }) {
     const context = await browser.newContext({ viewport, locale: 'en-GB', timezoneId: 'UTC' });
+    // No wall-clock deadline on a wait: a loaded machine is slow, not
+    // wrong. A wait that never ends is ended by node --test-timeout
+    // (package.json), as go test -timeout ends a Go test.
+    context.setDefaultTimeout(0);
     const page = await context.newPage();
     page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
     page.on('pageerror', (e) => pageErrors.push(e.message));
