@@ -3,14 +3,14 @@
 // field of a record (times as dates and as "ago", the lease, a rejection,
 // a hex dump), keys of any characters the API allows opened from the
 // links the console makes, the time-range filter and keyset paging, the
-// loading and empty states, a delete done by keyboard alone, and the
-// pages on a 390 px wide screen.
+// reconciliation queue's order, the loading and empty states, a delete
+// done by keyboard alone, and the pages on a 390 px wide screen.
 
 const assert = require('node:assert/strict');
 const { before, after, describe, it } = require('node:test');
 
 const { openConsole, recordPath } = require('./browser');
-const { complete, digest, keys } = require('./seed');
+const { claim, complete, digest, keys } = require('./seed');
 
 // Valid keys (UTF-8, no NUL, at most 512 bytes) that trip up URLs: dot
 // segments and their escapes, separators, escapes, white space, control
@@ -38,6 +38,15 @@ describe('dedupd console pages in detail', () => {
     betweenSeeds = new Date(next).toISOString().replace('.000Z', 'Z');
     while (Date.now() <= next) await new Promise((r) => setTimeout(r, 50));
     await complete(c.admin, 'keys', 'late-1', '{"late":true}');
+    // Two claims left to expire, their keys in the opposite order of
+    // their leases' ends: the queue lists the older lease first.
+    await claim(c.admin, 'reconcile', 'b-lease-ended-first', '1s', 'worker-1');
+    await claim(c.admin, 'reconcile', 'a-lease-ended-later', '2s', 'worker-2');
+    for (;;) {
+      const q = await c.admin('DedupService', 'ListRecords', { consumer: 'reconcile', leaseExpired: true });
+      if ((q.body.records || []).length === 2) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
   });
   after(async () => {
     if (c) await c.close();
@@ -134,6 +143,19 @@ describe('dedupd console pages in detail', () => {
     }
     assert.deepEqual(seen, all);
     assert.ok(all.length > 8, `payments has ${all.length} records: paging was not exercised`);
+    await page.context().close();
+  });
+
+  it('lists the reconciliation queue oldest lease first, not in key order', async () => {
+    const page = await signedIn();
+    await page.goto(`${base}/console/queue`);
+    const queue = page.locator('section.queue', { hasText: 'reconcile' });
+    await queue.waitFor();
+    assert.deepEqual(await queue.locator('a.key').allTextContents(), ['b-lease-ended-first', 'a-lease-ended-later']);
+    assert.match(await queue.locator('tbody tr').first().innerText(), /worker-1/);
+    await page.goto(`${base}/console/queue?consumer=reconcile`);
+    await page.locator('h1', { hasText: 'Reconciliation queue of reconcile' }).waitFor();
+    assert.deepEqual(await page.locator('table.queue a.key').allTextContents(), ['b-lease-ended-first', 'a-lease-ended-later']);
     await page.context().close();
   });
 

@@ -66,4 +66,4 @@ async function seed(call) {
   }
 }
 
-module.exports = { seed, complete, digest, keys, JSON_RESULT, GATEWAY_BODY, HOSTILE_RESULT };
+module.exports = { seed, claim, complete, digest, keys, JSON_RESULT, GATEWAY_BODY, HOSTILE_RESULT };
