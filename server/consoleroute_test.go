@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -128,4 +129,64 @@ func get(t *testing.T, url string) httpAnswer {
 		t.Fatal(err)
 	}
 	return do(t, req)
+}
+
+// TestConsoleActionsCannotBeForgedCrossSite: with auth off (loopback), no
+// credential stands between another site and the API, so what guards the
+// console's actions is that a browser can send none of them cross-site. A
+// page elsewhere can send, without asking the server first, only a GET or
+// a POST of a form's or text's content type; the API refuses each, and it
+// answers a preflight (what a browser asks before a JSON POST) without
+// allowing the other origin. The record survives all of them.
+func TestConsoleActionsCannotBeForgedCrossSite(t *testing.T) {
+	_, base := runHTTPServer(t, testConfig())
+	const body = `{"consumer":"inventory","key":"forge-me"}`
+	postJSON(t, base, "/dedup.v1.DedupService/Claim", "", body, false).ok(t, &struct{}{})
+	const evil = "https://evil.example"
+	forged := []struct{ method, path, contentType string }{
+		{"POST", "/dedup.v1.AdminService/DeleteRecord", "text/plain"},
+		{"POST", "/dedup.v1.AdminService/DeleteRecord", "text/plain;charset=UTF-8"},
+		{"POST", "/dedup.v1.AdminService/DeleteRecord", "application/x-www-form-urlencoded"},
+		{"POST", "/dedup.v1.AdminService/DeleteRecord", "multipart/form-data; boundary=x"},
+		{"GET", "/dedup.v1.AdminService/DeleteRecord?encoding=json&message=" + url.QueryEscape(body), ""},
+		{"POST", "/console/api/session", "text/plain"}, // it changes nothing, but tells no other origin
+	}
+	for _, f := range forged {
+		req, err := http.NewRequest(f.method, base+f.path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Origin", evil)
+		if f.contentType != "" {
+			req.Header.Set("Content-Type", f.contentType)
+		}
+		a := do(t, req)
+		if a.status == http.StatusOK && f.path != "/console/api/session" {
+			t.Errorf("%s %s as %q from another site: HTTP 200 %s", f.method, f.path, f.contentType, a.body)
+		}
+		if got := a.header.Get("Access-Control-Allow-Origin"); got != "" {
+			t.Errorf("%s %s: Access-Control-Allow-Origin %q", f.method, f.path, got)
+		}
+	}
+	preflight, err := http.NewRequest(http.MethodOptions, base+"/dedup.v1.AdminService/DeleteRecord", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	preflight.Header.Set("Origin", evil)
+	preflight.Header.Set("Access-Control-Request-Method", "POST")
+	preflight.Header.Set("Access-Control-Request-Headers", "content-type")
+	if a := do(t, preflight); a.header.Get("Access-Control-Allow-Origin") != "" || a.header.Get("Access-Control-Allow-Headers") != "" {
+		t.Errorf("the preflight allowed another origin: HTTP %d %v", a.status, a.header)
+	}
+	var found struct{ Record struct{ Key string } }
+	postJSON(t, base, "/dedup.v1.DedupService/Lookup", "", body, false).ok(t, &found)
+	if found.Record.Key != "forge-me" {
+		t.Errorf("the record did not survive: %+v", found)
+	}
+	// The control: the same call as JSON, which only a page on this
+	// origin can send, deletes; the refusals above were the content type's.
+	postJSON(t, base, "/dedup.v1.AdminService/DeleteRecord", "", body, false).ok(t, &struct{}{})
+	if a := postJSON(t, base, "/dedup.v1.DedupService/Lookup", "", body, false); a.status != http.StatusNotFound {
+		t.Errorf("after the JSON delete, Lookup: HTTP %d", a.status)
+	}
 }

@@ -1,8 +1,11 @@
 package console
 
 import (
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -98,5 +101,64 @@ func TestAppNeverParsesMarkup(t *testing.T) {
 		if m := bad.FindString(shell); m != "" {
 			t.Errorf("the shell has %q", m)
 		}
+	}
+}
+
+// calledPath is the path a script passes to post or fetch as a literal
+// ('...', "..." or `...`, up to its first quote or substitution).
+var calledPath = regexp.MustCompile("(?:post|fetch)\\(['\"`]([^'\"`$]*)")
+
+// TestConsoleReachesDedupdOnlyThroughTheAPI: the console adds no way
+// around the API's handlers, limits and metrics. Its Go side imports
+// nothing of dedupd but the build version (no store, no service), and in
+// the app only api.js calls fetch, on the API's paths and the session
+// route alone.
+func TestConsoleReachesDedupdOnlyThroughTheAPI(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") && p != "github.com/dedupd/dedupd/internal/version" {
+				t.Errorf("%s imports %s: the console reaches dedupd through the HTTP API only", name, p)
+			}
+		}
+	}
+	fetches := 0
+	err = fs.WalkDir(embedded, "app/assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".js" {
+			return err
+		}
+		src, err := fs.ReadFile(embedded, p)
+		if err != nil {
+			return err
+		}
+		n := strings.Count(string(src), "fetch(")
+		if n > 0 && p != "app/assets/api.js" {
+			t.Errorf("%s calls fetch: only api.js talks to dedupd", p)
+		}
+		fetches += n
+		for _, m := range calledPath.FindAllStringSubmatch(string(src), -1) {
+			if m[1] != "/console/api/session" && !strings.HasPrefix(m[1], "/dedup.v1.") {
+				t.Errorf("%s calls %q, not the API", p, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fetches != 1 {
+		t.Errorf("the app calls fetch %d times; api.js's post is the one call", fetches)
 	}
 }

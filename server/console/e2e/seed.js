@@ -3,8 +3,11 @@
 // HTTP API as any client would store them.
 
 const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
 
 const b64 = (s) => Buffer.from(s).toString('base64');
+/** The digest each claim sends: SHA-256 of its key, as a client might. */
+const digest = (key) => crypto.createHash('sha256').update(key).digest();
 
 const JSON_RESULT = '{"id":"ch_1","amount":4200,"big":12345678901234567890,"card":{"last4":"4242","ok":true},"tags":[]}';
 const GATEWAY_BODY = '{"order":7,"status":"created"}';
@@ -21,7 +24,7 @@ const keys = {
 };
 
 async function claim(call, consumer, key, leaseTtl = '60s', owner = 'worker-a') {
-  const r = await call('DedupService', 'Claim', { consumer, key, digest: b64(`digest of ${key}`), leaseTtl, owner });
+  const r = await call('DedupService', 'Claim', { consumer, key, digest: digest(key).toString('base64'), leaseTtl, owner });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.equal(r.body.outcome, 'OUTCOME_ACQUIRED');
   return r.body.fencingToken;
@@ -63,4 +66,4 @@ async function seed(call) {
   }
 }
 
-module.exports = { seed, keys, JSON_RESULT, GATEWAY_BODY, HOSTILE_RESULT };
+module.exports = { seed, claim, complete, digest, keys, JSON_RESULT, GATEWAY_BODY, HOSTILE_RESULT };

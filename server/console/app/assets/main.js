@@ -25,9 +25,12 @@ const pages = {
 const main = document.getElementById('main');
 let ctx = null; // {auth, identity, build} once signed in
 let drawing = 0;
+let drawnAt = ''; // the path and query of the page drawn last
 
-async function draw() {
+// event is the navigation that asked for the page; none on the first load.
+async function draw(event) {
   const mine = ++drawing;
+  drawnAt = location.pathname + location.search;
   const route = parse(location);
   if (!ctx) {
     try {
@@ -59,6 +62,12 @@ async function draw() {
   replace(main, node);
   const title = node.querySelector('h1');
   document.title = `${title ? title.textContent : 'dedupd'} · dedupd console`;
+  // The link or button that navigated is gone with the old page: the
+  // keyboard carries on from the new page's top, not from the document's.
+  if (event) {
+    main.focus({ preventScroll: true });
+    if (event.type === 'console:navigate') window.scrollTo(0, 0);
+  }
 }
 
 function signIn(err) {
@@ -71,7 +80,7 @@ function signIn(err) {
     e.preventDefault();
     setToken(input.value.trim());
     ctx = null;
-    await draw();
+    await draw(e);
   } } },
   h('h1', null, 'Sign in'),
   h('p', null, 'This dedupd needs a credential. Paste a token from its --auth-tokens file. ',
@@ -118,6 +127,10 @@ async function notFoundPage(node) {
 }
 
 captureLinks(document);
-window.addEventListener('popstate', draw);
+// A jump within the page (the skip link) fires popstate too; only a new
+// path or query is a new page.
+window.addEventListener('popstate', (e) => {
+  if (location.pathname + location.search !== drawnAt) draw(e);
+});
 window.addEventListener('console:navigate', draw);
 draw();

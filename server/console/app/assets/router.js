@@ -85,6 +85,9 @@ export function captureLinks(root) {
     if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
     const a = e.target.closest('a[href]');
     if (!a || a.target || a.origin !== location.origin || !a.pathname.startsWith(PREFIX)) return;
+    // A link within the page (the skip link, #main) moves the focus there
+    // as the browser does it; it is no navigation.
+    if (a.hash && a.pathname === location.pathname && a.search === location.search) return;
     e.preventDefault();
     go(a.pathname + a.search);
   });

@@ -42,6 +42,9 @@ export function actionButton(label, run, { danger = true } = {}) {
       status.replaceChildren(h('span', { class: 'error-inline', role: 'alert' }, `${err.code || 'error'}${reason}: ${err.message}`));
     } finally {
       button.disabled = false;
+      // The button was disabled while its dialog had the focus, so the
+      // closing dialog could not hand the focus back: give it back here.
+      if (button.isConnected && (!document.activeElement || document.activeElement === document.body)) button.focus();
     }
   } } }, label);
   return h('span', { class: 'action' }, button, status);

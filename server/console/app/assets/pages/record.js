@@ -46,7 +46,7 @@ export function resultView(bytes) {
 }
 
 function body(d) {
-  const len = h('p', { class: 'muted' }, `${size(d.length)} (${d.length} bytes)`);
+  const len = h('p', { class: 'muted' }, `Not text: ${d.length} bytes${d.length >= 1024 ? ` (${size(d.length)})` : ''}, as a hex dump.`);
   switch (d.kind) {
     case 'empty': return h('p', { class: 'muted' }, 'Empty (0 bytes).');
     case 'http': return h('div', { class: 'http', 'data-kind': 'http' },

@@ -89,7 +89,7 @@ function filterForm(consumer, filter) {
   return h('form', { class: 'filters', role: 'search', on: { submit: (e) => {
     e.preventDefault();
     const next = { state: state.value, prefix: prefix.value, leaseExpired: expired.checked, pageSize: filter.pageSize };
-    for (const [param, input] of times) next[param] = input.value ? new Date(input.value).toISOString() : '';
+    for (const [param, input] of times) next[param] = input.value ? new Date(input.value).toISOString().replace('.000Z', 'Z') : '';
     go(pageHref(consumer, next, ''));
   } } },
   h('div', { class: 'field' }, h('label', { for: 'f-state' }, 'State'), state),
