@@ -143,8 +143,13 @@ func deleteStream(b *pebble.Batch, old *store.Stream) {
 	}
 }
 
-// GetStream returns a live stream.
-func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+// ReadStream returns a live stream and, when asked, its parked summary.
+func (s *Store) ReadStream(ctx context.Context, p store.ReadStreamParams) (store.StreamRead, error) {
+	return store.ReadStreamOf(ctx, p, s.liveStream, s.parkedSummarySpan)
+}
+
+// liveStream returns a live stream.
+func (s *Store) liveStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
 	if err := s.enter(); err != nil {
 		return store.Stream{}, err
 	}

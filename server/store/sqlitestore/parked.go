@@ -186,17 +186,18 @@ ORDER BY p.sequence LIMIT `+strconv.Itoa(p.Limit), p.Consumer, p.Stream, p.After
 	return out, nil
 }
 
-// GetParkedSummary summarises a live stream's parked events.
-func (s *Store) GetParkedSummary(ctx context.Context, consumer, stream string) (store.ParkedSummary, error) {
-	st, err := s.GetStream(ctx, consumer, stream)
-	if err != nil {
-		return store.ParkedSummary{}, err
+// parkedSpan reads the span of a stream's parked events from the read
+// pool.
+func (s *Store) parkedSpan(ctx context.Context, consumer, stream string) (store.ParkedSpan, error) {
+	var (
+		span   store.ParkedSpan
+		oldest int64
+	)
+	if err := s.r.db.QueryRowContext(ctx, summaryParkedSQL, consumer, stream).Scan(&span.Lowest, &span.Highest, &oldest); err != nil {
+		return store.ParkedSpan{}, dbError("parked summary", err)
 	}
-	var low, high, oldest int64
-	if err := s.r.db.QueryRowContext(ctx, summaryParkedSQL, consumer, stream).Scan(&low, &high, &oldest); err != nil {
-		return store.ParkedSummary{}, dbError("parked summary", err)
-	}
-	return store.ParkedSummaryOf(st, low, high, fromMicros(oldest)), nil
+	span.Oldest = fromMicros(oldest)
+	return span, nil
 }
 
 // ListOpenGaps lists live dense streams whose parked events wait on a gap.

@@ -102,8 +102,13 @@ func (w *writer) decideStream(consumer, stream string, cmd store.StreamCommand) 
 	return d, nil
 }
 
-// GetStream returns a live stream from the read pool.
-func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+// ReadStream returns a live stream and, when asked, its parked summary.
+func (s *Store) ReadStream(ctx context.Context, p store.ReadStreamParams) (store.StreamRead, error) {
+	return store.ReadStreamOf(ctx, p, s.liveStream, s.parkedSpan)
+}
+
+// liveStream returns a live stream from the read pool.
+func (s *Store) liveStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
 	if s.closed.Load() {
 		return store.Stream{}, errClosed
 	}

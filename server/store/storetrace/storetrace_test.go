@@ -194,8 +194,8 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 	storetest.EngineMethodsDecided(t, map[string]string{
 		"Apply": "observed as the command's op", "ApplyBatch": "one span, items counted by op",
 		"ApplyStream": "observed as the command's op", "LookupBatch": "Lookup or LookupBatch",
-		"ListRecords": "traced", "GetStream": "traced and counted", "ListStreams": "traced",
-		"ListParked": "traced and counted", "GetParkedSummary": "traced and counted",
+		"ReadStream":  "traced and counted as GetStream or GetParkedSummary (ReadStreamParams.Op)",
+		"ListRecords": "traced", "ListStreams": "traced", "ListParked": "traced and counted",
 		"ListOpenGaps": "traced and counted", "ParkedTotals": "traced and counted",
 		"Reap": "counted by kind", "Ping": "counted",
 		"Close":   "passes through",
