@@ -39,6 +39,15 @@ type ParkedSpan struct {
 	Oldest          time.Time
 }
 
+// LiveStream is a stored stream as a read answers it: ErrNotFound when
+// there is none (st nil) or it has expired at now.
+func LiveStream(st *Stream, now time.Time) (Stream, error) {
+	if !IsStreamLive(st, now) {
+		return Stream{}, ErrNotFound
+	}
+	return *st, nil
+}
+
 // ReadStreamOf is ReadStream for a backend: get reads the live stream
 // (ErrNotFound when it is absent or expired), and span, asked only when
 // p.Parked and the stream holds parked events, reads their span; the

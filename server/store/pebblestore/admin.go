@@ -26,16 +26,11 @@ func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Re
 	}
 	var out []store.Record
 	err := s.scanPrefix(ctx, table, p.Consumer, p.AfterKey, p.KeyPrefix, func(key string, v []byte) (bool, error) {
-		var rec *store.Record
-		var err error
-		if p.LeaseExpired {
-			if readTime(v).After(at) {
-				return true, nil // a live lease: not in the queue
-			}
-			rec, err = getRecord(s.db, rowKey(tableRecord, p.Consumer, key), p.Consumer, key)
-		} else {
-			rec, err = decodeRecord(v, p.Consumer, key)
-		}
+		rec, err := listedRow(p.LeaseExpired, v, at,
+			func() (*store.Record, error) {
+				return getRecord(s.db, rowKey(tableRecord, p.Consumer, key), p.Consumer, key)
+			},
+			func(v []byte) (*store.Record, error) { return decodeRecord(v, p.Consumer, key) })
 		if err != nil {
 			return false, err
 		}

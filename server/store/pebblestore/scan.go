@@ -3,6 +3,8 @@ package pebblestore
 import (
 	"bytes"
 	"context"
+	"errors"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -67,4 +69,31 @@ func (s *Store) iterate(ctx context.Context, lower, upper []byte, fn func(k, v [
 		return err
 	}
 	return ctx.Err()
+}
+
+// getRow reads the row at k and decodes it; nil, nil when there is none.
+func getRow[T any](r pebble.Reader, k []byte, decode func(v []byte) (*T, error)) (*T, error) {
+	v, closer, err := r.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decode(v)
+}
+
+// listedRow is the row a listing visits at the entry v: decoded from v
+// when the listing walks the rows' own table, or, when it walks their
+// index of leases (byLease, the queue of expired leases), read by get
+// once the lease has expired at at, and nil while it is live.
+func listedRow[T any](byLease bool, v []byte, at time.Time, get func() (*T, error), decode func(v []byte) (*T, error)) (*T, error) {
+	if !byLease {
+		return decode(v)
+	}
+	if readTime(v).After(at) {
+		return nil, nil
+	}
+	return get()
 }

@@ -2,7 +2,6 @@ package pebblestore
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -23,13 +22,10 @@ func (s *Store) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store
 
 // applyStream is every write to one stream, as Apply is for keys.
 func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterFor(ctx); err != nil {
 		return store.StreamDecision{}, err
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return store.StreamDecision{}, err
-	}
 	defer s.streams.lockOne(consumer, stream)()
 	k := rowKey(tableStream, consumer, stream)
 	stored, err := getStream(s.db, k, consumer, stream)
@@ -93,15 +89,7 @@ func parkedDelta(stored *store.Stream, d store.StreamDecision, err error) int64 
 
 // getStream reads a stream; nil, nil when there is none.
 func getStream(r pebble.Reader, k []byte, consumer, stream string) (*store.Stream, error) {
-	v, closer, err := r.Get(k)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return decodeStream(v, consumer, stream)
+	return getRow(r, k, func(v []byte) (*store.Stream, error) { return decodeStream(v, consumer, stream) })
 }
 
 // putStream adds to b the write of next over old and its index changes.
@@ -150,21 +138,15 @@ func (s *Store) ReadStream(ctx context.Context, p store.ReadStreamParams) (store
 
 // liveStream returns a live stream.
 func (s *Store) liveStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterFor(ctx); err != nil {
 		return store.Stream{}, err
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return store.Stream{}, err
-	}
 	st, err := getStream(s.db, rowKey(tableStream, consumer, stream), consumer, stream)
 	if err != nil {
 		return store.Stream{}, dbError("get stream", err)
 	}
-	if !store.IsStreamLive(st, time.Now()) {
-		return store.Stream{}, store.ErrNotFound
-	}
-	return *st, nil
+	return store.LiveStream(st, time.Now())
 }
 
 // ListStreams lists live streams in stream order. With LeaseExpired it
@@ -184,16 +166,11 @@ func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]s
 	}
 	var out []store.Stream
 	err := s.scanConsumer(ctx, table, p.Consumer, p.AfterStream, func(name string, v []byte) (bool, error) {
-		var st *store.Stream
-		var err error
-		if p.LeaseExpired {
-			if readTime(v).After(at) {
-				return true, nil // its lease is live: not in the queue
-			}
-			st, err = getStream(s.db, rowKey(tableStream, p.Consumer, name), p.Consumer, name)
-		} else {
-			st, err = decodeStream(v, p.Consumer, name)
-		}
+		st, err := listedRow(p.LeaseExpired, v, at,
+			func() (*store.Stream, error) {
+				return getStream(s.db, rowKey(tableStream, p.Consumer, name), p.Consumer, name)
+			},
+			func(v []byte) (*store.Stream, error) { return decodeStream(v, p.Consumer, name) })
 		if err != nil {
 			return false, err
 		}

@@ -82,10 +82,7 @@ func (s *Store) liveStream(ctx context.Context, consumer, stream string) (store.
 	if err != nil {
 		return store.Stream{}, err
 	}
-	if !store.IsStreamLive(&st, now) {
-		return store.Stream{}, store.ErrNotFound
-	}
-	return st, nil
+	return store.LiveStream(&st, now)
 }
 
 // ListStreams lists live streams in stream order, one keyset page at a time.
