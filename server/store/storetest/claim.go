@@ -73,11 +73,7 @@ func testInProgress(t *testing.T, s store.Store) {
 }
 
 func testTakeover(t *testing.T, s store.Store) {
-	p := claimP("k")
-	p.LeaseTTL = shortTTL
-	old := acquire(t, s, p)
-	sleepPast(shortTTL)
-
+	p, old := acquireLapsed(t, s, "k")
 	p.Owner, p.LeaseTTL = "worker-2", longTTL
 	r := acquire(t, s, p)
 	if r.FencingToken <= old.FencingToken || r.Attempts != old.Attempts+1 {

@@ -127,11 +127,7 @@ func (m *memStore) GetPolicy(ctx context.Context, consumer string) (store.Consum
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.policies[consumer]
-	if !ok {
-		return store.ConsumerPolicy{}, store.ErrNoPolicy
-	}
-	return p, nil
+	return policyOf(m.policies, consumer, false)
 }
 
 func (m *memStore) ListPolicies(ctx context.Context) ([]store.ConsumerPolicy, error) {
@@ -154,10 +150,20 @@ func (m *memStore) DeletePolicy(ctx context.Context, consumer string) (store.Con
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.policies[consumer]
+	return policyOf(m.policies, consumer, true)
+}
+
+// policyOf is the model's read of consumer's policy of either kind, and
+// with drop its delete, under the caller's lock: ErrNoPolicy when there
+// is none.
+func policyOf[P any](policies map[string]P, consumer string, drop bool) (P, error) {
+	p, ok := policies[consumer]
 	if !ok {
-		return store.ConsumerPolicy{}, store.ErrNoPolicy
+		var none P
+		return none, store.ErrNoPolicy
 	}
-	delete(m.policies, consumer)
+	if drop {
+		delete(policies, consumer)
+	}
 	return p, nil
 }

@@ -155,9 +155,9 @@ func (m *memStreams) PutStreamPolicy(ctx context.Context, p store.ConsumerStream
 func (m *memStreams) GetStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.policies[consumer]
-	if !ok {
-		return p, store.ErrNoPolicy
+	p, err := policyOf(m.policies, consumer, false)
+	if err != nil {
+		return p, err
 	}
 	return p, ctx.Err()
 }
@@ -165,11 +165,10 @@ func (m *memStreams) GetStreamPolicy(ctx context.Context, consumer string) (stor
 func (m *memStreams) DeleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.policies[consumer]
-	if !ok {
-		return p, store.ErrNoPolicy
+	p, err := policyOf(m.policies, consumer, true)
+	if err != nil {
+		return p, err
 	}
-	delete(m.policies, consumer)
 	return p, ctx.Err()
 }
 
