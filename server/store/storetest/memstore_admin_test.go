@@ -54,26 +54,18 @@ func (m *memStore) DeleteRecord(ctx context.Context, consumer, key string) (stor
 
 func (m *memStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
 	p.CountOnly = false
-	if err := p.Validate(); err != nil {
-		return 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now, n := store.Now(time.Now()), 0
-	for k, r := range m.records {
-		if n < p.Limit && p.Matches(&r, now) {
-			delete(m.records, k)
-			n++
-		}
-	}
-	return n, nil
+	n, err := m.purge(ctx, p)
+	return int(n), err
 }
 
 func (m *memStore) CountPurge(ctx context.Context, p store.PurgeParams) (int64, error) {
 	p.CountOnly = true
+	return m.purge(ctx, p)
+}
+
+// purge is the model's one purge, as an engine's Purge: it deletes at
+// most p.Limit matching records, or with p.CountOnly counts them all.
+func (m *memStore) purge(ctx context.Context, p store.PurgeParams) (int64, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
@@ -83,10 +75,14 @@ func (m *memStore) CountPurge(ctx context.Context, p store.PurgeParams) (int64, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now, n := store.Now(time.Now()), int64(0)
-	for _, r := range m.records {
-		if p.Matches(&r, now) {
-			n++
+	for k, r := range m.records {
+		if !p.Matches(&r, now) || !p.CountOnly && n >= int64(p.Limit) {
+			continue
 		}
+		if !p.CountOnly {
+			delete(m.records, k)
+		}
+		n++
 	}
 	return n, nil
 }
