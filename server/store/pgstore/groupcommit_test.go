@@ -367,16 +367,7 @@ VALUES ('billing', 'k', 'PENDING', '', 1, 1, 'other', now(), now(), now() + INTE
 				}
 			}
 
-			holder, err := pgx.Connect(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer holder.Close(ctx)
-			tx, err := holder.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
+			tx := lockHolder(t, ctx, url)
 			if err := tt.hold(ctx, tx); err != nil {
 				t.Fatal(err)
 			}
@@ -434,16 +425,7 @@ func TestGroupCommitFailedWriteKeepsReadAnswers(t *testing.T) {
 	migrated(t, s)
 	seedFinishKeys(t, s)
 
-	holder, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
+	tx := lockHolder(t, ctx, url)
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM dedup_records WHERE key = 'p1' FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
