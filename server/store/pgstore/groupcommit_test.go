@@ -295,23 +295,11 @@ func TestGroupCommitFinishesAnswerAsOneAtATime(t *testing.T) {
 		if finishAnswer(got, err) != finishAnswer(want, errA) {
 			t.Errorf("%s stored: batched %+v, alone %+v", key, got, want)
 		}
-		if i := slices.IndexFunc(cmds, func(c store.Command) bool { return keyOfFinish(c) == key }); i >= 0 && errs[i] == nil &&
+		if i := slices.IndexFunc(cmds, func(c store.Command) bool { _, k := store.KeyOf(c); return k == key }); i >= 0 && errs[i] == nil &&
 			!reflect.DeepEqual(got, recs[i]) && key != "p1" {
 			t.Errorf("%s: the batch answered %+v but stored %+v", key, recs[i], got)
 		}
 	}
-}
-
-func keyOfFinish(cmd store.Command) string {
-	switch p := cmd.(type) {
-	case store.CompleteParams:
-		return p.Key
-	case store.RejectParams:
-		return p.Key
-	case store.ExtendLeaseParams:
-		return p.Key
-	}
-	return ""
 }
 
 // A caller that cancels (with no deadline) while its call waits on the
