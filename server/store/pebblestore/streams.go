@@ -155,32 +155,9 @@ func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]s
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
-	at := now()
-	table := byte(tableStream)
-	if p.LeaseExpired {
-		table = tableStreamPending
-	}
-	var out []store.Stream
-	err := s.scanConsumer(ctx, table, p.Consumer, p.AfterStream, func(name string, v []byte) (bool, error) {
-		st, err := listedRow(p.LeaseExpired, v, at,
-			func() (*store.Stream, error) {
-				return getStream(s.db, rowKey(tableStream, p.Consumer, name), p.Consumer, name)
-			},
-			func(v []byte) (*store.Stream, error) { return decodeStream(v, p.Consumer, name) })
-		if err != nil {
-			return false, err
-		}
-		if store.IsStreamLive(st, at) && (!p.LeaseExpired || st.InFlight != 0 && !st.LeaseLive(at)) {
-			out = append(out, *st)
-		}
-		return len(out) < p.Limit, nil
-	})
-	if err != nil {
-		return nil, dbError("list streams", err)
-	}
-	return out, nil
+	return listRows(s, ctx, listing[store.Stream]{Op: "list streams", Rows: tableStream, Leases: tableStreamPending,
+		ByLease: p.LeaseExpired, Consumer: p.Consumer, After: p.AfterStream, Limit: p.Limit,
+		Decode: decodeStream, Keep: func(st *store.Stream, at time.Time) bool {
+			return store.IsStreamLive(st, at) && (!p.LeaseExpired || st.InFlight != 0 && !st.LeaseLive(at))
+		}})
 }
