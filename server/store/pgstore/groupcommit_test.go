@@ -275,17 +275,8 @@ func TestGroupCommitFinishesAnswerAsOneAtATime(t *testing.T) {
 	seedFinishKeys(t, alone)
 	ctx := context.Background()
 	for i, cmd := range cmds {
-		var want store.Record
-		var err error
-		switch p := cmd.(type) {
-		case store.CompleteParams:
-			want, err = alone.Complete(ctx, p)
-		case store.RejectParams:
-			want, err = alone.Reject(ctx, p)
-		case store.ExtendLeaseParams:
-			want, err = alone.ExtendLease(ctx, p)
-		}
-		if got, want := finishAnswer(recs[i], errs[i]), finishAnswer(want, err); got != want {
+		d, err := alone.Apply(ctx, cmd) // the typed finish calls are Apply's record
+		if got, want := finishAnswer(recs[i], errs[i]), finishAnswer(d.Record, err); got != want {
 			t.Errorf("call %d (%T): batched %+v, alone %+v", i, cmd, got, want)
 		}
 	}
