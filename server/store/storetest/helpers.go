@@ -111,17 +111,6 @@ func acquire(t *testing.T, s store.Store, p store.ClaimParams) store.Record {
 	return res.Record
 }
 
-// acquireLapsed claims key with a short lease and waits until it has run
-// out; it returns the claim and the record it acquired.
-func acquireLapsed(t *testing.T, s store.Store, key string) (store.ClaimParams, store.Record) {
-	t.Helper()
-	p := claimP(key)
-	p.LeaseTTL = shortTTL
-	held := acquire(t, s, p)
-	sleepPast(shortTTL)
-	return p, held
-}
-
 func complete(t *testing.T, s store.Store, p store.CompleteParams) store.Record {
 	t.Helper()
 	return holderWrote(t, "Complete", p.Key, p.FencingToken, s.Complete, p)
