@@ -162,8 +162,8 @@ func TestEveryCommandIsDecided(t *testing.T) {
 	storetest.CommandsDecided(t, func(cmd any) bool { _, decided := Wakes(cmd); return decided })
 	storetest.EngineMethodsDecided(t, map[string]string{
 		"Apply": "wakes on Wakes", "ApplyBatch": "wakes on Wakes per item", "ApplyStream": "wakes on Wakes",
-		"LookupBatch": "Reader: ends no wait", "ListRecords": "Reader", "GetStream": "Reader", "ListStreams": "Reader",
-		"ListParked": "Reader", "GetParkedSummary": "Reader", "ListOpenGaps": "Reader", "ParkedTotals": "Reader",
+		"LookupBatch": "Reader: ends no wait", "ListRecords": "Reader", "ReadStream": "Reader", "ListStreams": "Reader",
+		"ListParked": "Reader", "ListOpenGaps": "Reader", "ParkedTotals": "Reader",
 		"Reap": "Upkeep: the waiters' polls see it",
 		"Ping": "Upkeep", "Close": "Upkeep",
 		"StatsOf": "Reports", "Leases": "Reports",

@@ -4,7 +4,9 @@ import "context"
 
 // API is the typed contract (Backend) derived from an Engine: each typed
 // write is its command given to Apply or ApplyStream, Lookup is a
-// LookupBatch of one key, and every other call is the engine's own. It is
+// LookupBatch of one key, GetStream and GetParkedSummary are ReadStream,
+// the kind pairs are the engine call of each Kind, and every other call
+// is the engine's own. It is
 // the one place the typed calls are written; backends and decorators
 // implement the Engine only.
 type API struct {
@@ -120,6 +122,18 @@ func (a *API) DeleteExpired(ctx context.Context, limit int) (int, error) {
 // DeleteExpiredStreams is Reap of the expired streams.
 func (a *API) DeleteExpiredStreams(ctx context.Context, limit int) (int, error) {
 	return a.Reap(ctx, StreamKind, limit)
+}
+
+// GetStream is ReadStream of the stream alone.
+func (a *API) GetStream(ctx context.Context, consumer, stream string) (Stream, error) {
+	r, err := a.ReadStream(ctx, ReadStreamParams{Consumer: consumer, Stream: stream})
+	return r.Stream, err
+}
+
+// GetParkedSummary is ReadStream of the stream's parked summary.
+func (a *API) GetParkedSummary(ctx context.Context, consumer, stream string) (ParkedSummary, error) {
+	r, err := a.ReadStream(ctx, ReadStreamParams{Consumer: consumer, Stream: stream, Parked: true})
+	return r.Parked, err
 }
 
 // Lookup is LookupBatch of one key, marked Single so that observers name

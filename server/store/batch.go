@@ -113,6 +113,16 @@ func Rounds(cmds []Command) [][]int {
 	return rounds
 }
 
+// FailedBatch is the results of a batch of n commands that failed as a
+// whole, before any ran: each gets err.
+func FailedBatch(n int, err error) []ItemResult {
+	results := make([]ItemResult, n)
+	for i := range results {
+		results[i].Err = err
+	}
+	return results
+}
+
 // ResultOf turns a decision of Apply, or its error, into an item's result.
 func ResultOf(d Decision, err error) ItemResult {
 	if err != nil {

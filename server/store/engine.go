@@ -44,10 +44,12 @@ type Writer interface {
 type Reader interface {
 	LookupBatch(ctx context.Context, p LookupBatchParams) []LookupResult
 	ListRecords(ctx context.Context, p ListParams) ([]Record, error)
-	GetStream(ctx context.Context, consumer, stream string) (Stream, error)
+	// ReadStream returns a live stream, or ErrNotFound when it is absent
+	// or expired, and with p.Parked the summary of its parked events: the
+	// typed GetStream and GetParkedSummary (see ReadStreamOf).
+	ReadStream(ctx context.Context, p ReadStreamParams) (StreamRead, error)
 	ListStreams(ctx context.Context, p ListStreamsParams) ([]Stream, error)
 	ListParked(ctx context.Context, p ListParkedParams) ([]ParkedEvent, error)
-	GetParkedSummary(ctx context.Context, consumer, stream string) (ParkedSummary, error)
 	ListOpenGaps(ctx context.Context, p ListOpenGapsParams) ([]OpenGap, error)
 	ParkedTotals(ctx context.Context) ([]ConsumerParked, error)
 }

@@ -111,3 +111,34 @@ const ReadyCandidates = 16
 func ParkedReady(s *Stream, nextParked bool, now time.Time) bool {
 	return IsStreamLive(s, now) && s.Mode == Dense && s.Parked > 0 && !s.LeaseLive(now) && nextParked
 }
+
+// LeaseTally counts claims in flight per consumer as Leases reports them,
+// for a store that finds each live claim itself rather than in SQL.
+type LeaseTally map[string]*LeaseStats
+
+// Add counts a claim of consumer last updated at updated whose lease ends
+// at leaseEnd: expired once now has reached leaseEnd.
+func (t LeaseTally) Add(consumer string, updated, leaseEnd, now time.Time) {
+	l := t[consumer]
+	if l == nil {
+		l = &LeaseStats{Consumer: consumer}
+		t[consumer] = l
+	}
+	l.Held++
+	if !now.Before(leaseEnd) {
+		l.Expired++
+	}
+	if l.OldestUpdatedAt.IsZero() || updated.Before(l.OldestUpdatedAt) {
+		l.OldestUpdatedAt = updated
+	}
+}
+
+// Sorted is the tally in consumer order.
+func (t LeaseTally) Sorted() []LeaseStats {
+	out := make([]LeaseStats, 0, len(t))
+	for _, l := range t {
+		out = append(out, *l)
+	}
+	slices.SortFunc(out, func(a, b LeaseStats) int { return strings.Compare(a.Consumer, b.Consumer) })
+	return out
+}

@@ -139,3 +139,20 @@ func TestParkedReady(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseTally: held and expired counted per consumer (a lease ending
+// now has expired), the oldest update kept, consumers in order.
+func TestLeaseTally(t *testing.T) {
+	tally := store.LeaseTally{}
+	tally.Add("b", made, ruleNow.Add(us), ruleNow)
+	tally.Add("a", made.Add(time.Second), ruleNow, ruleNow)
+	tally.Add("a", made, ruleNow.Add(-us), ruleNow)
+	tally.Add("a", made.Add(time.Minute), ruleNow.Add(time.Hour), ruleNow)
+	want := []store.LeaseStats{
+		{Consumer: "a", Held: 3, Expired: 2, OldestUpdatedAt: made},
+		{Consumer: "b", Held: 1, Expired: 0, OldestUpdatedAt: made},
+	}
+	if got := tally.Sorted(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Sorted\n got %+v\nwant %+v", got, want)
+	}
+}

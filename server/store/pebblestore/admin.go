@@ -15,39 +15,9 @@ func (s *Store) ListRecords(ctx context.Context, p store.ListParams) ([]store.Re
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
-	at := now()
-	table := byte(tableRecord)
-	if p.LeaseExpired {
-		table = tablePending
-	}
-	var out []store.Record
-	err := s.scanPrefix(ctx, table, p.Consumer, p.AfterKey, p.KeyPrefix, func(key string, v []byte) (bool, error) {
-		var rec *store.Record
-		var err error
-		if p.LeaseExpired {
-			if readTime(v).After(at) {
-				return true, nil // a live lease: not in the queue
-			}
-			rec, err = getRecord(s.db, rowKey(tableRecord, p.Consumer, key), p.Consumer, key)
-		} else {
-			rec, err = decodeRecord(v, p.Consumer, key)
-		}
-		if err != nil {
-			return false, err
-		}
-		if rec != nil && p.Matches(rec, at) {
-			out = append(out, *rec)
-		}
-		return len(out) < p.Limit, nil
-	})
-	if err != nil {
-		return nil, dbError("list records", err)
-	}
-	return out, nil
+	return listRows(s, ctx, listing[store.Record]{Op: "list records", Rows: tableRecord, Leases: tablePending,
+		ByLease: p.LeaseExpired, Consumer: p.Consumer, After: p.AfterKey, Prefix: p.KeyPrefix, Limit: p.Limit,
+		Decode: decodeRecord, Keep: p.Matches})
 }
 
 // purgeRetries bounds how often Purge reads candidates again when

@@ -29,19 +29,10 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 	if len(p.Commands) == 0 {
 		return results
 	}
-	fail := func(err error) []store.ItemResult {
-		for i := range results {
-			results[i] = store.ItemResult{Err: err}
-		}
-		return results
-	}
-	if err := s.enter(); err != nil {
-		return fail(err)
+	if err := s.enterFor(ctx); err != nil {
+		return store.FailedBatch(len(p.Commands), err)
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return fail(err)
-	}
 	names := make([][2]string, len(p.Commands))
 	for i, cmd := range p.Commands {
 		c, k := store.KeyOf(cmd)

@@ -82,13 +82,10 @@ type Rows struct {
 // wrote of them, and the copy's progress, in one synced batch.
 func (s *Store) Import(ctx context.Context, rows Rows, progress CopyState) error {
 	recs, streams, policies, streamPolicies := rows.Records, rows.Streams, rows.Policies, rows.StreamPolicies
-	if err := s.enter(); err != nil {
+	if err := s.enterFor(ctx); err != nil {
 		return err
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	for i := range recs {

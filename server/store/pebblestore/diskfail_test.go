@@ -18,6 +18,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pebblestore"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // diskFullChildEnv, when set, makes TestFullDiskStopsTheProcess act as the
@@ -40,7 +41,7 @@ func TestFullDiskStopsTheProcess(t *testing.T) {
 		runDiskFullChild(dir)
 		return
 	}
-	dir, cmd, stdout := startChild(t, diskFullChildEnv)
+	dir, cmd, stdout := storetest.StartChild(t, diskFullChildEnv)
 	var acked []string
 	sawFull := false
 	lines := bufio.NewScanner(stdout)

@@ -2,8 +2,6 @@ package pebblestore
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -96,7 +94,7 @@ func (s *Store) leaseStats(ctx context.Context, op string, index byte,
 	}
 	defer s.leave()
 	at := now()
-	by := map[string]*store.LeaseStats{}
+	tally := store.LeaseTally{}
 	err := s.iterate(ctx, []byte{index}, []byte{index + 1}, func(k, _ []byte) (bool, error) {
 		c, name, ok := splitTuple(k[1:])
 		if !ok {
@@ -106,27 +104,11 @@ func (s *Store) leaseStats(ctx context.Context, op string, index byte,
 		if err != nil || !held {
 			return err == nil, err
 		}
-		l := by[c]
-		if l == nil {
-			l = &store.LeaseStats{Consumer: c}
-			by[c] = l
-		}
-		l.Held++
-		if !at.Before(leaseEnd) {
-			l.Expired++
-		}
-		if l.OldestUpdatedAt.IsZero() || updated.Before(l.OldestUpdatedAt) {
-			l.OldestUpdatedAt = updated
-		}
+		tally.Add(c, updated, leaseEnd, at)
 		return true, nil
 	})
 	if err != nil {
 		return nil, dbError(op, err)
 	}
-	out := make([]store.LeaseStats, 0, len(by))
-	for _, l := range by {
-		out = append(out, *l)
-	}
-	slices.SortFunc(out, func(a, b store.LeaseStats) int { return strings.Compare(a.Consumer, b.Consumer) })
-	return out, nil
+	return tally.Sorted(), nil
 }

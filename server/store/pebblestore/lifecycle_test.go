@@ -1,13 +1,10 @@
 package pebblestore_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/pebblestore"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 var policy = store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
@@ -171,18 +169,7 @@ func TestCompleteSurvivesKill(t *testing.T) {
 		fmt.Println("completed")
 		time.Sleep(time.Minute) // killed here, with the store open
 	}
-	dir, cmd, stdout := startChild(t, killChildEnv)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if line != "completed\n" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("child said %q (%v), want \"completed\"", line, err)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-
+	dir := storetest.KillChildAfter(t, killChildEnv, "completed")
 	s := openStore(t, dir)
 	defer s.Close()
 	res := claim(t, s, "k")
@@ -245,24 +232,3 @@ type quietLogger struct{}
 func (quietLogger) Infof(string, ...any)         {}
 func (quietLogger) Errorf(f string, args ...any) { pebble.DefaultLogger.Errorf(f, args...) }
 func (quietLogger) Fatalf(f string, args ...any) { pebble.DefaultLogger.Fatalf(f, args...) }
-
-// startChild runs this test binary's test again as a child process, with
-// env set to a new directory, which it returns with the child and its
-// standard output. It skips under -short.
-func startChild(t *testing.T, env string) (dir string, cmd *exec.Cmd, stdout io.Reader) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a child process")
-	}
-	dir = t.TempDir()
-	cmd = exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return dir, cmd, stdout
-}

@@ -142,37 +142,34 @@ func (s *Store) ListParked(ctx context.Context, p store.ListParkedParams) ([]sto
 	return out, nil
 }
 
-// parkedSpan is the lowest and highest parked sequence of a stream and
-// its oldest parking time (zeros when none).
-func (s *Store) parkedSpan(ctx context.Context, consumer, stream string) (low, high int64, oldest time.Time, err error) {
-	err = s.eachParked(ctx, consumer, stream, 1, false, func(ev store.ParkedEvent) bool {
-		if low == 0 {
-			low = ev.Sequence
+// parkedSpan is the span of a stream's parked events, read by walking
+// them.
+func (s *Store) parkedSpan(ctx context.Context, consumer, stream string) (store.ParkedSpan, error) {
+	var span store.ParkedSpan
+	err := s.eachParked(ctx, consumer, stream, 1, false, func(ev store.ParkedEvent) bool {
+		if span.Lowest == 0 {
+			span.Lowest = ev.Sequence
 		}
-		high = ev.Sequence
-		if oldest.IsZero() || ev.ParkedAt.Before(oldest) {
-			oldest = ev.ParkedAt
+		span.Highest = ev.Sequence
+		if span.Oldest.IsZero() || ev.ParkedAt.Before(span.Oldest) {
+			span.Oldest = ev.ParkedAt
 		}
 		return true
 	})
-	return low, high, oldest, err
+	return span, err
 }
 
-// GetParkedSummary summarises a live stream's parked events.
-func (s *Store) GetParkedSummary(ctx context.Context, consumer, stream string) (store.ParkedSummary, error) {
-	st, err := s.GetStream(ctx, consumer, stream)
-	if err != nil {
-		return store.ParkedSummary{}, err
-	}
+// parkedSummarySpan is parkedSpan as ReadStream asks it, on an open store.
+func (s *Store) parkedSummarySpan(ctx context.Context, consumer, stream string) (store.ParkedSpan, error) {
 	if err := s.enter(); err != nil {
-		return store.ParkedSummary{}, err
+		return store.ParkedSpan{}, err
 	}
 	defer s.leave()
-	low, high, oldest, err := s.parkedSpan(ctx, consumer, stream)
+	span, err := s.parkedSpan(ctx, consumer, stream)
 	if err != nil {
-		return store.ParkedSummary{}, dbError("parked summary", err)
+		return store.ParkedSpan{}, dbError("parked summary", err)
 	}
-	return store.ParkedSummaryOf(st, low, high, oldest), nil
+	return span, nil
 }
 
 // ListOpenGaps lists live dense streams whose parked events wait on a gap,
@@ -198,11 +195,11 @@ func (s *Store) ListOpenGaps(ctx context.Context, p store.ListOpenGapsParams) ([
 		if err != nil || st == nil || !store.IsStreamLive(st, at) || st.Mode != store.Dense {
 			return err == nil, err
 		}
-		low, _, oldest, err := s.parkedSpan(ctx, c, name)
+		span, err := s.parkedSpan(ctx, c, name)
 		if err != nil {
 			return false, err
 		}
-		if g, open := store.OpenGapOf(*st, low, oldest, at); open {
+		if g, open := store.OpenGapOf(*st, span.Lowest, span.Oldest, at); open {
 			out = append(out, g)
 		}
 		return len(out) < limit, nil

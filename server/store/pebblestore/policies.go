@@ -81,13 +81,10 @@ func (s *Store) deleteStreamPolicy(ctx context.Context, consumer string) (store.
 }
 
 func (s *Store) putPolicy(ctx context.Context, k, v []byte) error {
-	if err := s.enter(); err != nil {
+	if err := s.enterFor(ctx); err != nil {
 		return err
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	s.policyMu.Lock()
 	defer s.policyMu.Unlock()
 	if err := s.db.Set(k, v, pebble.Sync); err != nil {
@@ -98,13 +95,10 @@ func (s *Store) putPolicy(ctx context.Context, k, v []byte) error {
 
 func getPolicy[P any](s *Store, ctx context.Context, table byte, consumer string, decode func([]byte, string) (P, error)) (P, error) {
 	var zero P
-	if err := s.enter(); err != nil {
+	if err := s.enterFor(ctx); err != nil {
 		return zero, err
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
 	return readPolicy(s.db, table, consumer, decode)
 }
 
@@ -127,13 +121,10 @@ func readPolicy[P any](r pebble.Reader, table byte, consumer string, decode func
 
 func deletePolicy[P any](s *Store, ctx context.Context, table byte, consumer string, decode func([]byte, string) (P, error)) (P, error) {
 	var zero P
-	if err := s.enter(); err != nil {
+	if err := s.enterFor(ctx); err != nil {
 		return zero, err
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
 	s.policyMu.Lock()
 	defer s.policyMu.Unlock()
 	p, err := readPolicy(s.db, table, consumer, decode)

@@ -2,7 +2,6 @@ package pebblestore
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -16,13 +15,10 @@ import (
 // entries in one synced batch.
 func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, error) {
 	consumer, key := store.KeyOf(cmd)
-	if err := s.enter(); err != nil {
+	if err := s.enterFor(ctx); err != nil {
 		return store.Decision{}, err
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return store.Decision{}, err
-	}
 	defer s.keys.lockOne(consumer, key)()
 	k := rowKey(tableRecord, consumer, key)
 	stored, err := getRecord(s.db, k, consumer, key)
@@ -45,15 +41,7 @@ func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, e
 
 // getRecord reads a record; nil, nil when there is none.
 func getRecord(r pebble.Reader, k []byte, consumer, key string) (*store.Record, error) {
-	v, closer, err := r.Get(k)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return decodeRecord(v, consumer, key)
+	return getRow(r, k, func(v []byte) (*store.Record, error) { return decodeRecord(v, consumer, key) })
 }
 
 // putRecord adds to b the write of next over old (nil when the key had no

@@ -3,6 +3,8 @@ package pebblestore
 import (
 	"bytes"
 	"context"
+	"errors"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -67,4 +69,77 @@ func (s *Store) iterate(ctx context.Context, lower, upper []byte, fn func(k, v [
 		return err
 	}
 	return ctx.Err()
+}
+
+// getRow reads the row at k and decodes it; nil, nil when there is none.
+func getRow[T any](r pebble.Reader, k []byte, decode func(v []byte) (*T, error)) (*T, error) {
+	v, closer, err := r.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decode(v)
+}
+
+// listing is a page of one consumer's rows in name order, after After
+// and starting with Prefix: the rows of the table Rows, or with ByLease
+// those whose lease has expired, found through the table's index of leases
+// (Leases). Keep says which rows the page holds, at most Limit; Op names
+// the read in its errors.
+type listing[T any] struct {
+	Op                      string
+	Rows, Leases            byte
+	ByLease                 bool
+	Consumer, After, Prefix string
+	Limit                   int
+	Decode                  func(v []byte, consumer, name string) (*T, error)
+	Keep                    func(row *T, at time.Time) bool
+}
+
+// listRows reads the page l names, on the clock read once.
+func listRows[T any](s *Store, ctx context.Context, l listing[T]) ([]T, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	at := now()
+	table := l.Rows
+	if l.ByLease {
+		table = l.Leases
+	}
+	var out []T
+	err := s.scanPrefix(ctx, table, l.Consumer, l.After, l.Prefix, func(name string, v []byte) (bool, error) {
+		decode := func(v []byte) (*T, error) { return l.Decode(v, l.Consumer, name) }
+		row, err := listedRow(l.ByLease, v, at, func() (*T, error) {
+			return getRow(s.db, rowKey(l.Rows, l.Consumer, name), decode)
+		}, decode)
+		if err != nil {
+			return false, err
+		}
+		if row != nil && l.Keep(row, at) {
+			out = append(out, *row)
+		}
+		return len(out) < l.Limit, nil
+	})
+	if err != nil {
+		return nil, dbError(l.Op, err)
+	}
+	return out, nil
+}
+
+// listedRow is the row a listing visits at the entry v: decoded from v
+// when the listing walks the rows' own table, or, when it walks their
+// index of leases (byLease, the queue of expired leases), read by get
+// once the lease has expired at at, and nil while it is live.
+func listedRow[T any](byLease bool, v []byte, at time.Time, get func() (*T, error), decode func(v []byte) (*T, error)) (*T, error) {
+	if !byLease {
+		return decode(v)
+	}
+	if readTime(v).After(at) {
+		return nil, nil
+	}
+	return get()
 }

@@ -221,6 +221,18 @@ func (s *Store) enter() error {
 
 func (s *Store) leave() { s.open.RUnlock() }
 
+// enterFor is enter for a call of ctx, refused as well when ctx is done.
+func (s *Store) enterFor(ctx context.Context) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		s.leave()
+		return err
+	}
+	return nil
+}
+
 // Ping reads the format key.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.enter(); err != nil {

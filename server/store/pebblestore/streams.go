@@ -2,7 +2,6 @@ package pebblestore
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -23,13 +22,10 @@ func (s *Store) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store
 
 // applyStream is every write to one stream, as Apply is for keys.
 func (s *Store) applyStream(ctx context.Context, consumer, stream string, cmd store.StreamCommand) (store.StreamDecision, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterFor(ctx); err != nil {
 		return store.StreamDecision{}, err
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return store.StreamDecision{}, err
-	}
 	defer s.streams.lockOne(consumer, stream)()
 	k := rowKey(tableStream, consumer, stream)
 	stored, err := getStream(s.db, k, consumer, stream)
@@ -93,15 +89,7 @@ func parkedDelta(stored *store.Stream, d store.StreamDecision, err error) int64 
 
 // getStream reads a stream; nil, nil when there is none.
 func getStream(r pebble.Reader, k []byte, consumer, stream string) (*store.Stream, error) {
-	v, closer, err := r.Get(k)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return decodeStream(v, consumer, stream)
+	return getRow(r, k, func(v []byte) (*store.Stream, error) { return decodeStream(v, consumer, stream) })
 }
 
 // putStream adds to b the write of next over old and its index changes.
@@ -143,23 +131,22 @@ func deleteStream(b *pebble.Batch, old *store.Stream) {
 	}
 }
 
-// GetStream returns a live stream.
-func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
-	if err := s.enter(); err != nil {
+// ReadStream returns a live stream and, when asked, its parked summary.
+func (s *Store) ReadStream(ctx context.Context, p store.ReadStreamParams) (store.StreamRead, error) {
+	return store.ReadStreamOf(ctx, p, s.liveStream, s.parkedSummarySpan)
+}
+
+// liveStream returns a live stream.
+func (s *Store) liveStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+	if err := s.enterFor(ctx); err != nil {
 		return store.Stream{}, err
 	}
 	defer s.leave()
-	if err := ctx.Err(); err != nil {
-		return store.Stream{}, err
-	}
 	st, err := getStream(s.db, rowKey(tableStream, consumer, stream), consumer, stream)
 	if err != nil {
 		return store.Stream{}, dbError("get stream", err)
 	}
-	if !store.IsStreamLive(st, time.Now()) {
-		return store.Stream{}, store.ErrNotFound
-	}
-	return *st, nil
+	return store.LiveStream(st, time.Now())
 }
 
 // ListStreams lists live streams in stream order. With LeaseExpired it
@@ -168,37 +155,9 @@ func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]s
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
-	at := now()
-	table := byte(tableStream)
-	if p.LeaseExpired {
-		table = tableStreamPending
-	}
-	var out []store.Stream
-	err := s.scanConsumer(ctx, table, p.Consumer, p.AfterStream, func(name string, v []byte) (bool, error) {
-		var st *store.Stream
-		var err error
-		if p.LeaseExpired {
-			if readTime(v).After(at) {
-				return true, nil // its lease is live: not in the queue
-			}
-			st, err = getStream(s.db, rowKey(tableStream, p.Consumer, name), p.Consumer, name)
-		} else {
-			st, err = decodeStream(v, p.Consumer, name)
-		}
-		if err != nil {
-			return false, err
-		}
-		if store.IsStreamLive(st, at) && (!p.LeaseExpired || st.InFlight != 0 && !st.LeaseLive(at)) {
-			out = append(out, *st)
-		}
-		return len(out) < p.Limit, nil
-	})
-	if err != nil {
-		return nil, dbError("list streams", err)
-	}
-	return out, nil
+	return listRows(s, ctx, listing[store.Stream]{Op: "list streams", Rows: tableStream, Leases: tableStreamPending,
+		ByLease: p.LeaseExpired, Consumer: p.Consumer, After: p.AfterStream, Limit: p.Limit,
+		Decode: decodeStream, Keep: func(st *store.Stream, at time.Time) bool {
+			return store.IsStreamLive(st, at) && (!p.LeaseExpired || st.InFlight != 0 && !st.LeaseLive(at))
+		}})
 }

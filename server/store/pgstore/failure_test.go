@@ -65,23 +65,14 @@ func TestDeadlineDuringLockWait(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	holder, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
+	tx := lockHolder(t, ctx, url)
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM dedup_records WHERE key = 'locked' FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
 
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	_, err = s.Complete(short, store.CompleteParams{Consumer: "billing", Key: "locked", FencingToken: 1, Policy: policy})
+	_, err := s.Complete(short, store.CompleteParams{Consumer: "billing", Key: "locked", FencingToken: 1, Policy: policy})
 	if err != context.DeadlineExceeded {
 		t.Errorf("Complete blocked past its deadline: %v; want context.DeadlineExceeded", err)
 	}
@@ -173,4 +164,22 @@ func TestConcurrentClaimsOfOneKey(t *testing.T) {
 	if acquired != 1 {
 		t.Errorf("%d claims acquired the key, want exactly 1", acquired)
 	}
+}
+
+// lockHolder begins a transaction on a connection of its own to url, for a
+// test to hold row locks in while the store waits on them; both end with
+// the test (a rollback after a Commit is a no-op).
+func lockHolder(t *testing.T, ctx context.Context, url string) pgx.Tx {
+	t.Helper()
+	holder, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close(ctx) })
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	return tx
 }

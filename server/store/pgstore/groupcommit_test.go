@@ -275,17 +275,8 @@ func TestGroupCommitFinishesAnswerAsOneAtATime(t *testing.T) {
 	seedFinishKeys(t, alone)
 	ctx := context.Background()
 	for i, cmd := range cmds {
-		var want store.Record
-		var err error
-		switch p := cmd.(type) {
-		case store.CompleteParams:
-			want, err = alone.Complete(ctx, p)
-		case store.RejectParams:
-			want, err = alone.Reject(ctx, p)
-		case store.ExtendLeaseParams:
-			want, err = alone.ExtendLease(ctx, p)
-		}
-		if got, want := finishAnswer(recs[i], errs[i]), finishAnswer(want, err); got != want {
+		d, err := alone.Apply(ctx, cmd) // the typed finish calls are Apply's record
+		if got, want := finishAnswer(recs[i], errs[i]), finishAnswer(d.Record, err); got != want {
 			t.Errorf("call %d (%T): batched %+v, alone %+v", i, cmd, got, want)
 		}
 	}
@@ -295,23 +286,11 @@ func TestGroupCommitFinishesAnswerAsOneAtATime(t *testing.T) {
 		if finishAnswer(got, err) != finishAnswer(want, errA) {
 			t.Errorf("%s stored: batched %+v, alone %+v", key, got, want)
 		}
-		if i := slices.IndexFunc(cmds, func(c store.Command) bool { return keyOfFinish(c) == key }); i >= 0 && errs[i] == nil &&
+		if i := slices.IndexFunc(cmds, func(c store.Command) bool { _, k := store.KeyOf(c); return k == key }); i >= 0 && errs[i] == nil &&
 			!reflect.DeepEqual(got, recs[i]) && key != "p1" {
 			t.Errorf("%s: the batch answered %+v but stored %+v", key, recs[i], got)
 		}
 	}
-}
-
-func keyOfFinish(cmd store.Command) string {
-	switch p := cmd.(type) {
-	case store.CompleteParams:
-		return p.Key
-	case store.RejectParams:
-		return p.Key
-	case store.ExtendLeaseParams:
-		return p.Key
-	}
-	return ""
 }
 
 // A caller that cancels (with no deadline) while its call waits on the
@@ -367,16 +346,7 @@ VALUES ('billing', 'k', 'PENDING', '', 1, 1, 'other', now(), now(), now() + INTE
 				}
 			}
 
-			holder, err := pgx.Connect(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer holder.Close(ctx)
-			tx, err := holder.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
+			tx := lockHolder(t, ctx, url)
 			if err := tt.hold(ctx, tx); err != nil {
 				t.Fatal(err)
 			}
@@ -434,16 +404,7 @@ func TestGroupCommitFailedWriteKeepsReadAnswers(t *testing.T) {
 	migrated(t, s)
 	seedFinishKeys(t, s)
 
-	holder, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
+	tx := lockHolder(t, ctx, url)
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM dedup_records WHERE key = 'p1' FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,12 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
 // Park mode on PostgreSQL and CockroachDB. A write that concerns a
@@ -44,8 +44,6 @@ import (
 const (
 	selectStreamForUpdateSQL = `SELECT ` + streamColumns + `, row_version, statement_timestamp()
 FROM dedup_streams WHERE consumer = $1 AND stream = $2 FOR UPDATE`
-
-	parkedEventColumns = `sequence, digest, payload_bytes, parked_at`
 
 	insertParkedSQL = `INSERT INTO dedup_parked (consumer, stream, sequence, digest, payload, payload_bytes, parked_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
@@ -162,15 +160,7 @@ func readParked(ctx context.Context, tx pgx.Tx, consumer, stream string, r store
 	if r.To < r.From {
 		return v, nil
 	}
-	cols := parkedEventColumns
-	if r.Payloads {
-		cols += `, payload`
-	}
-	q := `SELECT ` + cols + ` FROM dedup_parked WHERE consumer = $1 AND stream = $2 AND sequence BETWEEN $3 AND $4 ORDER BY sequence`
-	if r.Limit > 0 {
-		q += ` LIMIT ` + strconv.Itoa(r.Limit)
-	}
-	rows, err := tx.Query(ctx, q, consumer, stream, r.From, r.To)
+	rows, err := tx.Query(ctx, sqlstmt.ParkedEvents(r), consumer, stream, r.From, r.To)
 	if err != nil {
 		return v, err
 	}

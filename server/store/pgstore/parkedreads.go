@@ -55,28 +55,23 @@ ORDER BY p.sequence LIMIT `+strconv.Itoa(p.Limit), p.Consumer, p.Stream, p.After
 	return out, nil
 }
 
-// GetParkedSummary summarises a live stream's parked events.
-func (s *Store) GetParkedSummary(ctx context.Context, consumer, stream string) (store.ParkedSummary, error) {
-	st, err := s.GetStream(ctx, consumer, stream)
-	if err != nil {
-		return store.ParkedSummary{}, err
-	}
+// parkedSpan reads the span of a stream's parked events.
+func (s *Store) parkedSpan(ctx context.Context, consumer, stream string) (store.ParkedSpan, error) {
 	var (
-		low, high int64
-		oldest    *time.Time
+		span   store.ParkedSpan
+		oldest *time.Time
 	)
-	err = s.withRetry(ctx, "parked summary", func(ctx context.Context) error {
+	err := s.withRetry(ctx, "parked summary", func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT COALESCE(MIN(sequence), 0), COALESCE(MAX(sequence), 0), MIN(parked_at)
-FROM dedup_parked WHERE consumer = $1 AND stream = $2`, consumer, stream).Scan(&low, &high, &oldest)
+FROM dedup_parked WHERE consumer = $1 AND stream = $2`, consumer, stream).Scan(&span.Lowest, &span.Highest, &oldest)
 	})
 	if err != nil {
-		return store.ParkedSummary{}, err
+		return store.ParkedSpan{}, err
 	}
-	var at time.Time
 	if oldest != nil {
-		at = store.Now(*oldest)
+		span.Oldest = store.Now(*oldest)
 	}
-	return store.ParkedSummaryOf(st, low, high, at), nil
+	return span, nil
 }
 
 // ListOpenGaps lists live dense streams whose parked events wait on a gap.

@@ -59,8 +59,13 @@ func (s *Store) ApplyStream(ctx context.Context, cmd store.StreamCommand) (store
 	return s.applyStream(ctx, cmd.Op().Label, consumer, stream, cmd)
 }
 
-// GetStream returns a live stream, judged on the database's clock.
-func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+// ReadStream returns a live stream and, when asked, its parked summary.
+func (s *Store) ReadStream(ctx context.Context, p store.ReadStreamParams) (store.StreamRead, error) {
+	return store.ReadStreamOf(ctx, p, s.liveStream, s.parkedSpan)
+}
+
+// liveStream returns a live stream, judged on the database's clock.
+func (s *Store) liveStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
 	var (
 		st      store.Stream
 		version int64
@@ -77,10 +82,7 @@ func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.S
 	if err != nil {
 		return store.Stream{}, err
 	}
-	if !store.IsStreamLive(&st, now) {
-		return store.Stream{}, store.ErrNotFound
-	}
-	return st, nil
+	return store.LiveStream(&st, now)
 }
 
 // ListStreams lists live streams in stream order, one keyset page at a time.

@@ -13,65 +13,66 @@ import (
 // record does not change, so every command on that key before the claim
 // left it as it is.
 func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.ItemResult {
-	results := make([]store.ItemResult, len(p.Commands))
-	var (
-		rest    []store.Command
-		restIdx []int
-	)
 	now := s.now()
-	for i, cmd := range p.Commands {
+	return cachedOrInner(s, p.Commands, func(cmd store.Command) (store.ItemResult, bool) {
 		c, ok := cmd.(store.ClaimParams)
-		if ok {
-			if rec, hit := s.cache.get(c.Consumer, c.Key, now); hit {
-				if d, answered, err := s.replay(ctx, rec, cmd); answered {
-					results[i] = store.ResultOf(d, err)
-					continue
-				}
-			}
+		if !ok {
+			return store.ItemResult{}, false
 		}
-		rest = append(rest, cmd)
-		restIdx = append(restIdx, i)
-	}
-	if len(rest) == 0 {
-		return results
-	}
-	since := s.deletions.Load()
-	for j, r := range s.inner.ApplyBatch(ctx, store.BatchParams{Commands: rest}) {
-		if r.Err == nil {
-			s.remember(r.Record, since)
+		rec, hit := s.cache.get(c.Consumer, c.Key, now)
+		if !hit {
+			return store.ItemResult{}, false
 		}
-		results[restIdx[j]] = r
-	}
-	return results
+		d, answered, err := s.replay(ctx, rec, cmd)
+		return store.ResultOf(d, err), answered
+	}, func(rest []store.Command) []store.ItemResult {
+		return s.inner.ApplyBatch(ctx, store.BatchParams{Commands: rest})
+	}, func(r store.ItemResult) (store.Record, bool) { return r.Record, r.Err == nil })
 }
 
 // LookupBatch answers cached keys from memory and reads the rest from the
 // wrapped store in one batch.
 func (s *Store) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
-	results := make([]store.LookupResult, len(p.Keys))
+	now := s.now()
+	return cachedOrInner(s, p.Keys, func(key string) (store.LookupResult, bool) {
+		rec, hit := s.cache.get(p.Consumer, key, now)
+		if !hit {
+			return store.LookupResult{}, false
+		}
+		if err := ctx.Err(); err != nil {
+			return store.LookupResult{Err: err}, true
+		}
+		return store.LookupResult{Record: rec}, true
+	}, func(rest []string) []store.LookupResult {
+		return s.inner.LookupBatch(ctx, store.LookupBatchParams{Consumer: p.Consumer, Keys: rest})
+	}, func(r store.LookupResult) (store.Record, bool) { return r.Record, r.Err == nil })
+}
+
+// cachedOrInner answers each of items that answer can from the cache and
+// sends the rest to inner in one call, remembering each record it returns
+// without error (recordOf); the results keep the items' order.
+func cachedOrInner[I, R any](s *Store, items []I, answer func(I) (R, bool),
+	inner func(rest []I) []R, recordOf func(R) (store.Record, bool)) []R {
+	results := make([]R, len(items))
 	var (
-		rest    []string
+		rest    []I
 		restIdx []int
 	)
-	now := s.now()
-	for i, key := range p.Keys {
-		if rec, hit := s.cache.get(p.Consumer, key, now); hit {
-			results[i] = store.LookupResult{Record: rec, Err: ctx.Err()}
-			if results[i].Err != nil {
-				results[i].Record = store.Record{}
-			}
+	for i, item := range items {
+		if r, answered := answer(item); answered {
+			results[i] = r
 			continue
 		}
-		rest = append(rest, key)
+		rest = append(rest, item)
 		restIdx = append(restIdx, i)
 	}
 	if len(rest) == 0 {
 		return results
 	}
 	since := s.deletions.Load()
-	for j, r := range s.inner.LookupBatch(ctx, store.LookupBatchParams{Consumer: p.Consumer, Keys: rest}) {
-		if r.Err == nil {
-			s.remember(r.Record, since)
+	for j, r := range inner(rest) {
+		if rec, ok := recordOf(r); ok {
+			s.remember(rec, since)
 		}
 		results[restIdx[j]] = r
 	}

@@ -19,14 +19,8 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 	if len(p.Commands) == 0 {
 		return results
 	}
-	fail := func(err error) []store.ItemResult {
-		for i := range results {
-			results[i].Err = err
-		}
-		return results
-	}
 	if s.closed.Load() {
-		return fail(errClosed)
+		return store.FailedBatch(len(p.Commands), errClosed)
 	}
 	writes, queue := make([]keyWrite, len(p.Commands)), make([]queued, len(p.Commands))
 	for i, cmd := range p.Commands {
@@ -38,7 +32,7 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 		s.w.runQueued(ctx, queue)
 	} else {
 		if err := s.w.acquire(ctx); err != nil {
-			return fail(err)
+			return store.FailedBatch(len(p.Commands), err)
 		}
 		s.w.runCommands(queue)
 		s.w.release()

@@ -1,25 +1,11 @@
 package sqlitestore_test
 
 import (
-	"context"
-	"runtime"
-	"strconv"
-	"sync/atomic"
 	"testing"
 
-	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 	"github.com/dedupd/dedupd/server/store/storetest"
 )
-
-// callers is the concurrency the throughput target is set at.
-const callers = 32
-
-// setCallers makes b.RunParallel use about callers goroutines.
-func setCallers(b *testing.B) {
-	procs := runtime.GOMAXPROCS(0)
-	b.SetParallelism((callers + procs - 1) / procs)
-}
 
 // BenchmarkCycle measures claim + complete of fresh keys, the work of one
 // deduplicated request; one op is one cycle. It runs with each Sync.
@@ -39,62 +25,18 @@ func BenchmarkCycle(b *testing.B) {
 				}
 				s := openStoreWith(b, b.TempDir(), sqlitestore.Options{Sync: mode, MaxBatch: batch})
 				b.Cleanup(func() { s.Close() })
-				benchmarkCycle(b, s)
+				storetest.SetBenchCallers(b)
+				storetest.BenchCycle(b, s)
 			})
 		}
 	}
 }
 
-func benchmarkCycle(b *testing.B, s *sqlitestore.Store) {
-	ctx := context.Background()
-	digest := []byte("0123456789abcdef0123456789abcdef")
-	result := []byte(`{"status":"ok","id":12345}`)
-	var next atomic.Int64
-	setCallers(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			key := "key-" + strconv.FormatInt(next.Add(1), 10)
-			res, err := s.Claim(ctx, store.ClaimParams{
-				Consumer: "bench", Key: key, Digest: digest, Owner: "worker", Policy: policy,
-			})
-			if err != nil || res.Outcome != store.Acquired {
-				b.Errorf("Claim: %v %v", res.Outcome, err)
-				return
-			}
-			if _, err := s.Complete(ctx, store.CompleteParams{
-				Consumer: "bench", Key: key, FencingToken: res.Record.FencingToken, Result: result, Policy: policy,
-			}); err != nil {
-				b.Errorf("Complete: %v", err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
-}
-
 // BenchmarkClaimNew measures claims of fresh keys alone.
 func BenchmarkClaimNew(b *testing.B) {
 	s := newStore(b)
-	ctx := context.Background()
-	digest := []byte("0123456789abcdef0123456789abcdef")
-	var next atomic.Int64
-	setCallers(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			key := "key-" + strconv.FormatInt(next.Add(1), 10)
-			if _, err := s.Claim(ctx, store.ClaimParams{
-				Consumer: "bench", Key: key, Digest: digest, Owner: "worker", Policy: policy,
-			}); err != nil {
-				b.Errorf("Claim: %v", err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claims/s")
+	storetest.SetBenchCallers(b)
+	storetest.BenchClaimNew(b, s)
 }
 
 // BenchmarkStreamCycle measures claim + complete of a stream's next event
@@ -103,7 +45,7 @@ func BenchmarkClaimNew(b *testing.B) {
 //	go test -run '^$' -bench StreamCycle -benchtime 3s ./server/store/sqlitestore/
 func BenchmarkStreamCycle(b *testing.B) {
 	s := newStore(b)
-	setCallers(b)
+	storetest.SetBenchCallers(b)
 	storetest.BenchStreamCycle(b, s)
 }
 
@@ -113,6 +55,6 @@ func BenchmarkStreamCycle(b *testing.B) {
 //	go test -run '^$' -bench ParkCycle -benchtime 3s ./server/store/sqlitestore/
 func BenchmarkParkCycle(b *testing.B) {
 	s := newStore(b)
-	setCallers(b)
+	storetest.SetBenchCallers(b)
 	storetest.BenchParkCycle(b, s)
 }

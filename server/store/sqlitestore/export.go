@@ -16,113 +16,48 @@ import (
 // ExportRecords returns at most limit records after (afterConsumer,
 // afterKey) in (consumer, key) order; start with both empty.
 func (s *Store) ExportRecords(ctx context.Context, afterConsumer, afterKey string, limit int) ([]store.Record, error) {
-	if s.closed.Load() {
-		return nil, errClosed
-	}
-	rows, err := s.r.db.QueryContext(ctx, `SELECT consumer, key, `+recordFields+` FROM dedup_records
-WHERE (consumer, key) > ($1, $2) ORDER BY consumer, key LIMIT `+strconv.Itoa(limit), afterConsumer, afterKey)
-	if err != nil {
-		return nil, dbError("export records", err)
-	}
-	defer rows.Close()
-	var out []store.Record
-	for rows.Next() {
-		var r store.Record
-		if err := scanFields(rows, &r, &r.Consumer, &r.Key); err != nil {
-			return nil, dbError("export records", err)
-		}
-		if len(r.Digest) == 0 {
-			r.Digest = nil
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("export records", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "export records", `SELECT consumer, key, `+recordFields+` FROM dedup_records
+WHERE (consumer, key) > ($1, $2) ORDER BY consumer, key LIMIT `+strconv.Itoa(limit), []any{afterConsumer, afterKey},
+		func(row sqlstmt.Row) (store.Record, error) {
+			var r store.Record
+			if err := scanFields(row, &r, &r.Consumer, &r.Key); err != nil {
+				return r, err
+			}
+			if len(r.Digest) == 0 {
+				r.Digest = nil
+			}
+			return r, nil
+		})
 }
 
 // ExportStreams returns at most limit streams after (afterConsumer,
 // afterStream) in (consumer, stream) order.
 func (s *Store) ExportStreams(ctx context.Context, afterConsumer, afterStream string, limit int) ([]store.Stream, error) {
-	if s.closed.Load() {
-		return nil, errClosed
-	}
-	rows, err := s.r.db.QueryContext(ctx, `SELECT consumer, stream, `+streamFields+` FROM dedup_streams
-WHERE (consumer, stream) > ($1, $2) ORDER BY consumer, stream LIMIT `+strconv.Itoa(limit), afterConsumer, afterStream)
-	if err != nil {
-		return nil, dbError("export streams", err)
-	}
-	defer rows.Close()
-	var out []store.Stream
-	for rows.Next() {
-		var st store.Stream
-		if err := scanStreamFields(rows, &st, &st.Consumer, &st.Stream); err != nil {
-			return nil, dbError("export streams", err)
-		}
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("export streams", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "export streams", `SELECT consumer, stream, `+streamFields+` FROM dedup_streams
+WHERE (consumer, stream) > ($1, $2) ORDER BY consumer, stream LIMIT `+strconv.Itoa(limit), []any{afterConsumer, afterStream},
+		func(row sqlstmt.Row) (store.Stream, error) {
+			var st store.Stream
+			err := scanStreamFields(row, &st, &st.Consumer, &st.Stream)
+			return st, err
+		})
 }
 
 // ExportStreamPolicies returns every stream policy, ordered by consumer.
 func (s *Store) ExportStreamPolicies(ctx context.Context) ([]store.ConsumerStreamPolicy, error) {
-	if s.closed.Load() {
-		return nil, errClosed
-	}
-	rows, err := s.r.db.QueryContext(ctx, `SELECT `+sqlstmt.StreamPolicyColumns+` FROM dedup_stream_policies ORDER BY consumer`)
-	if err != nil {
-		return nil, dbError("export stream policies", err)
-	}
-	defer rows.Close()
-	var out []store.ConsumerStreamPolicy
-	for rows.Next() {
-		p, err := scanStreamPolicy(rows)
-		if err != nil {
-			return nil, dbError("export stream policies", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("export stream policies", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "export stream policies",
+		`SELECT `+sqlstmt.StreamPolicyColumns+` FROM dedup_stream_policies ORDER BY consumer`, nil,
+		func(row sqlstmt.Row) (store.ConsumerStreamPolicy, error) { return scanStreamPolicy(row) })
 }
 
 // ExportParked returns at most limit parked events, payloads included,
 // after (afterConsumer, afterStream, afterSequence) in that order.
 func (s *Store) ExportParked(ctx context.Context, afterConsumer, afterStream string, afterSequence int64, limit int) ([]store.ParkedEvent, error) {
-	if s.closed.Load() {
-		return nil, errClosed
-	}
-	rows, err := s.r.db.QueryContext(ctx, `SELECT consumer, stream, sequence, digest, payload, payload_bytes, parked_at
+	return queryAll(ctx, s, "export parked events", `SELECT consumer, stream, `+sqlstmt.ParkedEventColumns+`, payload
 FROM dedup_parked WHERE (consumer, stream, sequence) > ($1, $2, $3)
-ORDER BY consumer, stream, sequence LIMIT `+strconv.Itoa(limit), afterConsumer, afterStream, afterSequence)
-	if err != nil {
-		return nil, dbError("export parked events", err)
-	}
-	defer rows.Close()
-	var out []store.ParkedEvent
-	for rows.Next() {
-		var ev store.ParkedEvent
-		var at int64
-		if err := rows.Scan(&ev.Consumer, &ev.Stream, &ev.Sequence, &ev.Digest, &ev.Payload, &ev.PayloadBytes, &at); err != nil {
-			return nil, dbError("export parked events", err)
-		}
-		ev.ParkedAt = fromMicros(at)
-		if len(ev.Digest) == 0 {
-			ev.Digest = nil
-		}
-		if len(ev.Payload) == 0 {
-			ev.Payload = nil
-		}
-		out = append(out, ev)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("export parked events", err)
-	}
-	return out, nil
+ORDER BY consumer, stream, sequence LIMIT `+strconv.Itoa(limit), []any{afterConsumer, afterStream, afterSequence},
+		func(row sqlstmt.Row) (store.ParkedEvent, error) {
+			var ev store.ParkedEvent
+			err := scanParkedEvent(row, &ev, true, &ev.Consumer, &ev.Stream)
+			return ev, err
+		})
 }

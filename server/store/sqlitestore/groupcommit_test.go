@@ -92,8 +92,8 @@ func TestGroupCommitAnswersAsOneAtATime(t *testing.T) {
 			continue
 		}
 		want := groupAnswerOf(runAlone(alone, cmd))
-		if got != want {
-			t.Errorf("command %d (%T %s): grouped %+v, alone %+v", i, cmd, keyOf(cmd), got, want)
+		if _, key := store.KeyOf(cmd); got != want {
+			t.Errorf("command %d (%T %s): grouped %+v, alone %+v", i, cmd, key, got, want)
 		}
 	}
 	if _, err := grouped.Lookup(context.Background(), "c", "cancelled"); !errors.Is(err, store.ErrNotFound) {
@@ -129,18 +129,6 @@ func runAlone(s store.Store, cmd store.Command) (store.Decision, error) {
 	panic("unexpected command")
 }
 
-func keyOf(cmd store.Command) string {
-	switch p := cmd.(type) {
-	case store.ClaimParams:
-		return p.Key
-	case store.CompleteParams:
-		return p.Key
-	case store.RejectParams:
-		return p.Key
-	}
-	return ""
-}
-
 // A write that the database refuses fails only its own caller: the group
 // is run again without it, and everyone else's write commits and is
 // answered as if the failing one had never been queued. A trigger plays the
@@ -170,8 +158,8 @@ func TestGroupCommitDatabaseErrorFailsOnlyItsCaller(t *testing.T) {
 		t.Fatalf("the refused write got %v, want the database's error", errs[1])
 	}
 	for _, i := range []int{0, 2, 3} {
-		if errs[i] != nil {
-			t.Fatalf("command %d (%s) failed with its group-mate's error: %v", i, keyOf(cmds[i]), errs[i])
+		if _, key := store.KeyOf(cmds[i]); errs[i] != nil {
+			t.Fatalf("command %d (%s) failed with its group-mate's error: %v", i, key, errs[i])
 		}
 	}
 	if ds[0].Outcome != store.Acquired || ds[3].Outcome != store.Acquired || ds[2].Record.State != store.Completed {

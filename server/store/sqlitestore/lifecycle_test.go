@@ -1,7 +1,6 @@
 package sqlitestore_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/dedupd/dedupd/server/store"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 func TestDataSurvivesReopen(t *testing.T) {
@@ -139,31 +139,7 @@ func TestCompleteSurvivesKill(t *testing.T) {
 		fmt.Println("completed")
 		time.Sleep(time.Minute) // killed here, with the store open
 	}
-	if testing.Short() {
-		t.Skip("starts a child process")
-	}
-
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCompleteSurvivesKill$", "-test.count=1")
-	cmd.Env = append(os.Environ(), killChildEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if line != "completed\n" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("child said %q (%v), want \"completed\"", line, err)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait() // killed: its exit status says only that
-
+	dir := storetest.KillChildAfter(t, killChildEnv, "completed")
 	// The kernel released the dead process's lock; the commit is in the WAL.
 	s := openStore(t, dir)
 	defer s.Close()

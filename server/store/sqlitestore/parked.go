@@ -14,8 +14,6 @@ import (
 // written inside the same IMMEDIATE transaction as their stream's row, so a
 // park, a release hand-off and the mark they move are one write.
 const (
-	parkedEventFields = `sequence, digest, payload_bytes, parked_at`
-
 	deleteExpiredParkedSQL = `DELETE FROM dedup_parked WHERE (consumer, stream) IN (
     SELECT consumer, stream FROM dedup_streams WHERE parked > 0 AND expires_at <= $1)`
 
@@ -74,15 +72,7 @@ func (w *writer) readParked(consumer, stream string, r store.ParkedRead) (store.
 	if r.To < r.From {
 		return v, nil
 	}
-	fields := parkedEventFields
-	if r.Payloads {
-		fields += `, payload`
-	}
-	q := `SELECT ` + fields + ` FROM dedup_parked WHERE consumer = $1 AND stream = $2 AND sequence BETWEEN $3 AND $4 ORDER BY sequence`
-	if r.Limit > 0 {
-		q += ` LIMIT ` + strconv.Itoa(r.Limit)
-	}
-	rows, err := w.conn.QueryContext(bg, q, consumer, stream, r.From, r.To)
+	rows, err := w.conn.QueryContext(bg, sqlstmt.ParkedEvents(r), consumer, stream, r.From, r.To)
 	if err != nil {
 		return v, err
 	}
@@ -90,30 +80,41 @@ func (w *writer) readParked(consumer, stream string, r store.ParkedRead) (store.
 	return v, err
 }
 
-// scanParked reads rows of parkedEventFields (and payload, with payloads).
+// scanParked reads rows of sqlstmt.ParkedEventColumns (and payload, with
+// payloads) of one stream.
 func scanParked(rows *sql.Rows, consumer, stream string, payloads bool) ([]store.ParkedEvent, error) {
 	defer rows.Close()
 	var out []store.ParkedEvent
 	for rows.Next() {
 		ev := store.ParkedEvent{Consumer: consumer, Stream: stream}
-		var at int64
-		dest := []any{&ev.Sequence, &ev.Digest, &ev.PayloadBytes, &at}
-		if payloads {
-			dest = append(dest, &ev.Payload)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := scanParkedEvent(rows, &ev, payloads); err != nil {
 			return nil, err
-		}
-		ev.ParkedAt = fromMicros(at)
-		if len(ev.Digest) == 0 {
-			ev.Digest = nil
-		}
-		if len(ev.Payload) == 0 {
-			ev.Payload = nil
 		}
 		out = append(out, ev)
 	}
 	return out, rows.Err()
+}
+
+// scanParkedEvent reads into ev a row of the columns dest points at, then
+// sqlstmt.ParkedEventColumns, then with payload the payload; an empty
+// digest or payload is nil, as stored.
+func scanParkedEvent(row sqlstmt.Row, ev *store.ParkedEvent, payload bool, dest ...any) error {
+	var at int64
+	dest = append(dest, &ev.Sequence, &ev.Digest, &ev.PayloadBytes, &at)
+	if payload {
+		dest = append(dest, &ev.Payload)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return err
+	}
+	ev.ParkedAt = fromMicros(at)
+	if len(ev.Digest) == 0 {
+		ev.Digest = nil
+	}
+	if len(ev.Payload) == 0 {
+		ev.Payload = nil
+	}
+	return nil
 }
 
 // writeParked applies a decision's parked writes, after its stream's.
@@ -172,7 +173,7 @@ func (s *Store) ListParked(ctx context.Context, p store.ListParkedParams) ([]sto
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	rows, err := s.r.db.QueryContext(ctx, `SELECT `+parkedEventFields+` FROM dedup_parked p
+	rows, err := s.r.db.QueryContext(ctx, `SELECT `+sqlstmt.ParkedEventColumns+` FROM dedup_parked p
 WHERE p.consumer = $1 AND p.stream = $2 AND p.sequence > $3
   AND EXISTS (SELECT 1 FROM dedup_streams s WHERE s.consumer = p.consumer AND s.stream = p.stream AND s.expires_at > $4)
 ORDER BY p.sequence LIMIT `+strconv.Itoa(p.Limit), p.Consumer, p.Stream, p.AfterSequence, store.Now(time.Now()).UnixMicro())
@@ -186,17 +187,18 @@ ORDER BY p.sequence LIMIT `+strconv.Itoa(p.Limit), p.Consumer, p.Stream, p.After
 	return out, nil
 }
 
-// GetParkedSummary summarises a live stream's parked events.
-func (s *Store) GetParkedSummary(ctx context.Context, consumer, stream string) (store.ParkedSummary, error) {
-	st, err := s.GetStream(ctx, consumer, stream)
-	if err != nil {
-		return store.ParkedSummary{}, err
+// parkedSpan reads the span of a stream's parked events from the read
+// pool.
+func (s *Store) parkedSpan(ctx context.Context, consumer, stream string) (store.ParkedSpan, error) {
+	var (
+		span   store.ParkedSpan
+		oldest int64
+	)
+	if err := s.r.db.QueryRowContext(ctx, summaryParkedSQL, consumer, stream).Scan(&span.Lowest, &span.Highest, &oldest); err != nil {
+		return store.ParkedSpan{}, dbError("parked summary", err)
 	}
-	var low, high, oldest int64
-	if err := s.r.db.QueryRowContext(ctx, summaryParkedSQL, consumer, stream).Scan(&low, &high, &oldest); err != nil {
-		return store.ParkedSummary{}, dbError("parked summary", err)
-	}
-	return store.ParkedSummaryOf(st, low, high, fromMicros(oldest)), nil
+	span.Oldest = fromMicros(oldest)
+	return span, nil
 }
 
 // ListOpenGaps lists live dense streams whose parked events wait on a gap.
@@ -239,30 +241,16 @@ ORDER BY s.consumer, s.stream LIMIT `+strconv.Itoa(max(p.Limit, 1)), p.AfterCons
 
 // ParkedTotals sums every consumer's parked events of live streams.
 func (s *Store) ParkedTotals(ctx context.Context) ([]store.ConsumerParked, error) {
-	if s.closed.Load() {
-		return nil, errClosed
-	}
-	rows, err := s.r.db.QueryContext(ctx, `SELECT p.consumer, COUNT(*), SUM(p.payload_bytes), MIN(p.parked_at)
+	return queryAll(ctx, s, "parked totals", `SELECT p.consumer, COUNT(*), SUM(p.payload_bytes), MIN(p.parked_at)
 FROM dedup_parked p JOIN dedup_streams s ON s.consumer = p.consumer AND s.stream = p.stream
-WHERE s.expires_at > $1 GROUP BY p.consumer ORDER BY p.consumer`, store.Now(time.Now()).UnixMicro())
-	if err != nil {
-		return nil, dbError("parked totals", err)
-	}
-	defer rows.Close()
-	var out []store.ConsumerParked
-	for rows.Next() {
-		var (
-			c      store.ConsumerParked
-			oldest int64
-		)
-		if err := rows.Scan(&c.Consumer, &c.Events, &c.Bytes, &oldest); err != nil {
-			return nil, dbError("parked totals", err)
-		}
-		c.OldestParkedAt = fromMicros(oldest)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("parked totals", err)
-	}
-	return out, nil
+WHERE s.expires_at > $1 GROUP BY p.consumer ORDER BY p.consumer`, []any{store.Now(time.Now()).UnixMicro()},
+		func(row sqlstmt.Row) (store.ConsumerParked, error) {
+			var (
+				c      store.ConsumerParked
+				oldest int64
+			)
+			err := row.Scan(&c.Consumer, &c.Events, &c.Bytes, &oldest)
+			c.OldestParkedAt = fromMicros(oldest)
+			return c, err
+		})
 }

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/storetest"
 )
 
 // parkKillChildEnv, when set, makes TestParkedSurvivesKill act as the
@@ -60,19 +60,7 @@ func TestParkedSurvivesKill(t *testing.T) {
 		parkKillChild(t, dir)
 		return
 	}
-	if testing.Short() {
-		t.Skip("starts a child process")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestParkedSurvivesKill$", "-test.count=1")
-	cmd.Env = append(os.Environ(), parkKillChildEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	dir, cmd, stdout := storetest.StartChild(t, parkKillChildEnv)
 	lines := bufio.NewScanner(stdout)
 	var handedToken, acked int64
 	for lines.Scan() && acked < 40 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/internal/sqlstmt"
 )
 
 // The statements on dedup_streams. Like keys, every write reads the row,
@@ -102,8 +103,13 @@ func (w *writer) decideStream(consumer, stream string, cmd store.StreamCommand) 
 	return d, nil
 }
 
-// GetStream returns a live stream from the read pool.
-func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+// ReadStream returns a live stream and, when asked, its parked summary.
+func (s *Store) ReadStream(ctx context.Context, p store.ReadStreamParams) (store.StreamRead, error) {
+	return store.ReadStreamOf(ctx, p, s.liveStream, s.parkedSpan)
+}
+
+// liveStream returns a live stream from the read pool.
+func (s *Store) liveStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
 	if s.closed.Load() {
 		return store.Stream{}, errClosed
 	}
@@ -111,10 +117,7 @@ func (s *Store) GetStream(ctx context.Context, consumer, stream string) (store.S
 	if err != nil {
 		return store.Stream{}, dbError("get stream", err)
 	}
-	if !store.IsStreamLive(st, time.Now()) {
-		return store.Stream{}, store.ErrNotFound
-	}
-	return *st, nil
+	return store.LiveStream(st, time.Now())
 }
 
 // ListStreams lists live streams in stream order, one keyset page at a time.
@@ -122,32 +125,18 @@ func (s *Store) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]s
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, errClosed
-	}
 	q := `SELECT stream, ` + streamFields + ` FROM dedup_streams
 WHERE consumer = $1 AND stream > $2 AND expires_at > $3`
 	if p.LeaseExpired {
 		q += ` AND in_flight <> 0 AND lease_expires_at <= $3`
 	}
 	q += ` ORDER BY stream LIMIT ` + strconv.Itoa(p.Limit)
-	rows, err := s.r.db.QueryContext(ctx, q, p.Consumer, p.AfterStream, store.Now(time.Now()).UnixMicro())
-	if err != nil {
-		return nil, dbError("list streams", err)
-	}
-	defer rows.Close()
-	var out []store.Stream
-	for rows.Next() {
-		st := store.Stream{Consumer: p.Consumer}
-		if err := scanStreamFields(rows, &st, &st.Stream); err != nil {
-			return nil, dbError("list streams", err)
-		}
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError("list streams", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "list streams", q, []any{p.Consumer, p.AfterStream, store.Now(time.Now()).UnixMicro()},
+		func(row sqlstmt.Row) (store.Stream, error) {
+			st := store.Stream{Consumer: p.Consumer}
+			err := scanStreamFields(row, &st, &st.Stream)
+			return st, err
+		})
 }
 
 // deleteExpiredStreams deletes at most limit expired streams.

@@ -72,12 +72,19 @@ func testInProgress(t *testing.T, s store.Store) {
 	wantUnchanged(t, s, held)
 }
 
-func testTakeover(t *testing.T, s store.Store) {
-	p := claimP("k")
+// acquireLapsed claims key with a short lease and waits until it has run
+// out; it returns the claim and the record it acquired.
+func acquireLapsed(t *testing.T, s store.Store, key string) (store.ClaimParams, store.Record) {
+	t.Helper()
+	p := claimP(key)
 	p.LeaseTTL = shortTTL
-	old := acquire(t, s, p)
+	held := acquire(t, s, p)
 	sleepPast(shortTTL)
+	return p, held
+}
 
+func testTakeover(t *testing.T, s store.Store) {
+	p, old := acquireLapsed(t, s, "k")
 	p.Owner, p.LeaseTTL = "worker-2", longTTL
 	r := acquire(t, s, p)
 	if r.FencingToken <= old.FencingToken || r.Attempts != old.Attempts+1 {

@@ -126,6 +126,24 @@ func CommandsDecided(t *testing.T, decide func(cmd any) bool) {
 	}
 }
 
+// ReadStream is the typed GetStream, and GetParkedSummary when the
+// summary is asked.
+func (e typedEngine) ReadStream(ctx context.Context, p store.ReadStreamParams) (store.StreamRead, error) {
+	var (
+		r   store.StreamRead
+		err error
+	)
+	if p.Parked {
+		if r.Parked, err = e.GetParkedSummary(ctx, p.Consumer, p.Stream); err != nil {
+			return store.StreamRead{}, err
+		}
+	}
+	if r.Stream, err = e.GetStream(ctx, p.Consumer, p.Stream); err != nil {
+		return store.StreamRead{}, err
+	}
+	return r, nil
+}
+
 // LookupBatch of the lone Lookup is the typed Lookup.
 func (e typedEngine) LookupBatch(ctx context.Context, p store.LookupBatchParams) []store.LookupResult {
 	if p.Single && len(p.Keys) == 1 {

@@ -50,10 +50,7 @@ func testCompleteRepeated(t *testing.T, s store.Store) {
 // The fencing token, not the clock, decides: a holder whose lease ran out
 // may still finish as long as nobody took the key over.
 func testCompleteAfterLeaseRanOut(t *testing.T, s store.Store) {
-	p := claimP("k")
-	p.LeaseTTL = shortTTL
-	held := acquire(t, s, p)
-	sleepPast(shortTTL)
+	_, held := acquireLapsed(t, s, "k")
 	r := complete(t, s, completeP(held, []byte("late but unchallenged")))
 	if r.State != store.Completed || r.FencingToken != held.FencingToken {
 		t.Errorf("Complete after the lease ran out: %+v, want COMPLETED under token %d", r, held.FencingToken)
@@ -61,27 +58,24 @@ func testCompleteAfterLeaseRanOut(t *testing.T, s store.Store) {
 }
 
 func testRejectTerminal(t *testing.T, s store.Store) {
-	held := acquire(t, s, claimP("k"))
-	rej := terminal()
-	r := reject(t, s, rejectP(held, rej))
-	if r.State != store.Rejected || !sameRejection(r.Rejection, &rej) || r.FencingToken != held.FencingToken {
-		t.Errorf("Reject: %+v, want REJECTED with %s", r, showRejection(&rej))
-	}
-	if got := r.ExpiresAt.Sub(r.UpdatedAt); got != time.Hour {
-		t.Errorf("rejected record kept for %v, want the rejected TTL 1h", got)
-	}
-	wantSame(t, "Lookup after Reject", lookup(t, s, consumer, "k"), r)
+	testRejectKept(t, s, terminal(), store.Rejected)
 }
 
 func testRejectRetryable(t *testing.T, s store.Store) {
+	testRejectKept(t, s, retryable(), store.Released)
+}
+
+// testRejectKept: a Reject with rej leaves the record in state, with the
+// rejection, under the holder's token, kept for its state's TTL (1h in
+// the suite's policy).
+func testRejectKept(t *testing.T, s store.Store, rej store.Rejection, state store.State) {
 	held := acquire(t, s, claimP("k"))
-	rej := retryable()
 	r := reject(t, s, rejectP(held, rej))
-	if r.State != store.Released || !sameRejection(r.Rejection, &rej) || r.FencingToken != held.FencingToken {
-		t.Errorf("retryable Reject: %+v, want RELEASED with %s", r, showRejection(&rej))
+	if r.State != state || !sameRejection(r.Rejection, &rej) || r.FencingToken != held.FencingToken {
+		t.Errorf("Reject (retryable %v): %+v, want %v with %s", rej.Retryable, r, state, showRejection(&rej))
 	}
 	if got := r.ExpiresAt.Sub(r.UpdatedAt); got != time.Hour {
-		t.Errorf("released record kept for %v, want the released TTL 1h", got)
+		t.Errorf("%v record kept for %v, want its TTL 1h", state, got)
 	}
 	wantSame(t, "Lookup after Reject", lookup(t, s, consumer, "k"), r)
 }
@@ -186,10 +180,7 @@ var finishSetups = map[string]func(t *testing.T, s store.Store, key string) stor
 		return reject(t, s, rejectP(acquire(t, s, claimP(key)), retryable()))
 	},
 	"taken over": func(t *testing.T, s store.Store, key string) store.Record {
-		p := claimP(key)
-		p.LeaseTTL = shortTTL
-		old := acquire(t, s, p)
-		sleepPast(shortTTL)
+		p, old := acquireLapsed(t, s, key)
 		p.LeaseTTL = longTTL
 		acquire(t, s, p)
 		return old

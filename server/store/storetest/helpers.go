@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -112,31 +113,29 @@ func acquire(t *testing.T, s store.Store, p store.ClaimParams) store.Record {
 
 func complete(t *testing.T, s store.Store, p store.CompleteParams) store.Record {
 	t.Helper()
-	r, err := s.Complete(t.Context(), p)
-	if err != nil {
-		t.Fatalf("Complete(%q, token %d): %v", p.Key, p.FencingToken, err)
-	}
-	checkNormal(t, "Complete", r)
-	return r
+	return holderWrote(t, "Complete", p.Key, p.FencingToken, s.Complete, p)
 }
 
 func reject(t *testing.T, s store.Store, p store.RejectParams) store.Record {
 	t.Helper()
-	r, err := s.Reject(t.Context(), p)
-	if err != nil {
-		t.Fatalf("Reject(%q, token %d): %v", p.Key, p.FencingToken, err)
-	}
-	checkNormal(t, "Reject", r)
-	return r
+	return holderWrote(t, "Reject", p.Key, p.FencingToken, s.Reject, p)
 }
 
 func extend(t *testing.T, s store.Store, p store.ExtendLeaseParams) store.Record {
 	t.Helper()
-	r, err := s.ExtendLease(t.Context(), p)
+	return holderWrote(t, "ExtendLease", p.Key, p.FencingToken, s.ExtendLease, p)
+}
+
+// holderWrote is the record of a holder's write (named name, of key under
+// token) that must succeed, in the normal form every answer has.
+func holderWrote[P any](t *testing.T, name, key string, token int64,
+	write func(context.Context, P) (store.Record, error), p P) store.Record {
+	t.Helper()
+	r, err := write(t.Context(), p)
 	if err != nil {
-		t.Fatalf("ExtendLease(%q, token %d): %v", p.Key, p.FencingToken, err)
+		t.Fatalf("%s(%q, token %d): %v", name, key, token, err)
 	}
-	checkNormal(t, "ExtendLease", r)
+	checkNormal(t, name, r)
 	return r
 }
 

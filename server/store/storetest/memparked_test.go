@@ -100,14 +100,8 @@ func (m *memStreams) ListParked(ctx context.Context, p store.ListParkedParams) (
 }
 
 func (m *memStreams) GetParkedSummary(ctx context.Context, consumer, stream string) (store.ParkedSummary, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k := [2]string{consumer, stream}
-	st, ok := m.streams[k]
-	if !ok || !store.IsStreamLive(&st, time.Now()) {
-		return store.ParkedSummary{}, store.ErrNotFound
-	}
-	return m.summary(k, st), ctx.Err()
+	r, err := m.readStream(ctx, store.ReadStreamParams{Consumer: consumer, Stream: stream, Parked: true})
+	return r.Parked, err
 }
 
 // summary is what a store's aggregate read of k's parked events finds.

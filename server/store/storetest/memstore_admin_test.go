@@ -54,26 +54,18 @@ func (m *memStore) DeleteRecord(ctx context.Context, consumer, key string) (stor
 
 func (m *memStore) PurgeBatch(ctx context.Context, p store.PurgeParams) (int, error) {
 	p.CountOnly = false
-	if err := p.Validate(); err != nil {
-		return 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now, n := store.Now(time.Now()), 0
-	for k, r := range m.records {
-		if n < p.Limit && p.Matches(&r, now) {
-			delete(m.records, k)
-			n++
-		}
-	}
-	return n, nil
+	n, err := m.purge(ctx, p)
+	return int(n), err
 }
 
 func (m *memStore) CountPurge(ctx context.Context, p store.PurgeParams) (int64, error) {
 	p.CountOnly = true
+	return m.purge(ctx, p)
+}
+
+// purge is the model's one purge, as an engine's Purge: it deletes at
+// most p.Limit matching records, or with p.CountOnly counts them all.
+func (m *memStore) purge(ctx context.Context, p store.PurgeParams) (int64, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
@@ -83,10 +75,14 @@ func (m *memStore) CountPurge(ctx context.Context, p store.PurgeParams) (int64, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now, n := store.Now(time.Now()), int64(0)
-	for _, r := range m.records {
-		if p.Matches(&r, now) {
-			n++
+	for k, r := range m.records {
+		if !p.Matches(&r, now) || !p.CountOnly && n >= int64(p.Limit) {
+			continue
 		}
+		if !p.CountOnly {
+			delete(m.records, k)
+		}
+		n++
 	}
 	return n, nil
 }
@@ -127,11 +123,7 @@ func (m *memStore) GetPolicy(ctx context.Context, consumer string) (store.Consum
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.policies[consumer]
-	if !ok {
-		return store.ConsumerPolicy{}, store.ErrNoPolicy
-	}
-	return p, nil
+	return policyOf(m.policies, consumer, false)
 }
 
 func (m *memStore) ListPolicies(ctx context.Context) ([]store.ConsumerPolicy, error) {
@@ -154,10 +146,20 @@ func (m *memStore) DeletePolicy(ctx context.Context, consumer string) (store.Con
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.policies[consumer]
+	return policyOf(m.policies, consumer, true)
+}
+
+// policyOf is the model's read of consumer's policy of either kind, and
+// with drop its delete, under the caller's lock: ErrNoPolicy when there
+// is none.
+func policyOf[P any](policies map[string]P, consumer string, drop bool) (P, error) {
+	p, ok := policies[consumer]
 	if !ok {
-		return store.ConsumerPolicy{}, store.ErrNoPolicy
+		var none P
+		return none, store.ErrNoPolicy
 	}
-	delete(m.policies, consumer)
+	if drop {
+		delete(policies, consumer)
+	}
 	return p, nil
 }

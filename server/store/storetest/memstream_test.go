@@ -88,13 +88,25 @@ func (m *memStreams) ResetStream(ctx context.Context, p store.ResetStreamParams)
 }
 
 func (m *memStreams) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
+	r, err := m.readStream(ctx, store.ReadStreamParams{Consumer: consumer, Stream: stream})
+	return r.Stream, err
+}
+
+// readStream is the model's one read of a stream, as an engine's
+// ReadStream: the live stream, and its parked summary when asked.
+func (m *memStreams) readStream(ctx context.Context, p store.ReadStreamParams) (store.StreamRead, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st, ok := m.streams[[2]string{consumer, stream}]
+	k := [2]string{p.Consumer, p.Stream}
+	st, ok := m.streams[k]
 	if !ok || !store.IsStreamLive(&st, time.Now()) {
-		return store.Stream{}, store.ErrNotFound
+		return store.StreamRead{}, store.ErrNotFound
 	}
-	return cloneStream(st), ctx.Err()
+	r := store.StreamRead{Stream: cloneStream(st)}
+	if p.Parked {
+		r.Parked = m.summary(k, st)
+	}
+	return r, ctx.Err()
 }
 
 func (m *memStreams) ListStreams(ctx context.Context, p store.ListStreamsParams) ([]store.Stream, error) {
@@ -143,9 +155,9 @@ func (m *memStreams) PutStreamPolicy(ctx context.Context, p store.ConsumerStream
 func (m *memStreams) GetStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.policies[consumer]
-	if !ok {
-		return p, store.ErrNoPolicy
+	p, err := policyOf(m.policies, consumer, false)
+	if err != nil {
+		return p, err
 	}
 	return p, ctx.Err()
 }
@@ -153,11 +165,10 @@ func (m *memStreams) GetStreamPolicy(ctx context.Context, consumer string) (stor
 func (m *memStreams) DeleteStreamPolicy(ctx context.Context, consumer string) (store.ConsumerStreamPolicy, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.policies[consumer]
-	if !ok {
-		return p, store.ErrNoPolicy
+	p, err := policyOf(m.policies, consumer, true)
+	if err != nil {
+		return p, err
 	}
-	delete(m.policies, consumer)
 	return p, ctx.Err()
 }
 

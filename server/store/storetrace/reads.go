@@ -46,9 +46,12 @@ func (x *observed) ListRecords(ctx context.Context, p store.ListParams) ([]store
 	})
 }
 
-func (x *observed) GetStream(ctx context.Context, consumer, stream string) (store.Stream, error) {
-	return call(x, ctx, store.OpGetStream, consumer, func(ctx context.Context) (store.Stream, error) {
-		return x.inner.GetStream(ctx, consumer, stream)
+// ReadStream is observed as the typed call it serves (p.Op): a span
+// "store.GetStream" counted as get_stream, or "store.GetParkedSummary"
+// counted as get_parked_summary when the summary was asked.
+func (x *observed) ReadStream(ctx context.Context, p store.ReadStreamParams) (store.StreamRead, error) {
+	return call(x, ctx, p.Op(), p.Consumer, func(ctx context.Context) (store.StreamRead, error) {
+		return x.inner.ReadStream(ctx, p)
 	})
 }
 
@@ -61,12 +64,6 @@ func (x *observed) ListStreams(ctx context.Context, p store.ListStreamsParams) (
 func (x *observed) ListParked(ctx context.Context, p store.ListParkedParams) ([]store.ParkedEvent, error) {
 	return call(x, ctx, store.OpListParked, p.Consumer, func(ctx context.Context) ([]store.ParkedEvent, error) {
 		return x.inner.ListParked(ctx, p)
-	})
-}
-
-func (x *observed) GetParkedSummary(ctx context.Context, consumer, stream string) (store.ParkedSummary, error) {
-	return call(x, ctx, store.OpGetParkedSummary, consumer, func(ctx context.Context) (store.ParkedSummary, error) {
-		return x.inner.GetParkedSummary(ctx, consumer, stream)
 	})
 }
 

@@ -94,13 +94,7 @@ func (f failing) Complete(context.Context, store.CompleteParams) (store.Record, 
 
 // TestBatchSpans: a batch call is one span with its size and outcome.
 func TestBatchSpans(t *testing.T) {
-	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spans := tracetest.NewSpanRecorder()
-	s := storetrace.Store(inner, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
-	t.Cleanup(func() { s.Close() })
+	s, spans := tracedSQLite(t)
 	policy := store.Policy{DefaultLeaseTTL: time.Minute, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
 	claim := func(key string) store.Command { return store.ClaimParams{Consumer: "orders", Key: key, Policy: policy} }
 	s.ApplyBatch(context.Background(), store.BatchParams{Commands: []store.Command{claim("a"), claim("b")}})
@@ -127,13 +121,7 @@ func TestBatchSpans(t *testing.T) {
 // are, with the consumer and the outcome; a sequence gap is a refusal, not
 // a failure, and the stream's id is never an attribute.
 func TestStreamSpans(t *testing.T) {
-	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spans := tracetest.NewSpanRecorder()
-	s := storetrace.Store(inner, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
-	t.Cleanup(func() { s.Close() })
+	s, spans := tracedSQLite(t)
 	ctx := context.Background()
 	policy := store.StreamPolicy{DefaultLeaseTTL: time.Minute, StreamTTL: time.Hour}
 	claim := func(seq int64) store.ClaimStreamParams {
@@ -194,8 +182,8 @@ func TestEveryEngineMethodIsDecided(t *testing.T) {
 	storetest.EngineMethodsDecided(t, map[string]string{
 		"Apply": "observed as the command's op", "ApplyBatch": "one span, items counted by op",
 		"ApplyStream": "observed as the command's op", "LookupBatch": "Lookup or LookupBatch",
-		"ListRecords": "traced", "GetStream": "traced and counted", "ListStreams": "traced",
-		"ListParked": "traced and counted", "GetParkedSummary": "traced and counted",
+		"ReadStream":  "traced and counted as GetStream or GetParkedSummary (ReadStreamParams.Op)",
+		"ListRecords": "traced", "ListStreams": "traced", "ListParked": "traced and counted",
 		"ListOpenGaps": "traced and counted", "ParkedTotals": "traced and counted",
 		"Reap": "counted by kind", "Ping": "counted",
 		"Close":   "passes through",
@@ -244,4 +232,18 @@ func TestReapCountedByKind(t *testing.T) {
 	if want := []string{"delete_expired:ok", "delete_expired_streams:ok"}; !slices.Equal(counted, want) {
 		t.Errorf("counted %v; want %v", counted, want)
 	}
+}
+
+// tracedSQLite is an embedded store traced by Store, and the recorder of
+// its spans; it closes with the test.
+func tracedSQLite(t *testing.T) (store.Backend, *tracetest.SpanRecorder) {
+	t.Helper()
+	inner, err := sqlitestore.Open(context.Background(), t.TempDir(), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := tracetest.NewSpanRecorder()
+	s := storetrace.Store(inner, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	t.Cleanup(func() { s.Close() })
+	return s, spans
 }
