@@ -2,13 +2,18 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pgstore"
 )
 
 // A holder's finish on time is one statement, the guarded UPDATE, and
@@ -48,7 +53,7 @@ func TestHolderFinishIsOneStatement(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f.name, err)
 		}
-		if sqls := log.take(); len(sqls) != 1 || !strings.Contains(sqls[0], "r.state = 'PENDING'") {
+		if sqls := log.take(); len(sqls) != 1 || !strings.Contains(sqls[0], "r.fencing_token = u.token") {
 			t.Errorf("%s sent %q, want the one guarded UPDATE", f.name, sqls)
 		}
 		// Apply on the claimed record at the clock the write took is the
@@ -79,5 +84,60 @@ func TestHolderFinishIsOneStatement(t *testing.T) {
 	}
 	if _, err := s.Complete(ctx, completeParams("expires", claimed.Record.FencingToken, "late")); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("a Complete of an expired record: %v, want ErrLeaseLost", err)
+	}
+}
+
+// The guarded UPDATE must find each row by its primary key, even where a
+// consumer has many keys pending and the partial index of pending leases
+// looks cheaper to the planner: that index is ordered by lease, not key,
+// so a probe of it scans the consumer's whole pending set.
+func TestHeldFinishProbesThePrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	pool := pgstore.Pool(s)
+	if _, err := pool.Exec(ctx, `INSERT INTO dedup_records (consumer, key, state, digest, fencing_token, attempts,
+    owner, created_at, updated_at, lease_expires_at, expires_at)
+SELECT 'billing', 'grown-' || i, 'PENDING', '\x00', 1, 1, 'o', now(), now(), now() + interval '1 hour', now() + interval '2 hours'
+FROM generate_series(1, 24000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	// No ANALYZE: autovacuum may not have run (it is off on this
+	// machine), and without statistics the planner took the partial index.
+	for _, n := range []int{1, 32} {
+		args := make([]any, 12)
+		text := func() []string { return make([]string, n) }
+		ints := func() []int64 { return make([]int64, n) }
+		consumers, keys, states, helds := text(), text(), text(), text()
+		for i := range n {
+			consumers[i], keys[i], states[i], helds[i] = "billing", fmt.Sprintf("grown-%d", i*500+1), "COMPLETED", "PENDING"
+		}
+		args[0], args[1], args[2], args[3] = consumers, keys, ints(), states
+		args[4], args[5], args[6], args[7], args[8] = make([][]byte, n), make([]*string, n), make([]*string, n), make([][]byte, n), make([]*bool, n)
+		args[9], args[10], args[11] = ints(), ints(), helds
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []struct{ Plan planNode }
+		err = tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+pgstore.FinishHeldSQL, append([]any{pgx.QueryExecModeExec}, args...)...).Scan(&plan)
+		_ = tx.Rollback(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var indexes []string
+		var walk func(n planNode)
+		walk = func(p planNode) {
+			if p.Relation == "dedup_records" && p.NodeType != "ModifyTable" {
+				indexes = append(indexes, p.NodeType+" "+p.Index)
+			}
+			for _, c := range p.Plans {
+				walk(c)
+			}
+		}
+		walk(plan[0].Plan)
+		if len(indexes) != 1 || !strings.HasSuffix(indexes[0], " dedup_records_pkey") {
+			out, _ := json.Marshal(plan[0].Plan)
+			t.Errorf("%d rows: the held finish reads dedup_records by %q, want one probe of its primary key: %s", n, indexes, out)
+		}
 	}
 }
