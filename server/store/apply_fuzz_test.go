@@ -128,6 +128,7 @@ func (k *keyUnderFuzz) apply(cmd Command) {
 	if IsLive(before, k.now) {
 		live = before
 	}
+	k.checkHeldFinish(cmd, before, d, err)
 	if err != nil {
 		k.checkRefusal(cmd, live, err)
 		return // a refusal changes nothing

@@ -12,14 +12,20 @@ import (
 // batcher groups concurrent calls of one kind so that a single statement
 // serves them all (see groupcommit.go for why and when).
 //
-// It has no goroutine of its own. A caller arriving while fewer than
-// maxInFlight batches are being written writes its call at once, as a
-// batch of one; otherwise it queues. A leader that has written its batch
-// takes the queue as the next batch and makes that batch's first caller
-// its leader, whose goroutine has to wake up for its answer anyway. So the
-// queue is never left without a leader coming, nothing waits for a batch
-// to fill or for a timer, and a batch is whatever queued while the one
-// before it was being written.
+// It has no goroutine of its own. A caller arriving while nothing is being
+// written writes its call at once, as a batch of one; otherwise it queues.
+// A leader that has written its batch takes the queue as the next batch
+// and makes that batch's first caller its leader, whose goroutine has to
+// wake up for its answer anyway. So the queue is never left without a
+// leader coming, nothing waits for a timer, and a batch is whatever
+// queued while the one before it was being written.
+//
+// A queue of half a batch (startAt) does not wait for the batch in
+// flight: it goes at once, beside it, up to maxInFlight batches. Under
+// load the writes are then a pipeline of full batches. A second batch
+// started for every caller who found a place free made half the commits
+// batches of one (measured: 54% of claim-new's commits at 32 callers),
+// each costing PostgreSQL a whole commit.
 type batcher[Req, Resp any] struct {
 	maxBatch    int
 	maxInFlight int
@@ -31,7 +37,7 @@ type batcher[Req, Resp any] struct {
 	committed func(n int)
 
 	mu       sync.Mutex
-	queue    []*call[Req, Resp] // guarded by mu; non-empty only when inFlight == maxInFlight
+	queue    []*call[Req, Resp] // guarded by mu; non-empty only when inFlight > 0
 	inFlight int                // guarded by mu
 	closed   bool               // guarded by mu
 	leaders  sync.WaitGroup
@@ -76,7 +82,7 @@ func (b *batcher[Req, Resp]) do(ctx context.Context, req Req) (Resp, error) {
 	case b.closed:
 		b.mu.Unlock()
 		return c.resp, errClosed
-	case b.inFlight < b.maxInFlight:
+	case b.inFlight == 0:
 		b.inFlight++
 		b.leaders.Add(1)
 		b.mu.Unlock()
@@ -84,6 +90,12 @@ func (b *batcher[Req, Resp]) do(ctx context.Context, req Req) (Resp, error) {
 		return c.resp, c.err
 	}
 	b.queue = append(b.queue, c)
+	if b.inFlight < b.maxInFlight && len(b.queue) >= b.startAt() {
+		// Half a batch waits: it goes now, beside the one in flight.
+		b.inFlight++
+		b.leaders.Add(1)
+		b.handOver()
+	}
 	b.mu.Unlock()
 	select {
 	case <-c.wake:
@@ -123,12 +135,21 @@ func (b *batcher[Req, Resp]) lead(leader *call[Req, Resp], batch []*call[Req, Re
 		b.leaders.Done()
 		return
 	}
+	b.handOver()
+}
+
+// handOver makes the first queued call the leader of the queue's first
+// maxBatch calls. b.mu must be held and the queue non-empty.
+func (b *batcher[Req, Resp]) handOver() {
 	n := min(len(b.queue), b.maxBatch)
 	next := slices.Clone(b.queue[:n])
 	b.queue = slices.Delete(b.queue, 0, n)
 	next[0].lead = next
 	close(next[0].wake)
 }
+
+// startAt is how many queued calls start a batch beside one in flight.
+func (b *batcher[Req, Resp]) startAt() int { return max(b.maxBatch/2, 1) }
 
 // writeBatch writes the live calls of batch and answers every call but the
 // leader's, which its caller reads on return. Calls whose callers have

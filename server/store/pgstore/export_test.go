@@ -84,3 +84,6 @@ var InsertFreshSQL, InsertSharedFreshSQL = insertFreshSQL, insertSharedFreshSQL
 
 // ReadKeysSQL is the batch read of the records of a set of keys.
 var ReadKeysSQL = readKeysSQL
+
+// FinishHeldSQL is the guarded UPDATE of holders' finishes.
+var FinishHeldSQL = finishHeldSQL

@@ -254,9 +254,11 @@ func TestGroupCommitFinishesAnswerAsOneAtATime(t *testing.T) {
 	seedFinishKeys(t, batched)
 	log.take()
 	recs, errs := pgstore.FinishBatch(batched, cmds)
-	// One read and one write for the batch. Only the keys named twice take
-	// the ordinary path: p1's second Complete is refused after a read,
-	// p4's Reject (after a refused Complete) is written on its own.
+	// The holders' finishes (p1, p2) in one guarded UPDATE; the rest of
+	// the batch in one read and one write (p3's ExtendLease). Only the keys
+	// named twice take the ordinary path: p1's second Complete is refused
+	// after a read, p4's Reject (after a refused Complete) is written on
+	// its own.
 	var updates, batchUpdates int
 	sqls := log.take()
 	for _, sql := range sqls {
@@ -267,8 +269,8 @@ func TestGroupCommitFinishesAnswerAsOneAtATime(t *testing.T) {
 			}
 		}
 	}
-	if updates != 2 || batchUpdates != 1 {
-		t.Errorf("batch sent %d UPDATEs (%d multi-row), want one multi-row UPDATE and one single: %q", updates, batchUpdates, sqls)
+	if updates != 3 || batchUpdates != 2 {
+		t.Errorf("batch sent %d UPDATEs (%d multi-row), want two multi-row UPDATEs and one single: %q", updates, batchUpdates, sqls)
 	}
 
 	alone := newStoreWith(t, pgstore.Options{MaxBatch: 1})

@@ -14,9 +14,10 @@ import (
 	"github.com/dedupd/dedupd/server/store/storetrace"
 )
 
-// Group commit of Complete, Reject and ExtendLease: a batch reads all its
-// keys in one statement, lets store.Apply decide each, and writes the
-// decided records in one compare-and-set UPDATE. A call whose row changed
+// Group commit of Complete, Reject and ExtendLease: a batch writes its
+// holders' finishes in one guarded UPDATE (finishheld.go); for the rest it
+// reads their keys in one statement, lets store.Apply decide each, and
+// writes the decided records in one compare-and-set UPDATE. A call whose row changed
 // between the read and the write (its compare-and-set missed), or whose
 // key another call of the batch already names, is not answered from the
 // batch: its caller runs the ordinary readModifyWrite, which is what it
@@ -57,39 +58,52 @@ func (s *Store) finishKey(ctx context.Context, op, consumer, key string, cmd sto
 	return s.readModifyWrite(ctx, op, consumer, key, cmd)
 }
 
-// writeFinishes answers a batch of finishing calls.
+// writeFinishes answers a batch of finishing calls: the holders' finishes
+// in one statement (finishHeld), the rest by reading and writing.
 func (s *Store) writeFinishes(ctx context.Context, batch []*call[finishCall, finishResult]) {
 	ctx, span := storetrace.StartBatch(ctx, "pgstore.finish_batch", len(batch),
 		func(i int) (context.Context, string) { return batch[i].ctx, batch[i].req.consumer })
 	defer storetrace.EndBatch(span, len(batch), func(i int) error { return batch[i].err })
-	if len(batch) == 1 {
+	calls := firstOfEachKey(batch)
+	rest := s.finishHeld(ctx, calls)
+	if len(rest) == 1 {
 		// Written while the batch holds its place in flight, so that calls
 		// arriving meanwhile queue into the next batch.
-		c := batch[0]
+		c := rest[0]
 		c.resp.d, c.err = s.readModifyWrite(ctx, c.req.op, c.req.consumer, c.req.key, c.req.cmd)
 		return
 	}
-	first := make(map[recordKey]*call[finishCall, finishResult], len(batch))
-	var calls []*call[finishCall, finishResult]
-	for _, c := range batch {
-		k := recordKey{c.req.consumer, c.req.key}
-		if _, dup := first[k]; dup {
-			c.resp.again = true
-			continue
-		}
-		first[k] = c
-		calls = append(calls, c)
+	if len(rest) == 0 {
+		return
 	}
-	err := s.withRetry(ctx, batch[0].req.op, func(ctx context.Context) error {
-		return s.finishMany(ctx, calls)
+	err := s.withRetry(ctx, rest[0].req.op, func(ctx context.Context) error {
+		return s.finishMany(ctx, rest)
 	})
 	if err != nil {
-		for _, c := range calls {
+		for _, c := range rest {
 			if !c.resp.fromRead {
 				c.resp, c.err = finishResult{}, err
 			}
 		}
 	}
+}
+
+// firstOfEachKey returns the first call on each key of batch, and marks
+// every later one to take the ordinary path after the batch: one statement
+// writes a row once.
+func firstOfEachKey(batch []*call[finishCall, finishResult]) []*call[finishCall, finishResult] {
+	first := make(map[recordKey]bool, len(batch))
+	calls := make([]*call[finishCall, finishResult], 0, len(batch))
+	for _, c := range batch {
+		k := recordKey{c.req.consumer, c.req.key}
+		if first[k] {
+			c.resp.again = true
+			continue
+		}
+		first[k] = true
+		calls = append(calls, c)
+	}
+	return calls
 }
 
 // finishMany is one attempt at a batch of calls on distinct keys: read,
