@@ -39,7 +39,7 @@ func TestHolderFinishIsOneStatement(t *testing.T) {
 		}},
 	}
 	for _, f := range finishes {
-		key := keyOfFinish(f.cmd(0))
+		_, key := store.KeyOf(f.cmd(0))
 		claimed, err := s.Claim(ctx, claimParams(key))
 		if err != nil {
 			t.Fatal(err)
