@@ -144,8 +144,10 @@ func TestIdleConnectionIsSentGoAway(t *testing.T) {
 	cfg.MaxConnectionIdle = time.Second
 	addr := runServer(t, cfg)
 	conn := dialServer(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), answerDeadline)
-	defer cancel()
+	// No deadline of its own (one failed once at a minute on a loaded
+	// machine): a connection never sent GOAWAY hangs until go test's
+	// -timeout, which names this test.
+	ctx := t.Context()
 	conn.Connect()
 	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
 		if !conn.WaitForStateChange(ctx, s) {
@@ -153,7 +155,7 @@ func TestIdleConnectionIsSentGoAway(t *testing.T) {
 		}
 	}
 	if !conn.WaitForStateChange(ctx, connectivity.Ready) {
-		t.Fatalf("connection with no call still READY after %s", answerDeadline)
+		t.Fatal("the test ended with the connection still READY")
 	}
 	if s := conn.GetState(); s != connectivity.Idle {
 		t.Fatalf("after the idle timeout the client is %v, want IDLE (GOAWAY)", s)

@@ -36,12 +36,14 @@ func testRaceLeaseHandoff(t *testing.T, s store.Store) {
 		held  []holding
 		count atomic.Int64
 	)
-	deadline := time.Now().Add(30 * time.Second)
+	// No deadline: the lease runs out whatever the machine's load, so the
+	// key keeps changing hands until the target, and go test's -timeout
+	// ends a store that stops handing it on.
 	concurrently(workers, func(w int) {
 		p := claimP("handoff")
 		p.LeaseTTL, p.Owner = lease, fmt.Sprintf("worker-%d", w)
 		var last int64 // tokens this worker sees never go back
-		for count.Load() < target && time.Now().Before(deadline) {
+		for count.Load() < target {
 			res, err := s.Claim(t.Context(), p)
 			if err != nil {
 				t.Errorf("worker %d: Claim: %v", w, err)
@@ -69,9 +71,6 @@ func testRaceLeaseHandoff(t *testing.T, s store.Store) {
 			}
 		}
 	})
-	if n := count.Load(); n < target {
-		t.Errorf("only %d acquisitions before the deadline, want %d", n, target)
-	}
 	checkHandoffs(t, s, held)
 }
 
