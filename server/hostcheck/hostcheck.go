@@ -66,6 +66,8 @@ func New(entries []string) (Hosts, error) {
 		switch {
 		case name == "*":
 			h.any = true
+		case isIP(strings.Trim(name, "[]")):
+			// allowed anyway
 		case name == "" || name == ".":
 			return Hosts{}, fmt.Errorf("%s: an empty entry", Flag)
 		case strings.ContainsAny(name, ":/@ *"):
@@ -89,7 +91,7 @@ func (h Hosts) Allows(host string) bool {
 	if name == "" {
 		return false
 	}
-	if _, err := netip.ParseAddr(name); err == nil {
+	if isIP(name) {
 		return true
 	}
 	if name == "localhost" || strings.HasSuffix(name, ".localhost") || h.exact[name] {
@@ -101,6 +103,11 @@ func (h Hosts) Allows(host string) bool {
 		}
 	}
 	return false
+}
+
+func isIP(name string) bool {
+	_, err := netip.ParseAddr(name)
+	return err == nil
 }
 
 // hostOnly is host without its port and IPv6 brackets. A Host that is not

@@ -16,7 +16,7 @@ func TestAllows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed, err := New([]string{"dedupd.internal", " .corp.example ", "Console.Example."})
+	listed, err := New([]string{"dedupd.internal", " .corp.example ", "Console.Example.", "192.0.2.9", "fe80::9", "[2001:db8::1]"})
 	if err != nil {
 		t.Fatal(err)
 	}
