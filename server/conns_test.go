@@ -45,13 +45,19 @@ func runServer(t *testing.T, cfg Config) string {
 // runServerReady is runServer returning the whole ready file.
 func runServerReady(t testing.TB, cfg Config) string {
 	t.Helper()
+	return runServerReadyLogging(t, cfg, slog.New(slog.DiscardHandler))
+}
+
+// runServerReadyLogging is runServerReady with log as the server's logger.
+func runServerReadyLogging(t testing.TB, cfg Config, log *slog.Logger) string {
+	t.Helper()
 	if cfg.DataDir == "" || cfg.DataDir == testConfig().DataDir {
 		cfg.DataDir = t.TempDir()
 	}
 	cfg.ReadyFile = filepath.Join(t.TempDir(), "ready")
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- Run(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+	go func() { ran <- Run(ctx, cfg, log) }()
 	t.Cleanup(func() {
 		stop()
 		if err := <-ran; err != nil {

@@ -10,11 +10,14 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
 
 	"github.com/dedupd/dedupd/server/api"
+	"github.com/dedupd/dedupd/server/hostcheck"
 	"github.com/dedupd/dedupd/server/httpapi"
 	"github.com/dedupd/dedupd/server/openapi"
 )
@@ -74,7 +77,10 @@ func newHTTPAPI(cfg Config, g guards, srv *grpc.Server, lis net.Listener, log *s
 	if err != nil {
 		return nil, fmt.Errorf("--http-listen: %w", err)
 	}
-	handler := withConsole(withOpenAPI(api), g.auth)
+	handler, err := httpHosts(cfg, g, withConsole(withOpenAPI(api), g.auth))
+	if err != nil {
+		return nil, err
+	}
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	if g.certs != nil {
@@ -94,6 +100,33 @@ func newHTTPAPI(cfg Config, g guards, srv *grpc.Server, lis net.Listener, log *s
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	return &httpAPI{srv: hs, lis: lis}, nil
+}
+
+// httpHosts puts the Host check (server/hostcheck) in front of every
+// route of the HTTP listener, API and console alike, when the listener
+// serves without auth: then any page the operator's browser opens could
+// otherwise reach it by DNS rebinding and act as admin. With auth it is
+// left off unless --http-allowed-hosts is given: a rebinding page has no
+// credential (the console keeps its token in the listener's own origin's
+// sessionStorage, and a browser does not send it a client certificate
+// for a name the server's certificate does not match), and a proxy or a
+// client addressing the server by any name keeps working. The host of
+// --http-listen is allowed too when it is a name: the operator chose it.
+func httpHosts(cfg Config, g guards, next http.Handler) (http.Handler, error) {
+	if g.auth != nil && len(cfg.HTTPAllowedHosts) == 0 {
+		return next, nil
+	}
+	names := cfg.HTTPAllowedHosts
+	if host, _, err := net.SplitHostPort(cfg.HTTPListen); err == nil && host != "" {
+		if _, ipErr := netip.ParseAddr(host); ipErr != nil { // an IP is allowed anyway
+			names = append(slices.Clip(names), host)
+		}
+	}
+	hosts, err := hostcheck.New(names)
+	if err != nil {
+		return nil, err
+	}
+	return hostcheck.Guard(hosts, next), nil
 }
 
 // addr is the bound address, "" when there is no HTTP listener.

@@ -41,8 +41,8 @@ func TestHTTPCallInFlightFinishesOnShutdown(t *testing.T) {
 	}
 	defer conn.Close()
 	body := `{"consumer":"shutdown","key":"in-flight"}`
-	fmt.Fprintf(conn, "POST /dedup.v1.DedupService/Claim HTTP/1.1\r\nHost: dedupd\r\nContent-Type: application/json\r\n"+
-		"Content-Length: %d\r\nExpect: 100-continue\r\n\r\n", len(body))
+	fmt.Fprintf(conn, "POST /dedup.v1.DedupService/Claim HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+		"Content-Length: %d\r\nExpect: 100-continue\r\n\r\n", httpAddr, len(body))
 	_ = conn.SetReadDeadline(time.Now().Add(answerDeadline))
 	answers := bufio.NewReader(conn)
 	if line, err := answers.ReadString('\n'); err != nil || line != "HTTP/1.1 100 Continue\r\n" {

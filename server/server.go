@@ -23,6 +23,7 @@ import (
 	"github.com/dedupd/dedupd/internal/version"
 	"github.com/dedupd/dedupd/server/api"
 	"github.com/dedupd/dedupd/server/claimwait"
+	"github.com/dedupd/dedupd/server/hostcheck"
 	"github.com/dedupd/dedupd/server/jobs"
 	"github.com/dedupd/dedupd/server/metrics"
 	"github.com/dedupd/dedupd/server/policy"
@@ -39,6 +40,11 @@ type Config struct {
 	// HTTP/2 there: Connect (JSON or protobuf) and gRPC-Web
 	// (docs/http.md). Same handlers, guards and TLS as Listen.
 	HTTPListen string
+	// HTTPAllowedHosts are the Host names the HTTP listener answers
+	// besides localhost, *.localhost and IP literals (server/hostcheck):
+	// the defence against DNS rebinding, applied when auth is off, and
+	// with auth only when the list is given (httpHosts).
+	HTTPAllowedHosts []string
 	// ReadyFile, when set, is written once the server serves: the bound
 	// gRPC address on the first line (dialable even when Listen asks for
 	// port 0), then "metrics <address>" with MetricsListen and
@@ -215,7 +221,8 @@ func (c Config) Validate() error {
 			return errors.New(check.what)
 		}
 	}
-	return nil
+	_, err := hostcheck.New(c.HTTPAllowedHosts)
+	return err
 }
 
 // Run serves until ctx is cancelled, then stops gracefully: the listener

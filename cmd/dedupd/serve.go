@@ -87,6 +87,7 @@ see docs/operations.md).`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "gRPC listen address")
 	f.StringVar(&cfg.HTTPListen, "http-listen", "", "address serving the same API over HTTP/1.1 and HTTP/2: Connect with JSON (curl), gRPC-Web (docs/http.md); same auth, TLS and limits as --listen; empty turns it off")
+	f.StringSliceVar(&cfg.HTTPAllowedHosts, "http-allowed-hosts", nil, "Host names --http-listen answers besides localhost, *.localhost and IP addresses, comma-separated: a name, .example.com for it and every name under it, or * for any; others are refused 403 HOST_NOT_ALLOWED, so that a web page cannot reach the listener by DNS rebinding. Checked when auth is off, and with --auth-tokens only when given (docs/http.md)")
 	f.StringVar(&cfg.ReadyFile, "ready-file", "", "once serving, write the bound gRPC address (first line; then \"metrics ADDR\" with --metrics-listen and \"http ADDR\" with --http-listen) to this file, atomically; removed on exit. Lets scripts use --listen 127.0.0.1:0")
 	f.StringVar(&cfg.DataDir, "data-dir", "dedupd-data", "directory of the embedded store (used when --database-url is empty)")
 	f.StringVar(&cfg.EmbeddedEngine, "embedded-engine", server.EngineAuto, "engine of the embedded store: auto (the one already in --data-dir; a new directory gets "+server.DefaultEmbeddedEngine+"), sqlite or pebble (docs/operations.md, \"The embedded store: choosing its engine\")")
