@@ -87,3 +87,15 @@ var ReadKeysSQL = readKeysSQL
 
 // FinishHeldSQL is the guarded UPDATE of holders' finishes.
 var FinishHeldSQL = finishHeldSQL
+
+// FinishHeldArgs are finishHeldSQL's parameters for finishes, as the store
+// builds them.
+func FinishHeldArgs(finishes []store.Command) []any {
+	held := make([]heldCall, len(finishes))
+	for i, cmd := range finishes {
+		f, _ := store.HeldFinishOf(cmd)
+		consumer, key := store.KeyOf(cmd)
+		held[i] = heldCall{c: &call[finishCall, finishResult]{req: finishCall{consumer: consumer, key: key, cmd: cmd}}, f: f}
+	}
+	return heldArrays(held)
+}

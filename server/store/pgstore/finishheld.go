@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/dedupd/dedupd/server/store"
 )
@@ -121,14 +120,4 @@ func heldArrays(held []heldCall) []any {
 		}
 	}
 	return []any{consumers, keys, tokens, states, results, reasons, messages, details, retryables, updated, expires, helds}
-}
-
-// wroteNothing reports whether err is the database's refusal of a single
-// statement, which then changed nothing (a lock or statement timeout, a
-// serialization failure); not a broken connection or a server going down
-// mid-statement (classes 08 and 57P), and not an ambiguous commit.
-func wroteNothing(err error) bool {
-	code := sqlState(err)
-	return code != "" && classifySQLState(code) != stateAmbiguous &&
-		!strings.HasPrefix(code, "08") && !strings.HasPrefix(code, "57P")
 }

@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -95,49 +94,20 @@ func TestHeldFinishProbesThePrimaryKey(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	pool := pgstore.Pool(s)
-	if _, err := pool.Exec(ctx, `INSERT INTO dedup_records (consumer, key, state, digest, fencing_token, attempts,
-    owner, created_at, updated_at, lease_expires_at, expires_at)
-SELECT 'billing', 'grown-' || i, 'PENDING', '\x00', 1, 1, 'o', now(), now(), now() + interval '1 hour', now() + interval '2 hours'
-FROM generate_series(1, 24000) AS i`); err != nil {
-		t.Fatal(err)
-	}
+	growPending(t, pool, 24000)
 	// No ANALYZE: autovacuum may not have run (it is off on this
 	// machine), and without statistics the planner took the partial index.
 	for _, n := range []int{1, 32} {
-		args := make([]any, 12)
-		text := func() []string { return make([]string, n) }
-		ints := func() []int64 { return make([]int64, n) }
-		consumers, keys, states, helds := text(), text(), text(), text()
-		for i := range n {
-			consumers[i], keys[i], states[i], helds[i] = "billing", fmt.Sprintf("grown-%d", i*500+1), "COMPLETED", "PENDING"
+		finishes := make([]store.Command, n)
+		for i := range finishes {
+			finishes[i] = store.CompleteParams{Consumer: "billing", Key: fmt.Sprintf("grown-%d", i*500+1),
+				FencingToken: 1, Result: []byte("ok"), Policy: policy}
 		}
-		args[0], args[1], args[2], args[3] = consumers, keys, ints(), states
-		args[4], args[5], args[6], args[7], args[8] = make([][]byte, n), make([]*string, n), make([]*string, n), make([][]byte, n), make([]*bool, n)
-		args[9], args[10], args[11] = ints(), ints(), helds
-		tx, err := pool.Begin(ctx)
-		if err != nil {
+		var plan []struct{ Plan planNode } // EXPLAIN plans the UPDATE without running it
+		args := append([]any{pgx.QueryExecModeExec}, pgstore.FinishHeldArgs(finishes)...)
+		if err := pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+pgstore.FinishHeldSQL, args...).Scan(&plan); err != nil {
 			t.Fatal(err)
 		}
-		var plan []struct{ Plan planNode }
-		err = tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+pgstore.FinishHeldSQL, append([]any{pgx.QueryExecModeExec}, args...)...).Scan(&plan)
-		_ = tx.Rollback(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var indexes []string
-		var walk func(n planNode)
-		walk = func(p planNode) {
-			if p.Relation == "dedup_records" && p.NodeType != "ModifyTable" {
-				indexes = append(indexes, p.NodeType+" "+p.Index)
-			}
-			for _, c := range p.Plans {
-				walk(c)
-			}
-		}
-		walk(plan[0].Plan)
-		if len(indexes) != 1 || !strings.HasSuffix(indexes[0], " dedup_records_pkey") {
-			out, _ := json.Marshal(plan[0].Plan)
-			t.Errorf("%d rows: the held finish reads dedup_records by %q, want one probe of its primary key: %s", n, indexes, out)
-		}
+		checkOnePrimaryKeyProbe(t, fmt.Sprintf("the held finish of %d rows", n), plan[0].Plan)
 	}
 }

@@ -67,3 +67,13 @@ func sqlState(err error) string {
 func isRetryable(err error) bool {
 	return classifySQLState(sqlState(err)) == stateRetryable
 }
+
+// wroteNothing reports whether err is the database's refusal of a single
+// statement, which then changed nothing (a lock or statement timeout, a
+// serialization failure); not a broken connection or a server going down
+// mid-statement (classes 08 and 57P), and not an ambiguous commit.
+func wroteNothing(err error) bool {
+	code := sqlState(err)
+	return code != "" && classifySQLState(code) != stateAmbiguous &&
+		!strings.HasPrefix(code, "08") && !strings.HasPrefix(code, "57P")
+}
