@@ -229,6 +229,7 @@ type reservation struct {
 	once   sync.Once
 	conn   *connReplies // the connection whose end gives it back, if known
 	key    any          // the reply, while it waits in pending to be encoded
+	size   int          // the reply's encoded size, as the interceptor measured it
 }
 
 // release gives r's bytes back, once, whatever became of its reply.

@@ -71,7 +71,8 @@ func (b *Budget) UnaryServerInterceptor(plan Planner) grpc.UnaryServerIntercepto
 			r.release()
 			return resp, err
 		}
-		switch n := int64(max(proto.Size(m), minCharge)); {
+		r.size = proto.Size(m)
+		switch n := int64(max(r.size, minCharge)); {
 		case n <= upFront:
 			b.shrink(r, upFront-n)
 		case !p.ReadOnly && (p.Unchanged == nil || !p.Unchanged(resp)):
