@@ -59,8 +59,9 @@ type Config struct {
 	DataDir     string
 	// EmbeddedEngine chooses the embedded store's engine: EngineAuto (or
 	// empty) serves the engine already in DataDir, and a new directory
-	// with DefaultEmbeddedEngine; EngineSQLite or EnginePebble insist on
-	// one (see OpenStore).
+	// with DefaultEmbeddedEngine (SQLite when Embedded.Sync asks for what
+	// only SQLite offers); EngineSQLite or EnginePebble insist on one
+	// (see EmbeddedEngine).
 	EmbeddedEngine string
 	// Embedded tunes the embedded store on SQLite.
 	Embedded sqlitestore.Options

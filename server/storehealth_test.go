@@ -53,7 +53,8 @@ func refuseWrites(t *testing.T, dir string) (allow func()) {
 func TestHealthFollowsWrites(t *testing.T) {
 	cfg := testConfig()
 	cfg.DataDir = t.TempDir()
-	cfg.HealthInterval = time.Second // how often the probe runs, and a ping's window
+	cfg.EmbeddedEngine = EngineSQLite // refuseWrites fills SQLite's disk
+	cfg.HealthInterval = time.Second  // how often the probe runs, and a ping's window
 	addr := runServer(t, cfg)
 	conn := dialServer(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), answerDeadline)

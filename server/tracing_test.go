@@ -34,6 +34,7 @@ func TestTraceOfOneClaim(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSpanProcessor(serverSpan))
 	cfg := testConfig()
 	cfg.DataDir = t.TempDir()
+	cfg.EmbeddedEngine = EngineSQLite // the engine with a write-batch span
 	cfg.TracerProvider = tp
 	cfg.GroupCommit = true // as dedupd serve defaults to: claims go through a write batch
 	addr := runInProcess(t, cfg)

@@ -41,9 +41,10 @@ type Backend struct {
 	prepare func(t testing.TB) []string
 }
 
-// Backends are the embedded SQLite store and PostgreSQL.
+// Backends are the embedded store on SQLite (named: a new directory is
+// Pebble's by default) and PostgreSQL.
 var Backends = []Backend{
-	{"sqlite", func(t testing.TB) []string { return []string{"--data-dir", t.TempDir()} }},
+	{"sqlite", func(t testing.TB) []string { return []string{"--data-dir", t.TempDir(), "--embedded-engine", "sqlite"} }},
 	{"postgres", func(t testing.TB) []string {
 		url := pgtest.URL(t)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

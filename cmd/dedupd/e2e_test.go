@@ -272,18 +272,23 @@ func TestHealthAndReflection(t *testing.T) {
 	srv.stop(t)
 }
 
-// TestSecondServerOnDataDirRefuses: two processes on one SQLite directory
-// would race each other's writes, so the second must refuse to start.
+// TestSecondServerOnDataDirRefuses: two processes on one embedded data
+// directory would race each other's writes, so the second must refuse to
+// start, on either engine.
 func TestSecondServerOnDataDirRefuses(t *testing.T) {
-	dir := t.TempDir()
-	first := startDedupd(t, "--data-dir", dir)
-	out, err := runDedupd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	if err == nil || !strings.Contains(out, "in use") {
-		t.Fatalf("second dedupd on %s: err=%v output=%q; want a refusal saying the directory is in use", dir, err, out)
+	for _, engine := range []string{"sqlite", "pebble"} {
+		t.Run(engine, func(t *testing.T) {
+			dir := t.TempDir()
+			first := startDedupd(t, "--data-dir", dir, "--embedded-engine", engine)
+			out, err := runDedupd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--embedded-engine", engine)
+			if err == nil || !strings.Contains(out, "in use") {
+				t.Fatalf("second dedupd on %s: err=%v output=%q; want a refusal saying the directory is in use", dir, err, out)
+			}
+			first.stop(t)
+			second := startDedupd(t, "--data-dir", dir, "--embedded-engine", engine)
+			second.stop(t)
+		})
 	}
-	first.stop(t)
-	second := startDedupd(t, "--data-dir", dir)
-	second.stop(t)
 }
 
 // TestServeRefusesReadOnlyEmbeddedStore: a dedup.db that cannot be written,
@@ -291,11 +296,9 @@ func TestSecondServerOnDataDirRefuses(t *testing.T) {
 // then fails every write.
 func TestServeRefusesReadOnlyEmbeddedStore(t *testing.T) {
 	dir := t.TempDir()
-	if out, err := runDedupd(t, "migrate", "--data-dir", dir); err != nil {
-		t.Fatalf("dedupd migrate: %v\n%s", err, out)
-	}
+	startDedupd(t, "--data-dir", dir, "--embedded-engine", "sqlite").stop(t) // creates dedup.db
 	testfs.MakeReadOnly(t, filepath.Join(dir, "dedup.db"))
-	out, err := runDedupd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--reaper=off")
+	out, err := runDedupd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--embedded-engine", "sqlite", "--reaper=off")
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() <= 0 || !strings.Contains(out, "readonly database") {
 		// ExitCode is -1 when runDedupd had to kill a server that started.

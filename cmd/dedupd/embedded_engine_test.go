@@ -73,3 +73,74 @@ func TestExistingSQLiteDirectoryAndItsMigration(t *testing.T) {
 	wantReplay(t, srv, "before", "r1")
 	srv.stop(t)
 }
+
+// TestNewDirectoryEngine: a new data directory is Pebble's, whether serve
+// or migrate creates it, unless it asks for --embedded-sync normal, which
+// only SQLite offers; naming Pebble with it, or serving a Pebble directory
+// with it, is refused. The engine is read from the files the directory
+// holds, not from what dedupd says.
+func TestNewDirectoryEngine(t *testing.T) {
+	const wrongSync = "--embedded-sync normal is for the SQLite engine"
+	for _, tc := range []struct {
+		name    string
+		args    []string // after the command and --data-dir
+		command string
+		holds   string // the file or directory the engine made; "" when refused
+		err     string
+	}{
+		{"serve, auto", nil, "serve", "pebble", ""},
+		{"serve, auto, sync normal", []string{"--embedded-sync", "normal"}, "serve", "dedup.db", ""},
+		{"serve, sqlite", []string{"--embedded-engine", "sqlite"}, "serve", "dedup.db", ""},
+		{"serve, pebble, sync normal", []string{"--embedded-engine", "pebble", "--embedded-sync", "normal"}, "serve", "", wrongSync},
+		{"migrate", nil, "migrate", "pebble", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "new")
+			args := append([]string{"--data-dir", dir}, tc.args...)
+			switch {
+			case tc.err != "":
+				out, err := runDedupd(t, append([]string{tc.command, "--listen", "127.0.0.1:0"}, args...)...)
+				if err == nil || !strings.Contains(out, tc.err) {
+					t.Fatalf("%s %v: %v, output %q; want a refusal containing %q", tc.command, args, err, out, tc.err)
+				}
+				return
+			case tc.command == "serve":
+				srv := startDedupd(t, args...)
+				finishKey(t, srv, "k", "r")
+				srv.stop(t)
+			default:
+				if out, err := runDedupd(t, append([]string{tc.command}, args...)...); err != nil {
+					t.Fatalf("%s %v: %v\n%s", tc.command, args, err, out)
+				}
+			}
+			wantOnlyEngineFiles(t, dir, tc.holds)
+		})
+	}
+}
+
+// wantOnlyEngineFiles asserts that dir holds engine's data (dedup.db or
+// pebble) and not the other engine's.
+func wantOnlyEngineFiles(t *testing.T, dir, holds string) {
+	t.Helper()
+	for _, name := range []string{"dedup.db", "pebble"} {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if there := err == nil; there != (name == holds) {
+			t.Errorf("%s in the new directory: %v; want it there only if the engine is %s's", name, err, holds)
+		}
+	}
+}
+
+// TestPebbleDirectoryRefusesSyncNormal: a directory that holds Pebble keeps
+// it under auto, so asking it for --embedded-sync normal is refused as for
+// a named Pebble, not served by SQLite beside it.
+func TestPebbleDirectoryRefusesSyncNormal(t *testing.T) {
+	dir := t.TempDir()
+	srv := startDedupd(t, "--data-dir", dir, "--embedded-engine", "pebble")
+	finishKey(t, srv, "before", "r1")
+	srv.stop(t)
+	out, err := runDedupd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--embedded-sync", "normal")
+	if err == nil || !strings.Contains(out, "--embedded-sync normal is for the SQLite engine") {
+		t.Fatalf("serve --embedded-sync normal on a Pebble directory: %v, output %q; want the refusal", err, out)
+	}
+	wantOnlyEngineFiles(t, dir, "pebble")
+}

@@ -30,7 +30,12 @@ digest of every row. Only then is --to marked finished; until it is,
 Stop the server first: the copy holds --from's lock, so no write can slip
 past it. An interrupted copy (kill, full disk) resumes where it stopped
 when run again with the same flags. --from is never changed; once the copy
-is verified, serve --to (docs/operations.md, "Moving to the Pebble engine").`,
+is verified, serve --to (docs/operations.md, "Moving a SQLite directory to
+Pebble").
+
+A new data directory is Pebble's; a directory an older dedupd made (or one
+created with --embedded-engine sqlite or --embedded-sync normal) holds
+SQLite and keeps it until copied with this command.`,
 		Example: `  dedupd migrate-store --from /var/lib/dedupd --to /var/lib/dedupd-pebble`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

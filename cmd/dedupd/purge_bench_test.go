@@ -13,6 +13,7 @@ import (
 
 	dedupv1 "github.com/dedupd/dedupd/proto/dedup/v1"
 	"github.com/dedupd/dedupd/server/store"
+	"github.com/dedupd/dedupd/server/store/pebblestore"
 	"github.com/dedupd/dedupd/server/store/pgstore"
 	"github.com/dedupd/dedupd/server/store/sqlitestore"
 )
@@ -83,15 +84,18 @@ func BenchmarkPurge100k(b *testing.B) {
 }
 
 // seed stores n pending records of consumer "bulk" straight through the
-// store (no server runs yet), with the embedded store's fsync relaxed.
+// store (no server runs yet), with SQLite's fsync relaxed, on the engine
+// flags serve with.
 func seed(b *testing.B, flags []string, n int) {
 	ctx := context.Background()
 	var st store.Store
 	var err error
-	switch flags[0] {
-	case "--data-dir":
+	switch {
+	case flags[0] == "--data-dir" && slices.Contains(flags, "pebble"):
+		st, err = pebblestore.Open(ctx, flags[1], pebblestore.Options{})
+	case flags[0] == "--data-dir":
 		st, err = sqlitestore.Open(ctx, flags[1], sqlitestore.Options{Sync: sqlitestore.SyncNormal})
-	case "--database-url":
+	case flags[0] == "--database-url":
 		st, err = pgstore.Open(ctx, flags[1], pgstore.Options{})
 	default:
 		b.Fatalf("unknown backend flags %v", flags)

@@ -20,6 +20,8 @@ const { startServer, takeOver } = require('../testing/server');
 const CONSUMER = 'node-int64';
 const TOKEN = 9007199254740993n; // 2^53 + 1; Number(TOKEN) is 2^53
 const TAKEN_OVER_FROM = 9007199254740994n; // the next takeover gets 2^53 + 3
+// raise() edits SQLite's file; a new directory would otherwise be Pebble's.
+const SQLITE = ['--embedded-engine', 'sqlite'];
 
 /** Sets one record's fencing token and attempts in the store under dataDir. */
 function raise(dataDir, key, value) {
@@ -36,7 +38,7 @@ describe('int64 past 2^53 against a real dedupd', () => {
 
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dedupd-node-int64-'));
-    const first = await startServer([], { dataDir });
+    const first = await startServer(SQLITE, { dataDir });
     const setup = new dedupd.Client(first.addr);
     await setup.claim(CONSUMER, 'held', { leaseTtl: 600 });
     await setup.claim(CONSUMER, 'expired', { leaseTtl: 0.05 });
@@ -44,7 +46,7 @@ describe('int64 past 2^53 against a real dedupd', () => {
     await first.stop();
     raise(dataDir, 'held', TOKEN);
     raise(dataDir, 'expired', TAKEN_OVER_FROM);
-    server = await startServer([], { dataDir });
+    server = await startServer(SQLITE, { dataDir });
     c = new dedupd.Client(server.addr);
   });
   after(async () => {

@@ -1,6 +1,7 @@
 'use strict';
 // A real dedupd for the tests: built from this repository and started on the
-// embedded SQLite store in a temporary directory, once per test file.
+// embedded store (its default engine) in a temporary directory, once per
+// test file.
 // DEDUPD_BIN names a prebuilt binary to use instead of building one.
 // makePKI() makes a throwaway CA, server and client certificate with the
 // repository's Go helper (client/dedupdtest/testpki), and authFile() writes

@@ -1,5 +1,5 @@
 """A real dedupd for the tests: built from this repository once per run and
-started on the embedded SQLite store in a temporary directory.
+started on the embedded store (its default engine) in a temporary directory.
 
 DEDUPD_BIN names a prebuilt binary to use instead of building one.
 make_pki() makes a throwaway CA, server and client certificate with the
