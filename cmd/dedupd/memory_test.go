@@ -68,7 +68,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 // unreadRepliesAreBounded runs the test with --max-inflight inflight and
 // --max-concurrent-streams streamsPerConn.
 func unreadRepliesAreBounded(t *testing.T, inflight, streamsPerConn int) {
-	p := startDedupd(t, "--data-dir", t.TempDir(), "--embedded-engine", "sqlite", "--embedded-sync", "normal", "--replay-cache-bytes", "0",
+	p := startDedupd(t, "--data-dir", t.TempDir(), "--embedded-engine", "pebble", "--replay-cache-bytes", "0",
 		"--metrics-listen", "127.0.0.1:0",
 		"--max-connections", strconv.Itoa(memConns), "--max-concurrent-streams", strconv.Itoa(streamsPerConn),
 		"--max-inflight", strconv.Itoa(inflight), "--max-page-bytes", strconv.Itoa(memPageBytes),
