@@ -46,7 +46,7 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 		bk := keys[names[i]]
 		if bk == nil {
 			bk = &batchKey{}
-			bk.old, bk.err = getRecord(s.db, rowKey(tableRecord, names[i][0], names[i][1]), names[i][0], names[i][1])
+			bk.old, bk.err = s.readRecord(rowKey(tableRecord, names[i][0], names[i][1]), names[i][0], names[i][1])
 			bk.cur = bk.old
 			keys[names[i]] = bk
 		}
@@ -66,7 +66,7 @@ func (s *Store) ApplyBatch(ctx context.Context, p store.BatchParams) []store.Ite
 	defer b.Close()
 	for name, bk := range keys {
 		if bk.dirty {
-			putRecord(b, rowKey(tableRecord, name[0], name[1]), bk.old, bk.cur)
+			s.putRecord(b, rowKey(tableRecord, name[0], name[1]), bk.old, bk.cur)
 		}
 	}
 	if b.Empty() {

@@ -95,7 +95,7 @@ func (s *Store) Import(ctx context.Context, rows Rows, progress CopyState) error
 		if err != nil {
 			return dbError("import", err)
 		}
-		putRecord(b, k, old, r)
+		s.putRecord(b, k, old, r)
 	}
 	for i := range streams {
 		st := &streams[i]

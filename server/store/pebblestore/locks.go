@@ -57,3 +57,16 @@ func (s *stripes) lockAll(names [][2]string) func() {
 		}
 	}
 }
+
+// lockEvery locks every stripe, in order, and returns the unlock of them
+// all: no write is between its read and its commit while they are held.
+func (s *stripes) lockEvery() func() {
+	for i := range s.locks {
+		s.locks[i].Lock()
+	}
+	return func() {
+		for i := range s.locks {
+			s.locks[i].Unlock()
+		}
+	}
+}

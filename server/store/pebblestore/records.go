@@ -21,7 +21,7 @@ func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, e
 	defer s.leave()
 	defer s.keys.lockOne(consumer, key)()
 	k := rowKey(tableRecord, consumer, key)
-	stored, err := getRecord(s.db, k, consumer, key)
+	stored, err := s.readRecord(k, consumer, key)
 	if err != nil {
 		return store.Decision{}, dbError("reading record", err)
 	}
@@ -31,7 +31,7 @@ func (s *Store) Apply(ctx context.Context, cmd store.Command) (store.Decision, e
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	putRecord(b, k, stored, &d.Record)
+	s.putRecord(b, k, stored, &d.Record)
 	if err := b.Commit(pebble.Sync); err != nil {
 		return store.Decision{}, dbError("writing record", err)
 	}
@@ -44,9 +44,22 @@ func getRecord(r pebble.Reader, k []byte, consumer, key string) (*store.Record, 
 	return getRow(r, k, func(v []byte) (*store.Record, error) { return decodeRecord(v, consumer, key) })
 }
 
+// readRecord is getRecord of a key, without reading Pebble when the
+// filter of record keys has never seen it (recordfilter.go).
+func (s *Store) readRecord(k []byte, consumer, key string) (*store.Record, error) {
+	if !s.mayHoldRecord(k) {
+		return nil, nil
+	}
+	return getRecord(s.db, k, consumer, key)
+}
+
 // putRecord adds to b the write of next over old (nil when the key had no
-// row), and the changes of the indexes that follow from it.
-func putRecord(b *pebble.Batch, k []byte, old, next *store.Record) {
+// row), and the changes of the indexes that follow from it. The caller
+// holds the key's stripe and commits b after.
+func (s *Store) putRecord(b *pebble.Batch, k []byte, old, next *store.Record) {
+	if old == nil {
+		s.noteRecord(k)
+	}
 	_ = b.Set(k, encodeRecord(next), nil) // a Batch's Set fails only on a committed batch
 	if old == nil || !old.ExpiresAt.Equal(next.ExpiresAt) {
 		if old != nil {
@@ -76,7 +89,7 @@ func (s *Store) lookup(ctx context.Context, consumer, key string, at time.Time) 
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
 	}
-	r, err := getRecord(s.db, rowKey(tableRecord, consumer, key), consumer, key)
+	r, err := s.readRecord(rowKey(tableRecord, consumer, key), consumer, key)
 	if err != nil {
 		return store.Record{}, dbError("reading record", err)
 	}

@@ -17,6 +17,7 @@
 package pebblestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,9 @@ type Options struct {
 	// write-ahead log (commits.go).
 	Commits *commitmetrics.Recorder
 
+	// filterBytes bounds the filter of record keys (recordfilter.go):
+	// zero means defaultFilterBytes, negative none.
+	filterBytes int64
 	// fs, when set, is the file system under Pebble instead of the
 	// operating system's: tests put a failing disk there (diskfail_test.go).
 	fs vfs.FS
@@ -77,6 +81,8 @@ type Store struct {
 	budgets parkBudgets
 	// policyMu makes DeletePolicy's read and delete one step.
 	policyMu sync.Mutex
+	// filter lets a claim of a new key skip its read (recordfilter.go).
+	filter recordFilter
 }
 
 var (
@@ -134,6 +140,12 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 	if err := s.loadBudgets(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: %s: counting parked events: %w", dir, err)
+	}
+	if !forCopy { // a copy's destination writes without the key stripes
+		if err := s.startFilter(cmp.Or(opts.filterBytes, defaultFilterBytes)); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("pebblestore: %s: sizing the filter of record keys: %w", dir, err)
+		}
 	}
 	return s, nil
 }
@@ -195,6 +207,7 @@ func checkOpen(db *pebble.DB, forCopy bool) error {
 // Close waits for the calls in flight, closes the database and releases the
 // data directory. Later calls fail with store.ErrUnavailable.
 func (s *Store) Close() error {
+	s.stopFilter()
 	s.open.Lock()
 	defer s.open.Unlock()
 	if s.closed {
