@@ -76,6 +76,3 @@ func (f *keyFilter) mayHold(k []byte) bool {
 	}
 	return true
 }
-
-// bytes is the filter's size in memory.
-func (f *keyFilter) bytes() int64 { return int64(len(f.words)) * 8 }

@@ -105,9 +105,7 @@ func TestFilterRebuildsMissNoKey(t *testing.T) {
 	acquired := make(map[string]int, keys)
 	var wg sync.WaitGroup
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			// Writer w claims keys w, w+8, w+16 ... ; writer w+8 the same
 			// keys in reverse, so each key has two claimants at different times.
 			var mine []int
@@ -125,7 +123,7 @@ func TestFilterRebuildsMissNoKey(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for k := range keys {
