@@ -19,7 +19,8 @@ import (
 // What makes a skipped read safe: a key is added to the filter before the
 // batch that gives it a row commits (putRecord). Rows that are deleted keep
 // their bits, so the filter fills up; once it has taken more keys than it
-// was sized for, it is rebuilt from a snapshot in the background. While a
+// was sized for, it is rebuilt from a snapshot in the background
+// (rebuildAt says when). While a
 // rebuild runs, writers add to both filters; the rebuild holds every key
 // stripe while it installs the new filter and takes its snapshot, so each
 // write either committed before the snapshot (the scan finds its row) or
@@ -114,14 +115,20 @@ func (s *Store) buildFilter(capacity int64) error {
 	if err := it.Error(); err != nil {
 		return err
 	}
-	// Rebuild once the keys added since the scan reach half the capacity,
-	// or the capacity, whichever is later: a store with more live keys than
-	// the largest filter holds is not rescanned after every few writes.
-	scanned := n.adds.Load()
-	s.filter.rebuildAt.Store(max(n.capacity, scanned+n.capacity/2))
+	s.filter.rebuildAt.Store(rebuildAt(n.capacity, n.adds.Load()))
 	s.filter.current.Store(n) // before next is cleared: see noteRecord
 	s.filter.builds.Add(1)
 	return nil
+}
+
+// rebuildAt is the count of keys added to a filter of capacity keys, built
+// from a scan of scanned keys, at which it is rebuilt: once full, but not
+// before the keys added since the scan are half the capacity and as many
+// as it scanned. So a rebuild reads at most one key for each key written
+// since the last, even in a store with more live keys than the largest
+// filter holds, which stays full.
+func rebuildAt(capacity, scanned int64) int64 {
+	return max(capacity, scanned+max(capacity/2, scanned))
 }
 
 // closing reports whether Close has begun.

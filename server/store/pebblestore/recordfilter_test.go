@@ -92,12 +92,12 @@ func TestFilterSeesKeysWrittenBeforeOpen(t *testing.T) {
 }
 
 // TestFilterRebuildsMissNoKey races claims against the filter's rebuilds:
-// a filter of 1 KiB (819 keys) is rebuilt every few hundred new keys while
-// 16 writers claim, each key twice, by two writers in different orders.
+// a filter of 256 bytes (204 keys) is rebuilt each time the keys double
+// while 16 writers claim, each key twice, by two writers in different orders.
 // Every key must be acquired exactly once: a key a rebuild lost would be
 // taken as new by its second claim and acquired again.
 func TestFilterRebuildsMissNoKey(t *testing.T) {
-	s := openFiltered(t, t.TempDir(), 1024)
+	s := openFiltered(t, t.TempDir(), 256)
 	defer s.Close()
 	waitForFilter(t, s)
 	const writers, keys = 16, 6000
@@ -162,5 +162,21 @@ func waitForFilter(t *testing.T, s *Store) {
 	t.Helper()
 	for s.filter.current.Load() == nil {
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRebuildAt: a filter is rebuilt once full, and never after fewer new
+// keys than half its capacity or than the keys its scan found.
+func TestRebuildAt(t *testing.T) {
+	for _, c := range []struct{ capacity, scanned, want int64 }{
+		{capacity: 1000, scanned: 0, want: 1000},     // empty: when full
+		{capacity: 1000, scanned: 400, want: 1000},   // when full, 600 keys on
+		{capacity: 1000, scanned: 600, want: 1200},   // half the capacity on
+		{capacity: 1000, scanned: 900, want: 1800},   // as many as it scanned
+		{capacity: 1000, scanned: 5000, want: 10000}, // a store past the largest filter
+	} {
+		if got := rebuildAt(c.capacity, c.scanned); got != c.want {
+			t.Errorf("rebuildAt(%d, %d) = %d, want %d", c.capacity, c.scanned, got, c.want)
+		}
 	}
 }
