@@ -56,9 +56,12 @@ var Backends = []Backend{
 	}},
 }
 
-// Embedded is the SQLite backend, for tests whose subject does not depend
-// on the store (authentication, TLS).
-var Embedded = Backends[0]
+// Embedded is the embedded store on the engine a new data directory gets,
+// Pebble, for tests whose subject does not depend on the store
+// (authentication, TLS, the clients' helpers): what a new user runs.
+var Embedded = Backend{"pebble", func(t testing.TB) []string {
+	return []string{"--data-dir", t.TempDir(), "--embedded-engine", "pebble"}
+}}
 
 // ForEach runs test once per backend, as a subtest named after it, with a
 // fresh dedupd started with the extra flags.

@@ -43,9 +43,9 @@ func TestMain(m *testing.M) {
 
 // serveFlags are the dedupd flags of every CLI test: policies read afresh
 // on each call and no reaper, so what a test changes or seeds is what
-// dedupctl shows; no fsync per embedded commit, for speed (PostgreSQL
-// ignores it).
-var serveFlags = []string{"--policy-cache-ttl", "0", "--reap-interval", "0", "--embedded-sync", "normal"}
+// dedupctl shows. Every embedded commit is synced, as in production:
+// Pebble, the engine of dedupdtest.Embedded, has no other mode.
+var serveFlags = []string{"--policy-cache-ttl", "0", "--reap-interval", "0"}
 
 // server is a running dedupd and a client for seeding it.
 type server struct {

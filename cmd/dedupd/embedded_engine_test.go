@@ -92,6 +92,8 @@ func TestNewDirectoryEngine(t *testing.T) {
 		{"serve, sqlite", []string{"--embedded-engine", "sqlite"}, "serve", "dedup.db", ""},
 		{"serve, pebble, sync normal", []string{"--embedded-engine", "pebble", "--embedded-sync", "normal"}, "serve", "", wrongSync},
 		{"migrate", nil, "migrate", "pebble", ""},
+		{"migrate, sqlite", []string{"--embedded-engine", "sqlite"}, "migrate", "dedup.db", ""},
+		{"migrate, pebble", []string{"--embedded-engine", "pebble"}, "migrate", "pebble", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "new")

@@ -12,7 +12,7 @@ import (
 )
 
 func newMigrateCommand() *cobra.Command {
-	var databaseURL, dataDir string
+	var databaseURL, dataDir, engine string
 	var cockroachTTL bool
 	var logs logFlags
 	cmd := &cobra.Command{
@@ -24,7 +24,8 @@ PostgreSQL, migration 2001 rebuilds the table's indexes under an exclusive
 lock (docs/operations.md).
 
 With --database-url it migrates PostgreSQL or CockroachDB; without it, the
-embedded store in --data-dir (which also migrates itself at start).
+embedded store in --data-dir (which also migrates itself at start); a new
+directory gets the engine --embedded-engine names, as with serve.
 
 With --cockroachdb-ttl it then applies the optional CockroachDB-only step:
 row-level TTL on expires_at in place of the reaper, and a hash-sharded
@@ -47,19 +48,20 @@ refuses any database that is not CockroachDB, PostgreSQL included.`,
 			if databaseURL != "" {
 				return server.Migrate(ctx, databaseURL, log)
 			}
-			return migrateEmbedded(ctx, dataDir, log)
+			return migrateEmbedded(ctx, server.Config{DataDir: dataDir, EmbeddedEngine: engine}, log)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&databaseURL, "database-url", "", "PostgreSQL or CockroachDB URL")
 	f.StringVar(&dataDir, "data-dir", "dedupd-data", "directory of the embedded store")
+	f.StringVar(&engine, "embedded-engine", server.EngineAuto, "engine of the embedded store: auto (the one already in --data-dir; a new directory gets "+server.DefaultEmbeddedEngine+"), sqlite or pebble")
 	f.BoolVar(&cockroachTTL, "cockroachdb-ttl", false, "also apply the optional CockroachDB-only migrations: row-level TTL instead of the reaper, hash-sharded expiry index")
 	logs.register(f)
 	return cmd
 }
 
-func migrateEmbedded(ctx context.Context, dataDir string, log *slog.Logger) error {
-	st, err := server.OpenStore(ctx, server.Config{DataDir: dataDir}, log, server.StoreHooks{})
+func migrateEmbedded(ctx context.Context, cfg server.Config, log *slog.Logger) error {
+	st, err := server.OpenStore(ctx, cfg, log, server.StoreHooks{})
 	if err != nil {
 		return err
 	}
