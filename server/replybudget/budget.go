@@ -55,14 +55,17 @@ type Budget struct {
 
 	mu      sync.Mutex
 	used    int64
-	changed chan struct{} // closed, and replaced, whenever bytes come back
+	// changed is made by a call that waits for room, and closed and
+	// dropped when bytes come back: a reply given back with no one waiting,
+	// nearly every one, makes no channel.
+	changed chan struct{}
 }
 
 // New returns a budget of limit bytes. A reply larger than limit is let
 // through only while nothing else is in flight, so that any reply the
 // server may send can be read by a caller that reads.
 func New(limit int64) *Budget {
-	return &Budget{limit: limit, perConn: limit / ConnectionShare, changed: make(chan struct{})}
+	return &Budget{limit: limit, perConn: limit / ConnectionShare}
 }
 
 // InUse is how many bytes replies hold now.
@@ -117,6 +120,9 @@ func (b *Budget) await(ctx context.Context, ready func() bool) bool {
 	for {
 		b.mu.Lock()
 		ok := ready()
+		if !ok && b.changed == nil {
+			b.changed = make(chan struct{})
+		}
 		changed := b.changed
 		b.mu.Unlock()
 		if ok {
@@ -218,8 +224,10 @@ func (b *Budget) give(n int64, conn *connReplies, written bool) {
 			conn.lastWritten = time.Now()
 		}
 	}
-	close(b.changed)
-	b.changed = make(chan struct{})
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
 }
 
 // reservation is one reply's share of a budget, given back once.
