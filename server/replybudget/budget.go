@@ -53,8 +53,8 @@ const readingWindow = time.Second
 type Budget struct {
 	limit, perConn int64
 
-	mu      sync.Mutex
-	used    int64
+	mu   sync.Mutex
+	used int64
 	// changed is made by a call that waits for room, and closed and
 	// dropped when bytes come back: a reply given back with no one waiting,
 	// nearly every one, makes no channel.
