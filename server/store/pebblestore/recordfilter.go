@@ -20,12 +20,13 @@ import (
 // batch that gives it a row commits (putRecord). Rows that are deleted keep
 // their bits, so the filter fills up; once it has taken more keys than it
 // was sized for, it is rebuilt from a snapshot in the background
-// (rebuildAt says when). While a
-// rebuild runs, writers add to both filters; the rebuild holds every key
-// stripe while it installs the new filter and takes its snapshot, so each
-// write either committed before the snapshot (the scan finds its row) or
-// adds its key to the new filter. Until the first build, which starts at
-// Open, every read goes to Pebble.
+// (rebuildAt says when). While a rebuild runs, writers add to both
+// filters; the rebuild holds every key stripe while it installs the new
+// filter and takes its snapshot, so each write either committed before the
+// snapshot (the scan finds its row) or adds its key to the new filter.
+// Only writers, which hold the key's stripe, consult the filter (see
+// readRecord). Until the first build, which starts at Open, every read
+// goes to Pebble.
 type recordFilter struct {
 	maxBytes int64
 	// current answers reads once built; next, during a rebuild, is the

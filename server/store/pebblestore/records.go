@@ -45,7 +45,9 @@ func getRecord(r pebble.Reader, k []byte, consumer, key string) (*store.Record, 
 }
 
 // readRecord is getRecord of a key, without reading Pebble when the
-// filter of record keys has never seen it (recordfilter.go).
+// filter of record keys has never seen it (recordfilter.go). The caller
+// holds the key's stripe: a write of the key that committed before it
+// took the stripe was added to the filter it loads.
 func (s *Store) readRecord(k []byte, consumer, key string) (*store.Record, error) {
 	if !s.mayHoldRecord(k) {
 		return nil, nil
@@ -89,7 +91,10 @@ func (s *Store) lookup(ctx context.Context, consumer, key string, at time.Time) 
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
 	}
-	r, err := s.readRecord(rowKey(tableRecord, consumer, key), consumer, key)
+	// Not readRecord: a lookup holds no stripe, and one that loaded the
+	// filter just before a rebuild installed the next could test it after
+	// a write of its key that only the next one took.
+	r, err := getRecord(s.db, rowKey(tableRecord, consumer, key), consumer, key)
 	if err != nil {
 		return store.Record{}, dbError("reading record", err)
 	}
