@@ -15,7 +15,7 @@ import (
 // A key sets one bit in each of the eight words of one 512-bit block (a
 // cache line), chosen by one 64-bit hash: a test touches one cache line.
 // At bitsPerKey bits per key that gives about 1.2% false positives at
-// capacity (TestKeyFilterFalsePositives measures it).
+// capacity (TestKeyFilterHoldsEveryKeyAdded measures it).
 type keyFilter struct {
 	seed     maphash.Seed
 	words    []atomic.Uint64 // a whole number of blocks

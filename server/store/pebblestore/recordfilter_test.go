@@ -106,8 +106,9 @@ func TestFilterRebuildsMissNoKey(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
-			// Writer w claims keys w, w+8, w+16 ... ; writer w+8 the same
-			// keys in reverse, so each key has two claimants at different times.
+			// Writer w claims keys w, w+8, w+16 ... in order; writer w+8
+			// the same keys shuffled, so each key has two claimants at
+			// different times.
 			var mine []int
 			for k := w % 8; k < keys; k += 8 {
 				mine = append(mine, k)
