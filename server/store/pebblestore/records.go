@@ -63,27 +63,22 @@ func (s *Store) putRecord(b *pebble.Batch, k []byte, old, next *store.Record) {
 		s.noteRecord(k)
 	}
 	_ = b.Set(k, encodeRecord(next), nil) // a Batch's Set fails only on a committed batch
-	if old == nil || !old.ExpiresAt.Equal(next.ExpiresAt) {
-		if old != nil {
-			_ = b.Delete(expiryKey(tableRecordExpiry, old.ExpiresAt, old.Consumer, old.Key), nil)
-		}
-		_ = b.Set(expiryKey(tableRecordExpiry, next.ExpiresAt, next.Consumer, next.Key), nil, nil)
+	var was time.Time
+	if old != nil {
+		was = old.ExpiresAt
 	}
-	pk := rowKey(tablePending, next.Consumer, next.Key)
-	switch {
-	case next.State == store.Pending && (old == nil || old.State != store.Pending || !old.LeaseExpiresAt.Equal(next.LeaseExpiresAt)):
-		_ = b.Set(pk, appendTime(nil, next.LeaseExpiresAt), nil)
-	case next.State != store.Pending && old != nil && old.State == store.Pending:
-		_ = b.Delete(pk, nil)
-	}
+	moveExpiry(b, tableRecordExpiry, old != nil, was, next.ExpiresAt, next.Consumer, next.Key)
+	pending := old != nil && old.State == store.Pending
+	moveEntry(b, rowKey(tablePending, next.Consumer, next.Key), pending, next.State == store.Pending,
+		pending && old.LeaseExpiresAt.Equal(next.LeaseExpiresAt), appendTime(nil, next.LeaseExpiresAt))
 }
 
 // deleteRecord adds to b the deletion of a record's row and index entries.
 func deleteRecord(b *pebble.Batch, old *store.Record) {
 	_ = b.Delete(rowKey(tableRecord, old.Consumer, old.Key), nil)
-	_ = b.Delete(expiryKey(tableRecordExpiry, old.ExpiresAt, old.Consumer, old.Key), nil)
+	_ = b.SingleDelete(expiryKey(tableRecordExpiry, old.ExpiresAt, old.Consumer, old.Key), nil)
 	if old.State == store.Pending {
-		_ = b.Delete(rowKey(tablePending, old.Consumer, old.Key), nil)
+		_ = b.SingleDelete(rowKey(tablePending, old.Consumer, old.Key), nil)
 	}
 }
 

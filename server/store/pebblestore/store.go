@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -51,6 +52,9 @@ type Options struct {
 	// filterBytes bounds the filter of record keys (recordfilter.go):
 	// zero means defaultFilterBytes, negative none.
 	filterBytes int64
+	// onMisuse, when set, is also told of each possible misuse of Pebble's
+	// API it reports, such as a SingleDelete that met two Sets (indexes.go).
+	onMisuse func(pebble.PossibleAPIMisuseInfo)
 	// fs, when set, is the file system under Pebble instead of the
 	// operating system's: tests put a failing disk there (diskfail_test.go).
 	fs vfs.FS
@@ -132,6 +136,10 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}
+	if err := settleLeaseEntries(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("pebblestore: %s: rewriting the entries of claims in flight: %w", dir, err)
+	}
 	s := &Store{dir: dir, lock: lock, db: db, commits: opts.Commits}
 	s.API = store.NewAPI(s)
 	s.PolicyKinds = store.PolicyKinds{
@@ -161,6 +169,7 @@ func pebbleOptions(opts Options) *pebble.Options {
 		FormatMajorVersion: pebble.FormatTableFormatV6,
 		Logger:             quietLogger{},
 		Cache:              pebble.NewCache(cacheBytes),
+		EventListener:      &pebble.EventListener{PossibleAPIMisuse: misuseReporter(opts.onMisuse)},
 	}
 	if opts.fs != nil {
 		o.FS = opts.fs
@@ -271,6 +280,22 @@ func dbError(op string, err error) error {
 
 // now is the store's clock, as every store keeps it.
 func now() time.Time { return store.Now(time.Now()) }
+
+// misuseReporter logs each possible misuse of Pebble's API it reports
+// (indexes.go keeps index entries from giving any), with the key's table
+// and not the key, which holds a caller's consumer and key.
+func misuseReporter(also func(pebble.PossibleAPIMisuseInfo)) func(pebble.PossibleAPIMisuseInfo) {
+	return func(info pebble.PossibleAPIMisuseInfo) {
+		if also != nil {
+			also(info)
+		}
+		table := "none"
+		if len(info.UserKey) > 0 {
+			table = strconv.QuoteRune(rune(info.UserKey[0]))
+		}
+		quietLogger{}.Errorf("pebblestore: possible misuse of Pebble (%s) on an entry of table %s; see indexes.go", info.Kind, table)
+	}
+}
 
 // quietLogger drops Pebble's informational lines (a line per flush and
 // compaction would drown the server's own log) and keeps its errors.

@@ -95,37 +95,27 @@ func getStream(r pebble.Reader, k []byte, consumer, stream string) (*store.Strea
 // putStream adds to b the write of next over old and its index changes.
 func putStream(b *pebble.Batch, k []byte, old, next *store.Stream) {
 	_ = b.Set(k, encodeStream(next), nil)
-	if old == nil || !old.ExpiresAt.Equal(next.ExpiresAt) {
-		if old != nil {
-			_ = b.Delete(expiryKey(tableStreamExpiry, old.ExpiresAt, old.Consumer, old.Stream), nil)
-		}
-		_ = b.Set(expiryKey(tableStreamExpiry, next.ExpiresAt, next.Consumer, next.Stream), nil, nil)
+	var was time.Time
+	if old != nil {
+		was = old.ExpiresAt
 	}
-	wk := rowKey(tableStreamParked, next.Consumer, next.Stream)
-	switch {
-	case next.Parked > 0 && (old == nil || old.Parked == 0):
-		_ = b.Set(wk, nil, nil)
-	case next.Parked == 0 && old != nil && old.Parked > 0:
-		_ = b.Delete(wk, nil)
-	}
-	qk := rowKey(tableStreamPending, next.Consumer, next.Stream)
-	switch {
-	case next.InFlight != 0 && (old == nil || old.InFlight == 0 || !old.LeaseExpiresAt.Equal(next.LeaseExpiresAt)):
-		_ = b.Set(qk, appendTime(nil, next.LeaseExpiresAt), nil)
-	case next.InFlight == 0 && old != nil && old.InFlight != 0:
-		_ = b.Delete(qk, nil)
-	}
+	moveExpiry(b, tableStreamExpiry, old != nil, was, next.ExpiresAt, next.Consumer, next.Stream)
+	parked := old != nil && old.Parked > 0
+	moveEntry(b, rowKey(tableStreamParked, next.Consumer, next.Stream), parked, next.Parked > 0, parked, nil)
+	inFlight := old != nil && old.InFlight != 0
+	moveEntry(b, rowKey(tableStreamPending, next.Consumer, next.Stream), inFlight, next.InFlight != 0,
+		inFlight && old.LeaseExpiresAt.Equal(next.LeaseExpiresAt), appendTime(nil, next.LeaseExpiresAt))
 }
 
 // deleteStream adds to b the deletion of a stream's row and index entries.
 func deleteStream(b *pebble.Batch, old *store.Stream) {
 	_ = b.Delete(rowKey(tableStream, old.Consumer, old.Stream), nil)
-	_ = b.Delete(expiryKey(tableStreamExpiry, old.ExpiresAt, old.Consumer, old.Stream), nil)
+	_ = b.SingleDelete(expiryKey(tableStreamExpiry, old.ExpiresAt, old.Consumer, old.Stream), nil)
 	if old.InFlight != 0 {
-		_ = b.Delete(rowKey(tableStreamPending, old.Consumer, old.Stream), nil)
+		_ = b.SingleDelete(rowKey(tableStreamPending, old.Consumer, old.Stream), nil)
 	}
 	if old.Parked > 0 { // parked events go with their stream
-		_ = b.Delete(rowKey(tableStreamParked, old.Consumer, old.Stream), nil)
+		_ = b.SingleDelete(rowKey(tableStreamParked, old.Consumer, old.Stream), nil)
 		prefix := parkedPrefix(old.Consumer, old.Stream)
 		_ = b.DeleteRange(prefix, prefixEnd(prefix), nil)
 	}
