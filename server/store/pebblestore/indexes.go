@@ -14,8 +14,9 @@ import (
 // deletes cancel out where they meet, in the flush of the memtable that
 // holds both, and neither reaches a table. A Delete would leave a tombstone
 // that every flush and compaction rewrites until it reaches the bottom
-// level: in a cycle of claim and complete those tombstones were half the
-// entries flushed, and compactions a seventh of dedupd's CPU.
+// level: in a cycle of claim and complete, two of the four entries a
+// cycle flushed were tombstones, and the tables took 825 bytes a cycle
+// against 651 without them (BenchmarkCycle's table-B/op).
 //
 // SingleDelete deletes only the newest Set of its key: an older Set of the
 // same key would come back. So the one rule here is that an entry is never
@@ -29,7 +30,8 @@ import (
 //     once, at Open (settleLeaseEntries).
 //
 // Pebble reports a SingleDelete that met two Sets (PossibleAPIMisuse);
-// pebbleOptions logs it, and TestIndexesSingleDeleteCleanly fails on it.
+// pebbleOptions logs it, and TestIndexesMatchRows and
+// TestOpenSettlesLeaseEntriesSetOverThemselves fail on it.
 
 // moveExpiry adds to b the change of a row's expiry entry in table, from
 // was (had: the row existed) to next.
