@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -58,12 +59,18 @@ func (s *Store) deleteExpiredStreams(ctx context.Context, limit int) (int, error
 }
 
 // expiryEntry is one entry of an expiry index.
-type expiryEntry struct{ consumer, name string }
+type expiryEntry struct {
+	key            []byte
+	consumer, name string
+}
 
 // reap deletes, in chunks, rows whose entry in the expiry index table is at
 // or before now: it reads the entries, takes their stripes, and has del
 // check each row again under its lock (a write may have renewed it since)
-// and add its deletion to the chunk's batch.
+// and add its deletion to the chunk's batch. An entry whose row del does
+// not delete is not that row's entry any more (the row is gone, or lives
+// on with a later expiry): reapChunk drops it, so that no entry left
+// behind can hold its place at the head of the index and stop the reaper.
 func (s *Store) reap(ctx context.Context, limit int, table byte, locks *stripes,
 	del func(b *pebble.Batch, consumer, name string, at time.Time) (bool, error), after func(committed bool)) (int, error) {
 	if limit <= 0 {
@@ -87,7 +94,7 @@ func (s *Store) reap(ctx context.Context, limit int, table byte, locks *stripes,
 			after(err == nil && n > 0)
 		}
 		deleted += n
-		if err != nil || n == 0 {
+		if err != nil {
 			return deleted, err
 		}
 	}
@@ -111,7 +118,7 @@ func (s *Store) expired(table byte, at time.Time, n int) ([]expiryEntry, error) 
 		if !ok {
 			continue
 		}
-		out = append(out, expiryEntry{c, name})
+		out = append(out, expiryEntry{bytes.Clone(k), c, name})
 	}
 	if err := it.Error(); err != nil {
 		return nil, dbError("reading expiry index", err)
@@ -136,10 +143,9 @@ func (s *Store) reapChunk(entries []expiryEntry, locks *stripes, at time.Time,
 		}
 		if ok {
 			n++
+		} else {
+			_ = b.Delete(e.key, nil) // a Delete, not a SingleDelete: what is left behind may have been Set twice
 		}
-	}
-	if n == 0 {
-		return 0, nil
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return 0, dbError("reaping", err)
