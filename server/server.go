@@ -252,6 +252,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		lns.close()
 		return err
 	}
+	m.ExportEngine(backend)
 	healthSrv := newHealthService()
 	watcher := jobs.NewHealthWatcher(healthSrv.Server, healthServices, cfg.HealthInterval, cfg.Policy, m, log)
 	observed := stack.Build(backend, storeStack(cfg, m, watcher.Observe, g.waits))

@@ -75,6 +75,11 @@ func TestMetricsCountCalls(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.value)
 		}
 	}
+	// The embedded store, on Pebble by default, adds its engine's metrics:
+	// the two writes above went through its WAL.
+	if got := opsValue(m, "dedupd_pebble_wal_bytes_written_total", nil); got <= 0 {
+		t.Errorf("dedupd_pebble_wal_bytes_written_total = %v after two writes, want > 0", got)
+	}
 	if code := opsHealthz(t, addr); code != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", code)
 	}

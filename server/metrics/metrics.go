@@ -242,6 +242,14 @@ func (m *Metrics) zeroConsumer(label string) {
 	m.digestConflicts.WithLabelValues(label)
 }
 
+// ExportEngine adds the engine's own metrics, when it reports any (the
+// Pebble store does: compactions, WAL and table bytes, its key filter).
+func (m *Metrics) ExportEngine(engine any) {
+	if e, ok := engine.(interface{ Collector() prometheus.Collector }); ok {
+		m.Registry.MustRegister(e.Collector())
+	}
+}
+
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -87,6 +88,9 @@ type Store struct {
 	policyMu sync.Mutex
 	// filter lets a claim of a new key skip its read (recordfilter.go).
 	filter recordFilter
+	// misuses counts Pebble's reports of a possible misuse of its API
+	// (misuseReporter).
+	misuses *atomic.Int64
 }
 
 var (
@@ -126,7 +130,8 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 	} else if engine == datadir.SQLite {
 		return nil, fmt.Errorf("pebblestore: data directory %s holds a SQLite store; serve it with the SQLite engine, or copy it with `dedupd migrate-store`", dir)
 	}
-	o := pebbleOptions(opts)
+	misuses := new(atomic.Int64)
+	o := pebbleOptions(opts, misuses)
 	db, err := pebble.Open(filepath.Join(dir, datadir.PebbleDir), o)
 	o.Cache.Unref() // the database holds its own reference
 	if err != nil {
@@ -140,7 +145,7 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: %s: rewriting the entries of claims in flight: %w", dir, err)
 	}
-	s := &Store{dir: dir, lock: lock, db: db, commits: opts.Commits}
+	s := &Store{dir: dir, lock: lock, db: db, commits: opts.Commits, misuses: misuses}
 	s.API = store.NewAPI(s)
 	s.PolicyKinds = store.PolicyKinds{
 		Keys:    store.PolicyCalls[store.ConsumerPolicy]{Put: s.putKeyPolicy, Get: s.getKeyPolicy, Delete: s.deleteKeyPolicy},
@@ -158,7 +163,7 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 	return s, nil
 }
 
-func pebbleOptions(opts Options) *pebble.Options {
+func pebbleOptions(opts Options, misuses *atomic.Int64) *pebble.Options {
 	cacheBytes := opts.CacheBytes
 	if cacheBytes <= 0 {
 		cacheBytes = 64 << 20
@@ -169,7 +174,7 @@ func pebbleOptions(opts Options) *pebble.Options {
 		FormatMajorVersion: pebble.FormatTableFormatV6,
 		Logger:             quietLogger{},
 		Cache:              pebble.NewCache(cacheBytes),
-		EventListener:      &pebble.EventListener{PossibleAPIMisuse: misuseReporter(opts.onMisuse)},
+		EventListener:      &pebble.EventListener{PossibleAPIMisuse: misuseReporter(misuses, opts.onMisuse)},
 	}
 	if opts.fs != nil {
 		o.FS = opts.fs
@@ -281,11 +286,12 @@ func dbError(op string, err error) error {
 // now is the store's clock, as every store keeps it.
 func now() time.Time { return store.Now(time.Now()) }
 
-// misuseReporter logs each possible misuse of Pebble's API it reports
+// misuseReporter counts and logs each possible misuse of Pebble's API it reports
 // (indexes.go keeps index entries from giving any), with the key's table
 // and not the key, which holds a caller's consumer and key.
-func misuseReporter(also func(pebble.PossibleAPIMisuseInfo)) func(pebble.PossibleAPIMisuseInfo) {
+func misuseReporter(count *atomic.Int64, also func(pebble.PossibleAPIMisuseInfo)) func(pebble.PossibleAPIMisuseInfo) {
 	return func(info pebble.PossibleAPIMisuseInfo) {
+		count.Add(1)
 		if also != nil {
 			also(info)
 		}
