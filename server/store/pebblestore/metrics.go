@@ -5,7 +5,8 @@ import (
 )
 
 // Engine metrics: what an operator needs to tell a Pebble store that keeps
-// up from one falling behind (compaction debt, files piling up in L0), how
+// up from one falling behind (compaction debt, files piling up in L0, write
+// stalls: events.go), how
 // much it writes for what it is given (WAL and table bytes), and whether
 // the filter of record keys is built and how full. They are read from
 // Pebble at each scrape, so they cost nothing between scrapes.
@@ -27,6 +28,10 @@ var (
 		"Tables in Pebble's level 0, which every read consults; Pebble slows writes when they pile up.", nil, nil)
 	metricMisuses = prometheus.NewDesc("dedupd_pebble_api_misuses_total",
 		"Possible misuses of Pebble's API that it reported, such as an index entry written over itself (see the server log).", nil, nil)
+	metricStalls = prometheus.NewDesc("dedupd_pebble_write_stalls_total",
+		"Times Pebble held every write back because flushes or compactions fell behind; calls wait meanwhile.", nil, nil)
+	metricStallSeconds = prometheus.NewDesc("dedupd_pebble_write_stall_seconds_total",
+		"Seconds writes have spent held back by Pebble's write stalls, the one in progress included.", nil, nil)
 	metricFilterBytes = prometheus.NewDesc("dedupd_pebble_key_filter_bytes",
 		"Bytes of the filter of record keys that answers claims of new keys without a read; 0 until it is built.", nil, nil)
 	metricFilterKeys = prometheus.NewDesc("dedupd_pebble_key_filter_keys",
@@ -45,7 +50,7 @@ type engineMetrics struct{ s *Store }
 
 func (engineMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{metricDiskBytes, metricWALBytes, metricTableBytes, metricFlushes,
-		metricCompactions, metricDebt, metricL0Files, metricMisuses,
+		metricCompactions, metricDebt, metricL0Files, metricMisuses, metricStalls, metricStallSeconds,
 		metricFilterBytes, metricFilterKeys, metricFilterCapacity, metricFilterBuilds} {
 		ch <- d
 	}
@@ -70,7 +75,9 @@ func (e engineMetrics) Collect(ch chan<- prometheus.Metric) {
 	counter(metricCompactions, float64(m.Compact.Count))
 	gauge(metricDebt, float64(m.Compact.EstimatedDebt))
 	gauge(metricL0Files, float64(m.Levels[0].TablesCount))
-	counter(metricMisuses, float64(s.misuses.Load()))
+	counter(metricMisuses, float64(s.events.misuses.Load()))
+	counter(metricStalls, float64(s.events.stalls.Load()))
+	counter(metricStallSeconds, s.events.stallSeconds())
 	var bytes, keys, capacity float64
 	if f := s.filter.current.Load(); f != nil {
 		bytes, keys, capacity = float64(8*len(f.words)), float64(f.adds.Load()), float64(f.capacity)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dedupd/dedupd/server/store"
@@ -79,4 +80,65 @@ func gatherPebble(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		out[f.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
 	}
 	return out
+}
+
+// gatedFS holds back the creation of every table file until open is
+// closed, so that no flush can finish meanwhile.
+type gatedFS struct {
+	vfs.FS
+	open chan struct{}
+}
+
+func (g gatedFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if strings.HasSuffix(name, ".sst") {
+		<-g.open
+	}
+	return g.FS.Create(name, category)
+}
+
+// While no flush can finish, claims fill the memtables until Pebble holds
+// every write back; the stall is counted, with its time, and the claims
+// held back go through once flushes can finish again. (A stall the store
+// never counts keeps the gate shut: the test then fails by go test's
+// timeout, the writer held back for good.)
+func TestWriteStallsAreCounted(t *testing.T) {
+	ctx := context.Background()
+	gate := make(chan struct{})
+	s, err := Open(ctx, t.TempDir(), Options{fs: gatedFS{FS: vfs.Default, open: gate}, memTableBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.Collector())
+	const claims = 5000
+	policy := store.Policy{DefaultLeaseTTL: time.Hour, CompletedTTL: time.Hour, RejectedTTL: time.Hour, ReleasedTTL: time.Hour}
+	written := make(chan int, 1)
+	go func() {
+		n := 0
+		for i := range claims {
+			if c, err := s.Claim(ctx, store.ClaimParams{Consumer: "c", Key: fmt.Sprint("k", i), Owner: "o", Policy: policy}); err == nil && c.Outcome == store.Acquired {
+				n++
+			}
+		}
+		written <- n
+	}()
+	for s.events.stalls.Load() == 0 {
+		select {
+		case n := <-written:
+			close(gate)
+			t.Fatalf("%d claims with no flush able to finish, and Pebble never stalled", n)
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(gate)
+	if n := <-written; n != claims {
+		t.Errorf("%d of %d claims acquired", n, claims)
+	}
+	got := gatherPebble(t, reg)
+	if got["dedupd_pebble_write_stalls_total"] < 1 || got["dedupd_pebble_write_stall_seconds_total"] <= 0 {
+		t.Errorf("write stalls %v, for %v s; want at least one, for some time",
+			got["dedupd_pebble_write_stalls_total"], got["dedupd_pebble_write_stall_seconds_total"])
+	}
 }

@@ -23,9 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -56,6 +54,9 @@ type Options struct {
 	// onMisuse, when set, is also told of each possible misuse of Pebble's
 	// API it reports, such as a SingleDelete that met two Sets (indexes.go).
 	onMisuse func(pebble.PossibleAPIMisuseInfo)
+	// memTableBytes, when set, is Pebble's memtable size instead of its
+	// default (4 MiB): tests make writes outrun flushes with a small one.
+	memTableBytes uint64
 	// fs, when set, is the file system under Pebble instead of the
 	// operating system's: tests put a failing disk there (diskfail_test.go).
 	fs vfs.FS
@@ -88,9 +89,8 @@ type Store struct {
 	policyMu sync.Mutex
 	// filter lets a claim of a new key skip its read (recordfilter.go).
 	filter recordFilter
-	// misuses counts Pebble's reports of a possible misuse of its API
-	// (misuseReporter).
-	misuses *atomic.Int64
+	// events counts what Pebble reports of itself (metrics.go).
+	events *engineEvents
 }
 
 var (
@@ -130,8 +130,8 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 	} else if engine == datadir.SQLite {
 		return nil, fmt.Errorf("pebblestore: data directory %s holds a SQLite store; serve it with the SQLite engine, or copy it with `dedupd migrate-store`", dir)
 	}
-	misuses := new(atomic.Int64)
-	o := pebbleOptions(opts, misuses)
+	events := new(engineEvents)
+	o := pebbleOptions(opts, events)
 	db, err := pebble.Open(filepath.Join(dir, datadir.PebbleDir), o)
 	o.Cache.Unref() // the database holds its own reference
 	if err != nil {
@@ -145,7 +145,7 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("pebblestore: %s: rewriting the entries of claims in flight: %w", dir, err)
 	}
-	s := &Store{dir: dir, lock: lock, db: db, commits: opts.Commits, misuses: misuses}
+	s := &Store{dir: dir, lock: lock, db: db, commits: opts.Commits, events: events}
 	s.API = store.NewAPI(s)
 	s.PolicyKinds = store.PolicyKinds{
 		Keys:    store.PolicyCalls[store.ConsumerPolicy]{Put: s.putKeyPolicy, Get: s.getKeyPolicy, Delete: s.deleteKeyPolicy},
@@ -163,7 +163,7 @@ func open(dataDir string, opts Options, forCopy bool) (_ *Store, err error) {
 	return s, nil
 }
 
-func pebbleOptions(opts Options, misuses *atomic.Int64) *pebble.Options {
+func pebbleOptions(opts Options, events *engineEvents) *pebble.Options {
 	cacheBytes := opts.CacheBytes
 	if cacheBytes <= 0 {
 		cacheBytes = 64 << 20
@@ -174,7 +174,8 @@ func pebbleOptions(opts Options, misuses *atomic.Int64) *pebble.Options {
 		FormatMajorVersion: pebble.FormatTableFormatV6,
 		Logger:             quietLogger{},
 		Cache:              pebble.NewCache(cacheBytes),
-		EventListener:      &pebble.EventListener{PossibleAPIMisuse: misuseReporter(misuses, opts.onMisuse)},
+		EventListener:      events.listener(opts.onMisuse),
+		MemTableSize:       opts.memTableBytes,
 	}
 	if opts.fs != nil {
 		o.FS = opts.fs
@@ -285,23 +286,6 @@ func dbError(op string, err error) error {
 
 // now is the store's clock, as every store keeps it.
 func now() time.Time { return store.Now(time.Now()) }
-
-// misuseReporter counts and logs each possible misuse of Pebble's API it reports
-// (indexes.go keeps index entries from giving any), with the key's table
-// and not the key, which holds a caller's consumer and key.
-func misuseReporter(count *atomic.Int64, also func(pebble.PossibleAPIMisuseInfo)) func(pebble.PossibleAPIMisuseInfo) {
-	return func(info pebble.PossibleAPIMisuseInfo) {
-		count.Add(1)
-		if also != nil {
-			also(info)
-		}
-		table := "none"
-		if len(info.UserKey) > 0 {
-			table = strconv.QuoteRune(rune(info.UserKey[0]))
-		}
-		quietLogger{}.Errorf("pebblestore: possible misuse of Pebble (%s) on an entry of table %s; see indexes.go", info.Kind, table)
-	}
-}
 
 // quietLogger drops Pebble's informational lines (a line per flush and
 // compaction would drown the server's own log) and keeps its errors.
