@@ -89,7 +89,7 @@ type Store struct {
 	policyMu sync.Mutex
 	// filter lets a claim of a new key skip its read (recordfilter.go).
 	filter recordFilter
-	// events counts what Pebble reports of itself (metrics.go).
+	// events counts what Pebble reports of itself (events.go).
 	events *engineEvents
 }
 
