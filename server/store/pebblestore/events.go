@@ -20,9 +20,9 @@ type engineEvents struct {
 	stalls, stalled, stallStart atomic.Int64
 }
 
-func (e *engineEvents) listener(onMisuse func(pebble.PossibleAPIMisuseInfo)) *pebble.EventListener {
+func (e *engineEvents) listener() *pebble.EventListener {
 	return &pebble.EventListener{
-		PossibleAPIMisuse: e.misuseReporter(onMisuse),
+		PossibleAPIMisuse: e.reportMisuse,
 		WriteStallBegin: func(pebble.WriteStallBeginInfo) {
 			e.stalls.Add(1)
 			e.stallStart.Store(time.Now().UnixNano())
@@ -45,19 +45,14 @@ func (e *engineEvents) stallSeconds() float64 {
 	return time.Duration(total).Seconds()
 }
 
-// misuseReporter counts and logs each possible misuse of Pebble's API it
+// reportMisuse counts and logs a possible misuse of Pebble's API that it
 // reports (indexes.go keeps index entries from giving any), with the key's
 // table and not the key, which holds a caller's consumer and key.
-func (e *engineEvents) misuseReporter(also func(pebble.PossibleAPIMisuseInfo)) func(pebble.PossibleAPIMisuseInfo) {
-	return func(info pebble.PossibleAPIMisuseInfo) {
-		e.misuses.Add(1)
-		if also != nil {
-			also(info)
-		}
-		table := "none"
-		if len(info.UserKey) > 0 {
-			table = strconv.QuoteRune(rune(info.UserKey[0]))
-		}
-		quietLogger{}.Errorf("pebblestore: possible misuse of Pebble (%s) on an entry of table %s; see indexes.go", info.Kind, table)
+func (e *engineEvents) reportMisuse(info pebble.PossibleAPIMisuseInfo) {
+	e.misuses.Add(1)
+	table := "none"
+	if len(info.UserKey) > 0 {
+		table = strconv.QuoteRune(rune(info.UserKey[0]))
 	}
+	quietLogger{}.Errorf("pebblestore: possible misuse of Pebble (%s) on an entry of table %s; see indexes.go", info.Kind, table)
 }

@@ -51,9 +51,6 @@ type Options struct {
 	// filterBytes bounds the filter of record keys (recordfilter.go):
 	// zero means defaultFilterBytes, negative none.
 	filterBytes int64
-	// onMisuse, when set, is also told of each possible misuse of Pebble's
-	// API it reports, such as a SingleDelete that met two Sets (indexes.go).
-	onMisuse func(pebble.PossibleAPIMisuseInfo)
 	// memTableBytes, when set, is Pebble's memtable size instead of its
 	// default (4 MiB): tests make writes outrun flushes with a small one.
 	memTableBytes uint64
@@ -174,7 +171,7 @@ func pebbleOptions(opts Options, events *engineEvents) *pebble.Options {
 		FormatMajorVersion: pebble.FormatTableFormatV6,
 		Logger:             quietLogger{},
 		Cache:              pebble.NewCache(cacheBytes),
-		EventListener:      events.listener(opts.onMisuse),
+		EventListener:      events.listener(),
 		MemTableSize:       opts.memTableBytes,
 	}
 	if opts.fs != nil {
